@@ -1,0 +1,73 @@
+"""Turning an item's HTML (``str`` or ``bytes``) into an lxml tree, or a reason why not.
+
+Everything a crawl can put in the HTML field must end here with either a tree
+or a named outcome; nothing raises.  The outcome names double as stats keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import charset_normalizer
+import lxml.etree
+import lxml.html
+from w3lib.encoding import html_to_unicode
+
+#: Outcome names for pages that cannot be fingerprinted (stats ``simhash_dedup/<name>``).
+EMPTY = "empty_html"
+NOT_HTML = "not_html"
+TOO_LARGE = "too_large"
+
+_SNIFF_BYTES = 8192
+# libxml2: allow text nodes over 10 MB and trees deeper than 256 (it stops at 2048).
+_PARSER = lxml.html.HTMLParser(
+    encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True
+)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed page, or the reason it has no tree (``root is None``)."""
+
+    root: lxml.html.HtmlElement | None
+    outcome: str | None = None
+
+
+def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
+    """Decode and parse ``html``; pages over ``max_bytes`` are not parsed at all."""
+    if len(html) > max_bytes:
+        return Document(None, TOO_LARGE)
+    if isinstance(html, bytes):
+        if b"\x00" in html[:_SNIFF_BYTES]:
+            return Document(None, NOT_HTML)
+        html = decode(html)
+    elif "\x00" in html[:_SNIFF_BYTES]:
+        return Document(None, NOT_HTML)
+    if not html.strip():
+        return Document(None, EMPTY)
+    try:
+        root = lxml.html.document_fromstring(
+            html.encode("utf-8", "replace"), parser=_PARSER, base_url=base_url or None
+        )
+    except (lxml.etree.ParserError, ValueError):
+        return Document(None, EMPTY)
+    return Document(root)
+
+
+def decode(body: bytes) -> str:
+    """Decode like a browser: BOM, then ``<meta charset>``, then a guess.
+
+    The guess is needed for pages served without a charset (GBK Chinese
+    pages are common); it is deterministic for the same bytes.
+    """
+    _, text = html_to_unicode(None, body, auto_detect_fun=_guess_encoding)
+    return text
+
+
+def _guess_encoding(body: bytes) -> str | None:
+    try:
+        body.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        best = charset_normalizer.from_bytes(body[:65536]).best()
+        return best.encoding if best else "cp1252"

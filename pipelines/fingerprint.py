@@ -1,0 +1,59 @@
+"""The page fingerprints: content and structure SimHash of one HTML page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .content import content_features
+from .document import load
+from .simhash import simhash
+from .structure import DEFAULT_DECAY, structure_features
+
+#: Bump whenever any input to a fingerprint changes (features, weights, tables,
+#: hash): stored fingerprints of another scheme are not comparable.
+SCHEME_VERSION = 1
+DEFAULT_MIN_FEATURES = 10
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A page's two fingerprints.
+
+    A part is ``None`` when the page has too few features for it; ``problem``
+    names why the page was not fingerprinted at all (``None`` if it was).
+    """
+
+    content: int | None
+    structure: int | None
+    problem: str | None = None
+
+
+class Fingerprinter:
+    """Computes :class:`Fingerprint` objects; deterministic for the same HTML."""
+
+    def __init__(
+        self,
+        *,
+        structure_decay: float = DEFAULT_DECAY,
+        min_features: int = DEFAULT_MIN_FEATURES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.structure_decay = structure_decay
+        self.min_features = min_features
+        self.max_bytes = max_bytes
+
+    def fingerprint(self, html: str | bytes, url: str = "") -> Fingerprint:
+        """Fingerprint one page.  ``url`` only resolves relative links while parsing."""
+        document = load(html, self.max_bytes, base_url=url)
+        if document.root is None:
+            return Fingerprint(None, None, document.outcome)
+        return Fingerprint(
+            self._simhash(content_features(document.root)),
+            self._simhash(structure_features(document.root, self.structure_decay)),
+        )
+
+    def _simhash(self, features: dict[str, float]) -> int | None:
+        if len(features) < self.min_features:
+            return None
+        return simhash(features)

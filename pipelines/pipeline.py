@@ -1,0 +1,136 @@
+"""The item pipeline: drop items whose page is a near-duplicate of a kept one."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+
+from .fingerprint import Fingerprint, Fingerprinter
+from .settings import DedupSettings
+from .stores import Match, MemoryStore
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+STATS_PREFIX = "simhash_dedup"
+
+
+class SimhashDuplicate(DropItem):
+    """A near-duplicate of a page kept earlier in the crawl (or an earlier crawl)."""
+
+    def __init__(self, url: str, match: Match, log_level: str) -> None:
+        super().__init__(
+            f"near-duplicate of {match.url} (matched on {match.reason}: "
+            f"content distance {_show(match.content_distance)}, "
+            f"structure distance {_show(match.structure_distance)}): {url}",
+            log_level=log_level,
+        )
+        self.match = match
+
+
+class SimhashDedupPipeline:
+    """Fingerprints every item's HTML and drops near-duplicates of kept pages.
+
+    Items without HTML, and pages that cannot be fingerprinted, are kept and
+    counted in stats; the first of each kind is logged.
+    """
+
+    def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
+        self.crawler = crawler
+        self.settings = settings
+        self.fingerprinter = Fingerprinter(
+            structure_decay=settings.structure_decay,
+            min_features=settings.min_features,
+            max_bytes=settings.max_html_bytes,
+        )
+        self.store = MemoryStore(settings.policy)
+        self._logged: set[str] = set()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
+            raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
+        return cls(crawler, DedupSettings.from_settings(crawler.settings))
+
+    async def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        url = str(adapter.get(self.settings.url_field) or "")
+        html = adapter.get(self.settings.html_field)
+        if html is None:
+            self._count("no_html", url)
+            return item
+        try:
+            fingerprint = self._fingerprint(url, html)
+            match = self.store.check_and_add(url, fingerprint) if fingerprint else None
+        except Exception:  # a bug or an odd page must never lose the item
+            self._count("errors", url, exc_info=True)
+            fingerprint, match = None, None
+        if match is not None:
+            self._count("dropped")
+            self._count(f"dropped/{match.reason}")
+            self._remove_html(adapter)  # keeps the page out of Scrapy's drop log line
+            raise SimhashDuplicate(url, match, self.settings.drop_log_level)
+        self._count("kept")
+        self._finish_kept(adapter, url, fingerprint)
+        return item
+
+    def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
+        """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""
+        self._count("checked")
+        if not isinstance(html, (str, bytes)):
+            self._count("not_html", url)
+            return None
+        fingerprint = self.fingerprinter.fingerprint(html, url)
+        if fingerprint.problem:
+            self._count(fingerprint.problem, url)
+            return None
+        for part in ("content", "structure"):
+            if getattr(fingerprint, part) is None:
+                self._count(f"too_few_features/{part}", url)
+        if fingerprint.content is None and fingerprint.structure is None:
+            return None
+        return fingerprint
+
+    def _finish_kept(self, adapter: ItemAdapter, url: str, fingerprint: Fingerprint | None) -> None:
+        try:
+            if self.settings.fingerprint_fields and fingerprint is not None:
+                adapter["simhash_content"] = _hex(fingerprint.content)
+                adapter["simhash_structure"] = _hex(fingerprint.structure)
+            if self.settings.remove_html:
+                self._remove_html(adapter)
+        except KeyError:  # e.g. a scrapy.Item class without these fields
+            self._count("item_field_errors", url, exc_info=True)
+
+    def _remove_html(self, adapter: ItemAdapter) -> None:
+        try:
+            del adapter[self.settings.html_field]
+        except (KeyError, NotImplementedError, TypeError):  # fixed-field items
+            adapter[self.settings.html_field] = None
+
+    def _count(self, outcome: str, url: str = "", exc_info: bool = False) -> None:
+        self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}")
+        if not url or outcome in self._logged:
+            return
+        self._logged.add(outcome)
+        level = logging.ERROR if exc_info else logging.INFO
+        logger.log(
+            level,
+            "simhash_dedup: %s for %s; kept. Further items like this are only "
+            "counted in the stats (simhash_dedup/%s).",
+            outcome, url, outcome, exc_info=exc_info,
+        )
+
+
+def _show(distance: int | None) -> str:
+    return "n/a" if distance is None else str(distance)
+
+
+def _hex(fingerprint: int | None) -> str | None:
+    """Fingerprints go into items as 16 hex digits: JSON numbers lose bits above 2**53."""
+    return None if fingerprint is None else f"{fingerprint:016x}"

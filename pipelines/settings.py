@@ -1,0 +1,61 @@
+"""The ``SIMHASH_DEDUP_*`` settings, read and checked once at start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scrapy.settings import BaseSettings
+
+from .fingerprint import DEFAULT_MAX_BYTES, DEFAULT_MIN_FEATURES
+from .stores import Mode, Policy
+from .structure import DEFAULT_DECAY
+
+
+@dataclass(frozen=True)
+class DedupSettings:
+    html_field: str = "html"
+    url_field: str = "url"
+    policy: Policy = Policy()
+    structure_decay: float = DEFAULT_DECAY
+    min_features: int = DEFAULT_MIN_FEATURES
+    max_html_bytes: int = DEFAULT_MAX_BYTES
+    fingerprint_fields: bool = False
+    remove_html: bool = False
+    drop_log_level: str = "INFO"
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> DedupSettings:
+        """Read the settings; a wrong value stops the crawl at start with a clear error."""
+        default = cls()
+        mode = settings.get("SIMHASH_DEDUP_MODE", default.policy.mode.value)
+        try:
+            mode = Mode(mode)
+        except ValueError:
+            choices = ", ".join(m.value for m in Mode)
+            raise ValueError(f"SIMHASH_DEDUP_MODE must be one of {choices}; got {mode!r}") from None
+        policy = Policy(
+            mode,
+            _distance(settings, "SIMHASH_DEDUP_CONTENT_DISTANCE", default.policy.content_distance),
+            _distance(settings, "SIMHASH_DEDUP_STRUCTURE_DISTANCE", default.policy.structure_distance),
+        )
+        decay = settings.getfloat("SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay)
+        if not 0 < decay <= 1:
+            raise ValueError(f"SIMHASH_DEDUP_STRUCTURE_DECAY must be in (0, 1]; got {decay}")
+        return cls(
+            html_field=settings.get("SIMHASH_DEDUP_HTML_FIELD", default.html_field),
+            url_field=settings.get("SIMHASH_DEDUP_URL_FIELD", default.url_field),
+            policy=policy,
+            structure_decay=decay,
+            min_features=max(1, settings.getint("SIMHASH_DEDUP_MIN_FEATURES", default.min_features)),
+            max_html_bytes=settings.getint("SIMHASH_DEDUP_MAX_HTML_BYTES", default.max_html_bytes),
+            fingerprint_fields=settings.getbool("SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
+            remove_html=settings.getbool("SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
+            drop_log_level=settings.get("SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
+        )
+
+
+def _distance(settings: BaseSettings, name: str, default: int) -> int:
+    value = settings.getint(name, default)
+    if not 0 <= value <= 64:
+        raise ValueError(f"{name} must be within 0..64; got {value}")
+    return value

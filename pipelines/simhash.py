@@ -1,0 +1,57 @@
+"""Charikar's SimHash over weighted features, and the Hamming distance.
+
+Every feature is hashed to 64 bits; bit *i* of the fingerprint is 1 where the
+weights of the features whose hash has bit *i* set outweigh (or equal) those
+whose hash has it clear.  The sum is done on integers (weights quantised to
+2**-24) so that the result never depends on the order in which a BLAS library
+happens to add floats: the same features give the same fingerprint on every
+machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import xxhash
+
+FeatureHash = Callable[[bytes], int]
+
+#: Weights are rounded to multiples of 2**-24 before summing (exact integer sums).
+WEIGHT_SCALE = 1 << 24
+_ALL_BITS = (1 << 64) - 1
+
+
+def xxh3_64(data: bytes) -> int:
+    """The default feature hash: fast, stable across platforms and versions."""
+    return xxhash.xxh3_64_intdigest(data)
+
+
+def simhash(features: Mapping[str, float], feature_hash: FeatureHash = xxh3_64) -> int:
+    """Return the 64-bit SimHash of ``features`` (feature -> weight).
+
+    Features with a weight that rounds to zero do not vote.  An empty mapping
+    gives 0xFFFF...: callers must not fingerprint pages with too few features
+    (they get ``None`` instead, see :mod:`pipelines.fingerprint`).
+    """
+    if not features:
+        return _ALL_BITS
+    hashes = np.fromiter(
+        (feature_hash(f.encode("utf-8")) for f in features),
+        dtype="<u8",
+        count=len(features),
+    )
+    weights = np.rint(
+        np.fromiter(features.values(), dtype=np.float64, count=len(features))
+        * WEIGHT_SCALE
+    ).astype(np.int64)
+    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    # sum over features of +w where the bit is set, -w where it is clear
+    votes = 2 * (weights @ bits.astype(np.int64)) - weights.sum()
+    packed = np.packbits(votes >= 0, bitorder="little")
+    return int.from_bytes(packed.tobytes(), "little")
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two 64-bit fingerprints."""
+    return (a ^ b).bit_count()
