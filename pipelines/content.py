@@ -24,30 +24,66 @@ import jieba
 import lxml.etree
 import lxml.html
 
-#: Elements whose text a reader never sees.
-HIDDEN_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math"})
+#: Elements whose text is not the page's own content: never shown (script,
+#: style...), or the site's chrome (navigation, header, footer, asides, forms)
+#: and links, which are what navigation and related-article lists are made of.
+NOT_CONTENT_TAGS = frozenset({
+    "script", "style", "noscript", "template", "svg", "math",
+    "nav", "header", "footer", "aside", "form", "select", "button", "a",
+})
+
+#: Elements that start a new block of text (the rest are inline).
+BLOCK_TAGS = frozenset({
+    "html", "body", "title", "div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr",
+    "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "main",
+    "blockquote", "pre", "figure", "figcaption", "br", "hr", "center",
+})
+#: Blocks with fewer words than this are page furniture (labels, menus, bylines).
+MIN_BLOCK_WORDS = 8
+#: Pages whose long blocks hold fewer distinct words fall back to all their blocks.
+MIN_OWN_WORDS = 20
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _TOKEN = re.compile(f"([{_HAN}]+)|([^\\W_{_HAN}]+)")
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
-def visible_text(root: lxml.html.HtmlElement) -> str:
-    """The text a reader sees, pieces joined by spaces (iterative: any depth)."""
-    parts: list[str] = []
+def text_blocks(root: lxml.html.HtmlElement) -> list[str]:
+    """The page's own text as blocks: one string per paragraph-like element.
+
+    Walks the tree iteratively (any depth); text under ``NOT_CONTENT_TAGS`` is
+    left out, inline elements do not split a block.
+    """
+    blocks: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            blocks.append(" ".join(current))
+            current.clear()
+
     hidden_depth = 0
     for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+        tag = element.tag
         if event == "start":
-            if hidden_depth or element.tag in HIDDEN_TAGS:
+            if hidden_depth or tag in NOT_CONTENT_TAGS:
                 hidden_depth += 1
-            elif element.text:
-                parts.append(element.text)
+                continue
+            if tag in BLOCK_TAGS:
+                flush()
+            if element.text:
+                current.append(element.text)
             continue
         if hidden_depth:
             hidden_depth -= 1
-        if not hidden_depth and element.tail and element is not root:
-            parts.append(element.tail)
-    return " ".join(parts)
+            if hidden_depth:
+                continue
+        elif tag in BLOCK_TAGS:
+            flush()
+        if element.tail and element is not root:
+            current.append(element.tail)
+    flush()
+    return blocks
 
 
 def words(text: str) -> Iterator[str]:
@@ -62,8 +98,16 @@ def words(text: str) -> Iterator[str]:
 
 
 def content_features(root: lxml.html.HtmlElement) -> dict[str, float]:
-    """Word -> count x IDF over the page's visible text."""
-    counts = Counter(words(visible_text(root)))
+    """Word -> count x IDF over the page's own text.
+
+    Only blocks of at least ``MIN_BLOCK_WORDS`` words count, so that menus,
+    labels and bylines shared by every page of a site do not outweigh the
+    article; pages made only of short blocks use them all.
+    """
+    blocks = [list(words(block)) for block in text_blocks(root)]
+    counts = Counter(word for block in blocks if len(block) >= MIN_BLOCK_WORDS for word in block)
+    if len(counts) < MIN_OWN_WORDS:
+        counts = Counter(word for block in blocks for word in block)
     return {word: count * idf(word) for word, count in counts.items()}
 
 

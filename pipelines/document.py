@@ -55,19 +55,22 @@ def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
 
 
 def decode(body: bytes) -> str:
-    """Decode like a browser: BOM, then ``<meta charset>``, then a guess.
+    """Decode like a browser, but trust valid UTF-8 over a ``<meta charset>``.
 
-    The guess is needed for pages served without a charset (GBK Chinese
-    pages are common); it is deterministic for the same bytes.
+    Order: BOM, valid UTF-8 (pages re-saved as UTF-8 often keep their old
+    GBK declaration; legacy text is almost never valid UTF-8), the declared
+    charset, then a deterministic guess (GBK pages without a charset are
+    common).
     """
+    if not body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
     _, text = html_to_unicode(None, body, auto_detect_fun=_guess_encoding)
     return text
 
 
-def _guess_encoding(body: bytes) -> str | None:
-    try:
-        body.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        best = charset_normalizer.from_bytes(body[:65536]).best()
-        return best.encoding if best else "cp1252"
+def _guess_encoding(body: bytes) -> str:
+    best = charset_normalizer.from_bytes(body[:65536]).best()
+    return best.encoding if best else "cp1252"

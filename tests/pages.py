@@ -1,0 +1,48 @@
+"""Real and synthetic pages for the tests."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+#: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def real_page(name: str) -> bytes:
+    """A page from ``tests/data`` (see its README), as the bytes a server sends."""
+    return gzip.decompress((DATA / f"{name}.html.gz").read_bytes())
+
+
+def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:
+    """The page with a byline of changing figures after its first heading, as news sites show."""
+    assert b"</h1>" in html
+    byline = f'<p class="meta">Updated {date} | {views:,} views | {comments} comments</p>'
+    return html.replace(b"</h1>", b"</h1>" + byline.encode(), 1)
+
+
+NESTING_TAGS = ("div", "section", "article", "span", "em", "blockquote")
+
+
+def deeply_nested(depth: int) -> str:
+    """``depth`` elements each inside the previous one, cycling through a few tags."""
+    tags = [NESTING_TAGS[i % len(NESTING_TAGS)] for i in range(depth)]
+    opening = "".join(f"<{tag}>" for tag in tags)
+    closing = "".join(f"</{tag}>" for tag in reversed(tags))
+    return f"<html><body>{opening}deep{closing}</body></html>"
+
+
+PNG_BYTES = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+    b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00"
+    b"\x00\x00IEND\xaeB`\x82"
+)
+
+CHINESE_ARTICLE = (
+    "<html><head><title>新闻</title></head><body><h1>北京今日天气晴朗</h1>"
+    "<p>今天北京天气晴朗，最高气温二十五度，市民纷纷走出家门，到公园散步游玩，享受美好的春光。</p>"
+    "<p>气象部门预计，未来三天本市仍以晴好天气为主，早晚温差较大，请市民注意适时增减衣物。</p>"
+    "<p>专家提醒，春季花粉较多，过敏体质的市民外出时应做好防护，避免长时间在户外停留。</p>"
+    "</body></html>"
+)
