@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -108,9 +109,10 @@ class SimhashDedupPipeline:
             self._count("item_field_errors", url, exc_info=True)
 
     def _remove_html(self, adapter: ItemAdapter) -> None:
-        try:
-            del adapter[self.settings.html_field]
-        except (KeyError, NotImplementedError, TypeError):  # fixed-field items
+        """Delete the field from dicts and ``scrapy.Item``; blank it in fixed-field items."""
+        if isinstance(adapter.item, MutableMapping):
+            adapter.item.pop(self.settings.html_field, None)
+        elif self.settings.html_field in adapter:
             adapter[self.settings.html_field] = None
 
     def _count(self, outcome: str, url: str = "", exc_info: bool = False) -> None:

@@ -1,0 +1,302 @@
+"""The pipeline through a real Crawler: decisions, modes, item types, settings, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+import attrs
+import pytest
+import scrapy
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
+
+from itemadapter import ItemAdapter
+
+from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
+from pipelines.content import text_blocks
+from pipelines.document import load
+
+from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
+
+ARTICLE = real_page("newspaper-syracuse.com1")
+OTHER_ARTICLE = real_page("newspaper-syracuse.com2")
+
+
+def make_pipeline(**settings: Any) -> SimhashDedupPipeline:
+    return SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
+
+
+def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``process_item`` to its end, asserting it never awaits.
+
+    No await between the lookup and the insert is what keeps two
+    near-duplicates from one response from both being kept.
+    """
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("process_item awaited: lookup and insert are not atomic")
+
+
+def process(pipeline: SimhashDedupPipeline, item: Any) -> Any:
+    return run(pipeline.process_item(item))
+
+
+def stat(pipeline: SimhashDedupPipeline, name: str) -> int | None:
+    return pipeline.crawler.stats.get_value(f"simhash_dedup/{name}")
+
+
+def test_exact_copy_is_dropped_naming_the_earlier_page() -> None:
+    pipeline = make_pipeline()
+    assert process(pipeline, {"url": "https://a.test/1", "html": ARTICLE})
+    with pytest.raises(SimhashDuplicate) as dropped:
+        process(pipeline, {"url": "https://a.test/copy", "html": ARTICLE})
+    message = str(dropped.value)
+    assert "https://a.test/1" in message and "https://a.test/copy" in message
+    assert "content distance 0" in message and "structure distance 0" in message
+    assert dropped.value.match.reason == "both"
+    assert dropped.value.log_level == "INFO"
+    assert (stat(pipeline, "checked"), stat(pipeline, "kept"), stat(pipeline, "dropped")) == (2, 1, 1)
+    assert stat(pipeline, "dropped/both") == 1
+
+
+def test_dropped_item_loses_its_html_so_the_drop_log_line_stays_short() -> None:
+    pipeline = make_pipeline()
+    process(pipeline, {"url": "https://a.test/1", "html": ARTICLE})
+    copy = {"url": "https://a.test/copy", "html": ARTICLE}
+    with pytest.raises(SimhashDuplicate):
+        process(pipeline, copy)
+    assert "html" not in copy
+
+
+def test_near_duplicate_is_dropped_and_other_article_kept() -> None:
+    pipeline = make_pipeline()
+    process(pipeline, {"url": "u1", "html": with_date_and_counters(ARTICLE, "May 1, 2020", 10, 1)})
+    process(pipeline, {"url": "u2", "html": OTHER_ARTICLE})
+    with pytest.raises(SimhashDuplicate):
+        process(pipeline, {"url": "u3", "html": with_date_and_counters(ARTICLE, "June 9, 2021", 5321, 77)})
+    assert stat(pipeline, "kept") == 2
+
+
+def same_text_other_template(html: bytes) -> str:
+    """The page's text blocks laid out in a table: same content, other structure."""
+    blocks = text_blocks(load(html, 10**8).root)
+    rows = "".join(f"<tr><th>{n}</th><td><span>{block}</span></td></tr>" for n, block in enumerate(blocks))
+    return f"<html><head><meta charset='utf-8'></head><body><table>{rows}</table></body></html>"
+
+
+RELAID = same_text_other_template(ARTICLE)
+
+
+def test_mode_both_needs_content_and_structure_of_the_same_page() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_MODE="both", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    process(pipeline, {"url": "b", "html": OTHER_ARTICLE})  # same template, other text
+    assert process(pipeline, {"url": "c", "html": RELAID})  # same text, other structure
+    assert stat(pipeline, "kept") == 3
+
+
+def test_mode_content_ignores_structure() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    with pytest.raises(SimhashDuplicate) as dropped:
+        process(pipeline, {"url": "c", "html": RELAID})
+    assert dropped.value.match.reason == "content"
+    assert stat(pipeline, "dropped/content") == 1
+
+
+def test_mode_structure_drops_same_template() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_MODE="structure")
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    with pytest.raises(SimhashDuplicate) as dropped:
+        process(pipeline, {"url": "b", "html": OTHER_ARTICLE})
+    assert dropped.value.match.reason == "structure"
+
+
+def test_mode_either_drops_on_content_or_structure() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_MODE="either", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    with pytest.raises(SimhashDuplicate) as on_content:
+        process(pipeline, {"url": "c", "html": RELAID})
+    with pytest.raises(SimhashDuplicate) as on_structure:
+        process(pipeline, {"url": "b", "html": OTHER_ARTICLE})
+    assert (on_content.value.match.reason, on_structure.value.match.reason) == ("content", "structure")
+
+
+def test_distance_setting_is_honoured() -> None:
+    edited = ARTICLE.replace(b"</h1>", b"</h1><p>Editor's note: an earlier version misspelled a name.</p>", 1)
+    fingerprints = [Fingerprinter().fingerprint(html).content for html in (ARTICLE, edited)]
+    distance = hamming(*fingerprints)
+    assert distance > 0
+    for allowed, dropped in ((distance - 1, False), (distance, True)):
+        pipeline = make_pipeline(SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_CONTENT_DISTANCE=allowed)
+        process(pipeline, {"url": "a", "html": ARTICLE})
+        try:
+            process(pipeline, {"url": "b", "html": edited})
+        except SimhashDuplicate:
+            assert dropped
+        else:
+            assert not dropped
+
+
+def test_items_without_html_pass_through_counted() -> None:
+    pipeline = make_pipeline()
+    item = {"url": "https://a.test/no-html", "title": "x"}
+    assert process(pipeline, item) is item
+    assert process(pipeline, {"url": "y", "html": None})
+    assert stat(pipeline, "no_html") == 2
+    assert stat(pipeline, "checked") is None
+
+
+class ScrapyItem(scrapy.Item):
+    url = scrapy.Field()
+    html = scrapy.Field()
+    simhash_content = scrapy.Field()
+    simhash_structure = scrapy.Field()
+
+
+@dataclasses.dataclass
+class DataclassItem:
+    url: str
+    html: str | bytes | None
+    simhash_content: str | None = None
+    simhash_structure: str | None = None
+
+
+@attrs.define
+class AttrsItem:
+    url: str
+    html: str | bytes | None
+    simhash_content: str | None = None
+    simhash_structure: str | None = None
+
+
+@pytest.mark.parametrize(
+    "item_type",
+    [dict, ScrapyItem, lambda **kw: DataclassItem(**kw), lambda **kw: AttrsItem(**kw)],
+    ids=["dict", "scrapy.Item", "dataclass", "attrs"],
+)
+def test_every_item_type(item_type: Any) -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_FINGERPRINT_FIELDS=True, SIMHASH_DEDUP_REMOVE_HTML=True)
+    kept = process(pipeline, item_type(url="a", html=ARTICLE))
+    fingerprint = Fingerprinter().fingerprint(ARTICLE)
+    adapter = ItemAdapter(kept)
+    assert adapter["simhash_content"] == f"{fingerprint.content:016x}"
+    assert adapter["simhash_structure"] == f"{fingerprint.structure:016x}"
+    assert adapter.get("html") is None
+    with pytest.raises(SimhashDuplicate):
+        process(pipeline, item_type(url="b", html=ARTICLE))
+
+
+def test_fingerprint_fields_on_an_item_that_cannot_take_them_keep_the_item() -> None:
+    class Narrow(scrapy.Item):
+        url = scrapy.Field()
+        html = scrapy.Field()
+
+    pipeline = make_pipeline(SIMHASH_DEDUP_FINGERPRINT_FIELDS=True)
+    item = Narrow(url="a", html=ARTICLE)
+    assert process(pipeline, item) is item
+    assert stat(pipeline, "item_field_errors") == 1
+    assert stat(pipeline, "kept") == 1
+
+
+def test_custom_html_and_url_fields() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_HTML_FIELD="body", SIMHASH_DEDUP_URL_FIELD="link")
+    process(pipeline, {"link": "first", "body": ARTICLE})
+    with pytest.raises(SimhashDuplicate, match="near-duplicate of first"):
+        process(pipeline, {"link": "second", "body": ARTICLE})
+
+
+def test_disabled_pipeline_is_not_configured() -> None:
+    with pytest.raises(NotConfigured):
+        make_pipeline(SIMHASH_DEDUP_ENABLED=False)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"SIMHASH_DEDUP_MODE": "sometimes"},
+        {"SIMHASH_DEDUP_CONTENT_DISTANCE": 65},
+        {"SIMHASH_DEDUP_STRUCTURE_DISTANCE": -1},
+        {"SIMHASH_DEDUP_STRUCTURE_DECAY": 0},
+    ],
+)
+def test_wrong_settings_fail_at_start(settings: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(settings))):
+        make_pipeline(**settings)
+
+
+def test_drop_log_level_setting() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_DROP_LOG_LEVEL="DEBUG")
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    with pytest.raises(SimhashDuplicate) as dropped:
+        process(pipeline, {"url": "b", "html": ARTICLE})
+    assert dropped.value.log_level == "DEBUG"
+
+
+def gbk_article() -> bytes:
+    return CHINESE_ARTICLE.encode("gbk")
+
+
+@pytest.mark.parametrize(
+    ("html", "outcome"),
+    [
+        ("", "empty_html"),
+        (b"", "empty_html"),
+        ("   \n ", "empty_html"),
+        (PNG_BYTES, "not_html"),
+        (12345, "not_html"),
+        (b"<html>" + b"x" * (20 * 1024 * 1024) + b"</html>", "too_large"),
+        ("<html><body><p>few words</p></body></html>", "too_few_features/content"),
+    ],
+    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "tiny page"],
+)
+def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.LogCaptureFixture) -> None:
+    pipeline = make_pipeline()
+    with caplog.at_level(logging.INFO, logger="pipelines"):
+        for n in range(2):
+            item = {"url": f"https://a.test/{n}", "html": html}
+            assert process(pipeline, item) is item
+    assert stat(pipeline, outcome) == 2
+    assert stat(pipeline, "kept") == 2
+    assert sum(outcome in record.getMessage() for record in caplog.records) == 1  # logged once
+
+
+def test_100000_nested_divs_are_kept() -> None:
+    pipeline = make_pipeline()
+    item = {"url": "deep", "html": deeply_nested(100_000)}
+    assert process(pipeline, item) is item
+    assert stat(pipeline, "kept") == 1
+    assert stat(pipeline, "errors") is None
+
+
+def test_gbk_bytes_without_charset_are_decoded_as_chinese() -> None:
+    pipeline = make_pipeline()
+    process(pipeline, {"url": "utf8", "html": CHINESE_ARTICLE})
+    with pytest.raises(SimhashDuplicate, match="content distance 0"):
+        process(pipeline, {"url": "gbk", "html": gbk_article()})
+
+
+def test_pages_with_too_few_features_are_never_duplicates_of_each_other() -> None:
+    for mode in ("both", "content", "structure", "either"):
+        pipeline = make_pipeline(SIMHASH_DEDUP_MODE=mode)
+        for n, text in enumerate(["Hello there", "Something else entirely", "页面", ""]):
+            process(pipeline, {"url": str(n), "html": f"<html><body><p>{text}</p></body></html>"})
+        assert stat(pipeline, "kept") == 4
+        assert stat(pipeline, "dropped") is None
+
+
+def test_an_internal_error_keeps_the_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipeline = make_pipeline()
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(pipeline.fingerprinter, "fingerprint", broken)
+    item = {"url": "a", "html": ARTICLE}
+    assert process(pipeline, item) is item
+    assert (stat(pipeline, "errors"), stat(pipeline, "kept")) == (1, 1)
