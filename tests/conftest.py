@@ -1,0 +1,45 @@
+"""Shared fixtures: a real local HTTP server and real Scrapy crawls in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crawler.local_site import serve_directory
+
+PROJECT = Path(__file__).resolve().parents[1]
+CrawlResult = dict[str, Any]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A folder served on 127.0.0.1 (free port): write pages into it, crawl the URL."""
+    root = tmp_path / "site"
+    root.mkdir()
+    with serve_directory(root) as base_url:
+        yield root, base_url
+
+
+@pytest.fixture
+def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
+    """Run a real crawl of ``urls`` in order with ``settings``; return kept, dropped, stats."""
+
+    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True) -> CrawlResult:
+        config, result = tmp_path / "crawl.json", tmp_path / "result.json"
+        config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html}))
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
+            cwd=PROJECT, capture_output=True, text=True, timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-5000:]
+        outcome = json.loads(result.read_text())
+        outcome["log"] = done.stderr
+        return outcome
+
+    return run

@@ -1,0 +1,85 @@
+"""Run one real Scrapy crawl and write what happened as JSON.
+
+The tests start it in a subprocess (a Twisted reactor runs once per process):
+``python -m tests.crawl_runner CONFIG.json RESULT.json``.  The spider visits the
+given URLs one after another, in order, so which page of a cluster is kept
+first is fixed.  ScrapyDeprecationWarning is an error here as in the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from scrapy.exceptions import ScrapyDeprecationWarning
+
+warnings.filterwarnings("error", category=ScrapyDeprecationWarning)
+
+import scrapy  # noqa: E402
+from scrapy import signals  # noqa: E402
+from scrapy.crawler import CrawlerProcess  # noqa: E402
+
+BASE_SETTINGS = {
+    "ROBOTSTXT_OBEY": False,
+    "DOWNLOAD_DELAY": 0,
+    "AUTOTHROTTLE_ENABLED": False,
+    "TELNETCONSOLE_ENABLED": False,
+    "LOG_LEVEL": "INFO",
+}
+
+
+class InOrderSpider(scrapy.Spider):
+    """Requests ``urls`` one at a time; yields ``{"url", "html"}`` (or only url)."""
+
+    name = "in_order"
+
+    def __init__(self, urls: list[str], yield_html: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.urls = urls
+        self.yield_html = yield_html
+
+    async def start(self):
+        yield self._request(0)
+
+    def _request(self, index: int) -> scrapy.Request:
+        return scrapy.Request(self.urls[index], cb_kwargs={"index": index}, dont_filter=True)
+
+    def parse(self, response: scrapy.http.Response, index: int):
+        item = {"url": response.url}
+        if self.yield_html:
+            item["html"] = response.text
+        yield item
+        if index + 1 < len(self.urls):
+            yield self._request(index + 1)
+
+
+def main(config_path: str, result_path: str) -> None:
+    config = json.loads(Path(config_path).read_text())
+    kept: list[str] = []
+    dropped: list[dict[str, Any]] = []
+
+    def on_scraped(item: Any, **_: Any) -> None:
+        kept.append(item["url"])
+
+    def on_dropped(item: Any, exception: Exception, **_: Any) -> None:
+        match = exception.match
+        dropped.append({
+            "url": item["url"], "duplicate_of": match.url, "reason": match.reason,
+            "content_distance": match.content_distance, "structure_distance": match.structure_distance,
+        })
+
+    process = CrawlerProcess({**BASE_SETTINGS, **config["settings"]})
+    crawler = process.create_crawler(InOrderSpider)
+    crawler.signals.connect(on_scraped, signal=signals.item_scraped)
+    crawler.signals.connect(on_dropped, signal=signals.item_dropped)
+    process.crawl(crawler, urls=config["urls"], yield_html=config.get("yield_html", True))
+    process.start()
+    stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
+    Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
