@@ -25,7 +25,7 @@ OUTPUT = Path("demo-output") / "kept.jsonl"
 LOCAL_CRAWL = {  # a local server needs no politeness
     "ROBOTSTXT_OBEY": False,
     "DOWNLOAD_DELAY": 0,
-    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "CONCURRENT_REQUESTS": 1,  # one page at a time: the same pages are kept on every run
     "AUTOTHROTTLE_ENABLED": False,
     "LOG_LEVEL": "WARNING",
 }

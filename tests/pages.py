@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
-#: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets.
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets;
+#: ``SIMHASH_DEDUP_SHARED_DATA`` points elsewhere.
+SHARED_DATA = Path(
+    os.environ.get("SIMHASH_DEDUP_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
 
 
 def real_page(name: str) -> bytes:
