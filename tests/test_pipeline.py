@@ -275,6 +275,10 @@ def test_100000_nested_divs_are_kept() -> None:
 
 
 def test_gbk_bytes_without_charset_are_decoded_as_chinese() -> None:
+    assert b"charset" not in gbk_article()
+    alone = make_pipeline()
+    assert process(alone, {"url": "gbk", "html": gbk_article()})
+    assert (stat(alone, "checked"), stat(alone, "kept"), stat(alone, "errors")) == (1, 1, None)
     pipeline = make_pipeline()
     process(pipeline, {"url": "utf8", "html": CHINESE_ARTICLE})
     with pytest.raises(SimhashDuplicate, match="content distance 0"):
