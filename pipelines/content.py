@@ -1,11 +1,18 @@
-"""Content features: the page's visible words, weighted by count x IDF.
+"""Content: the page's own text, as weighted words (for SimHash) and shingles (for the sketch).
+
+The page's own text is its paragraph-like blocks of at least
+``MIN_BLOCK_WORDS`` words, leaving out what a reader never sees (scripts,
+hidden elements), the site's chrome (nav, header, footer, aside, forms,
+elements whose class, id or role says menu, sidebar, comments, related,
+sponsor... as Mozilla Readability decides) and link text, which is what
+menus and related-article lists are made of.
 
 Chinese runs are segmented with jieba (its own dictionary, in a private
 tokenizer so that words a project adds to the global jieba never change our
 fingerprints) and weighted with jieba's IDF table.  Every other script is split
 into words and weighted with ``data/word_idf.tsv.gz`` (wordfreq frequencies,
-see ``tools/build_idf.py``).  One-character words and tokens without a letter
-(dates, counters, prices) are not features.
+see ``tools/build_idf.py``).  One-character words and numbers (dates,
+counters, prices) are not SimHash features; shingles keep every token.
 """
 
 from __future__ import annotations
@@ -32,6 +39,17 @@ NOT_CONTENT_TAGS = frozenset({
     "nav", "header", "footer", "aside", "form", "select", "button", "a",
 })
 
+#: Class or id of page furniture, and the exceptions (Mozilla Readability's lists).
+UNLIKELY_NAMES = re.compile(
+    r"-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr"
+    r"|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor"
+    r"|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote",
+    re.IGNORECASE,
+)
+MAYBE_CONTENT_NAMES = re.compile(r"and|article|body|column|content|main|mathjax|shadow", re.IGNORECASE)
+UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+
 #: Elements that start a new block of text (the rest are inline).
 BLOCK_TAGS = frozenset({
     "html", "body", "title", "div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr",
@@ -42,13 +60,15 @@ BLOCK_TAGS = frozenset({
 MIN_BLOCK_WORDS = 8
 #: Pages whose long blocks hold fewer distinct words fall back to all their blocks.
 MIN_OWN_WORDS = 20
+#: Tokens per shingle in the sketch.
+SHINGLE_SIZE = 3
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 _TOKEN = re.compile(f"([{_HAN}]+)|([^\\W_{_HAN}]+)")
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
-def text_blocks(root: lxml.html.HtmlElement) -> list[str]:
+def text_blocks(root: lxml.html.HtmlElement, skip_furniture: bool = True) -> list[str]:
     """The page's own text as blocks: one string per paragraph-like element.
 
     Walks the tree iteratively (any depth); text under ``NOT_CONTENT_TAGS`` is
@@ -66,7 +86,7 @@ def text_blocks(root: lxml.html.HtmlElement) -> list[str]:
     for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
         tag = element.tag
         if event == "start":
-            if hidden_depth or tag in NOT_CONTENT_TAGS:
+            if hidden_depth or tag in NOT_CONTENT_TAGS or (skip_furniture and _is_furniture(element)):
                 hidden_depth += 1
                 continue
             if tag in BLOCK_TAGS:
@@ -86,29 +106,69 @@ def text_blocks(root: lxml.html.HtmlElement) -> list[str]:
     return blocks
 
 
-def words(text: str) -> Iterator[str]:
-    """Normalised words of ``text``: jieba for Chinese runs, word split elsewhere."""
+def _is_furniture(element: lxml.html.HtmlElement) -> bool:
+    """Hidden, or named as menu, sidebar, comments... (never body, never the main column)."""
+    attrib = element.attrib
+    if not attrib or element.tag == "body":
+        return False
+    if "hidden" in attrib or attrib.get("aria-hidden") == "true" or attrib.get("role") in UNLIKELY_ROLES:
+        return True
+    if _HIDDEN_STYLE.search(attrib.get("style", "")):
+        return True
+    names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
+    return bool(UNLIKELY_NAMES.search(names)) and not MAYBE_CONTENT_NAMES.search(names)
+
+
+def tokens(text: str) -> list[str]:
+    """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    found: list[str] = []
     for match in _TOKEN.finditer(text):
         han, other = match.groups()
         if han:
-            yield from (word for word in _segmenter().cut(han) if len(word) > 1)
-        elif len(other) > 1 and not other.isdigit():
-            yield other
+            found.extend(_segmenter().cut(han))
+        else:
+            found.append(other)
+    return found
 
 
-def content_features(root: lxml.html.HtmlElement) -> dict[str, float]:
-    """Word -> count x IDF over the page's own text.
+def is_word(token: str) -> bool:
+    """Words are the SimHash features: not one character, not a number."""
+    return len(token) > 1 and not token.isdigit()
 
-    Only blocks of at least ``MIN_BLOCK_WORDS`` words count, so that menus,
-    labels and bylines shared by every page of a site do not outweigh the
-    article; pages made only of short blocks use them all.
+
+def words(text: str) -> list[str]:
+    return [token for token in tokens(text) if is_word(token)]
+
+
+def own_blocks(root: lxml.html.HtmlElement) -> list[list[str]]:
+    """The tokens of the page's own blocks: those of at least ``MIN_BLOCK_WORDS`` words.
+
+    Menus, labels and bylines shared by every page of a site would otherwise
+    outweigh the article.  Like Readability, when too little is left the page
+    is read again keeping elements named as furniture (some sites wrap the
+    article in a "header"), and then keeping short blocks too.
     """
-    blocks = [list(words(block)) for block in text_blocks(root)]
-    counts = Counter(word for block in blocks if len(block) >= MIN_BLOCK_WORDS for word in block)
-    if len(counts) < MIN_OWN_WORDS:
-        counts = Counter(word for block in blocks for word in block)
+    blocks: list[list[str]] = []
+    for skip_furniture in (True, False):
+        blocks = [tokens(block) for block in text_blocks(root, skip_furniture)]
+        own = [block for block in blocks if sum(map(is_word, block)) >= MIN_BLOCK_WORDS]
+        if len({token for block in own for token in block if is_word(token)}) >= MIN_OWN_WORDS:
+            return own
+    return blocks
+
+
+def content_features(blocks: list[list[str]]) -> dict[str, float]:
+    """Word -> count x IDF."""
+    counts = Counter(token for block in blocks for token in block if is_word(token))
     return {word: count * idf(word) for word, count in counts.items()}
+
+
+def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> Iterator[str]:
+    """Every run of ``size`` consecutive tokens within a block (a shorter block is one shingle)."""
+    for block in blocks:
+        for start in range(max(1, len(block) - size + 1)):
+            yield " ".join(block[start : start + size])
 
 
 def idf(word: str) -> float:

@@ -4,29 +4,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .content import content_features
+from .content import content_features, own_blocks, shingles
 from .document import load
 from .simhash import simhash
+from .sketch import shingle_sketch
 from .structure import DEFAULT_DECAY, structure_features
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 1
+SCHEME_VERSION = 2
 DEFAULT_MIN_FEATURES = 10
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """A page's two fingerprints.
+    """A page's two fingerprints, and the sketch that checks content matches.
 
-    A part is ``None`` when the page has too few features for it; ``problem``
-    names why the page was not fingerprinted at all (``None`` if it was).
+    A part is ``None`` when the page has too few features for it (the sketch
+    exactly when the content is); ``problem`` names why the page was not
+    fingerprinted at all (``None`` if it was).
     """
 
     content: int | None
     structure: int | None
     problem: str | None = None
+    sketch: bytes | None = None
 
 
 class Fingerprinter:
@@ -48,9 +51,12 @@ class Fingerprinter:
         document = load(html, self.max_bytes, base_url=url)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
+        blocks = own_blocks(document.root)
+        content = self._simhash(content_features(blocks))
         return Fingerprint(
-            self._simhash(content_features(document.root)),
+            content,
             self._simhash(structure_features(document.root, self.structure_decay)),
+            sketch=None if content is None else shingle_sketch(shingles(blocks)),
         )
 
     def _simhash(self, features: dict[str, float]) -> int | None:

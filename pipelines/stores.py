@@ -14,6 +14,7 @@ from enum import Enum
 from .fingerprint import Fingerprint
 from .index import SimhashIndex
 from .simhash import hamming
+from .sketch import similarity
 
 
 class Mode(str, Enum):
@@ -27,9 +28,17 @@ class Mode(str, Enum):
 
 @dataclass(frozen=True)
 class Policy:
+    """When is a page a duplicate of a kept one.
+
+    Content matches when the SimHash distance is within ``content_distance``
+    and the pages' shingle sketches agree on at least ``min_similarity``
+    (estimated Jaccard similarity of word 3-grams).
+    """
+
     mode: Mode = Mode.BOTH
     content_distance: int = 3
     structure_distance: int = 3
+    min_similarity: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class Match:
     reason: str  # "both", "content" or "structure": what made it a duplicate
     content_distance: int | None
     structure_distance: int | None
+    similarity: float | None = None
 
 
 class MemoryStore:
@@ -66,12 +76,20 @@ class MemoryStore:
         mode = self.policy.mode
         if mode in (Mode.BOTH, Mode.CONTENT, Mode.EITHER) and page.content is not None:
             for row, _ in self._content.query(page.content):
+                if not self._sketch_agrees(row, page):
+                    continue
                 if mode is not Mode.BOTH or self._structure_near(row, page):
                     return self._match(row, page, "both" if mode is Mode.BOTH else "content")
         if mode in (Mode.STRUCTURE, Mode.EITHER) and page.structure is not None:
             for row, _ in self._structure.query(page.structure):
                 return self._match(row, page, "structure")
         return None
+
+    def _sketch_agrees(self, row: int, page: Fingerprint) -> bool:
+        kept = self._pages[row].sketch
+        if kept is None or page.sketch is None:
+            return False
+        return similarity(kept, page.sketch) >= self.policy.min_similarity
 
     def _structure_near(self, row: int, page: Fingerprint) -> bool:
         kept = self._pages[row].structure
@@ -88,6 +106,7 @@ class MemoryStore:
             reason,
             _distance(kept.content, page.content),
             _distance(kept.structure, page.structure),
+            None if kept.sketch is None or page.sketch is None else similarity(kept.sketch, page.sketch),
         )
 
     def _add(self, url: str, page: Fingerprint) -> None:

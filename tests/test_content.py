@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines import Fingerprinter, hamming
-from pipelines.content import content_features, text_blocks, words
+from pipelines.content import content_features, own_blocks, text_blocks, words
 from pipelines.document import load
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
@@ -52,16 +52,16 @@ def test_mixed_page_has_chinese_and_english_words() -> None:
 
 
 def test_common_words_weigh_less_than_rare_ones() -> None:
-    features = content_features(root(
+    features = content_features(own_blocks(root(
         "<html><body><p>the the the parliament the the the parliament the the ok ok</p></body></html>"
-    ))
+    )))
     assert features["parliament"] / 2 > features["the"] / 8
 
 
 def test_chinese_idf_comes_from_jieba() -> None:
     import jieba.analyse
 
-    features = content_features(root(CHINESE_ARTICLE))
+    features = content_features(own_blocks(root(CHINESE_ARTICLE)))
     jieba_idf = jieba.analyse.default_tfidf.idf_freq
     assert features["花粉"] == pytest.approx(jieba_idf["花粉"])
     assert features["市民"] == pytest.approx(3 * jieba_idf["市民"])  # three times in the text
