@@ -98,3 +98,25 @@ def test_too_few_words_gives_no_content_fingerprint() -> None:
 
 def test_chinese_page_gets_a_content_fingerprint() -> None:
     assert Fingerprinter().fingerprint(CHINESE_ARTICLE).content is not None
+
+
+def test_furniture_named_by_class_id_or_role_is_not_content() -> None:
+    html = (
+        "<html><body><div class='article-body'><p>Main story text here</p></div>"
+        "<div id='comments'><p>A reader comment</p></div><div class='sidebar'><p>Sidebar words</p></div>"
+        "<div role='navigation'><p>Menu words</p></div><div hidden><p>Hidden words</p></div>"
+        "<div style='display: none'><p>Invisible words</p></div></body></html>"
+    )
+    assert [" ".join(b.split()) for b in text_blocks(root(html))] == ["Main story text here"]
+
+
+def test_when_furniture_holds_the_article_it_is_read_again() -> None:
+    article = " ".join(f"word{i} appears in this long paragraph" for i in range(10))
+    html = f"<html><body><div class='post_header'><p>{article}</p></div></body></html>"
+    assert any("word9" in token for block in own_blocks(root(html)) for token in block)
+
+
+def test_short_blocks_are_left_out_when_the_page_has_long_ones() -> None:
+    long = " ".join(f"term{i}" for i in range(30))
+    blocks = own_blocks(root(f"<html><body><p>Share this</p><p>{long}</p><p>Posted by admin</p></body></html>"))
+    assert blocks == [long.split()]

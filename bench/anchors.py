@@ -1,0 +1,60 @@
+"""The approaches ``bench/quality.py`` compares against, run on the same pages.
+
+- ``simhash_package``: the popular ``simhash`` package (1e0ng, 2.1.2) with its
+  defaults (character 4-grams of the lower-cased text, md5), on the page's
+  whole visible text.  Under numpy 2 it raises OverflowError on some texts:
+  those pages get no fingerprint (counted as crashes).
+- ``jieba_topn``: yanyiwu/simhash's recipe: jieba keywords (no one-character
+  words, no stop words) weighted count x IDF, the top N = max(5, min(200,
+  bytes / 120)), over the whole visible text.
+- ``exact``: a hash of the whitespace-normalised visible text (distance 0 or 64).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jieba.analyse
+import lxml.etree
+import xxhash
+from simhash import Simhash
+
+from pipelines.document import load
+from pipelines.simhash import simhash
+
+ANCHORS = ("simhash_package", "jieba_topn", "exact")
+
+
+def visible_text(html: str | bytes) -> str:
+    """The whole visible text (scripts and styles left out), as naive dedup tools take it."""
+    root = load(html, 1 << 30).root
+    if root is None:
+        return ""
+    lxml.etree.strip_elements(root, "script", "style", "noscript", "template", with_tail=False)
+    return " ".join(root.itertext())
+
+
+def anchor_fingerprints(text: str) -> dict[str, int | None]:
+    return {
+        "simhash_package": _simhash_package(text),
+        "jieba_topn": _jieba_topn(text),
+        "exact": xxhash.xxh3_64_intdigest(" ".join(text.split()).encode()) if text.strip() else None,
+    }
+
+
+def _simhash_package(text: str) -> int | None:
+    try:
+        return Simhash(text).value
+    except OverflowError:
+        return None
+
+
+@functools.cache
+def _keywords() -> jieba.analyse.TFIDF:
+    return jieba.analyse.TFIDF()
+
+
+def _jieba_topn(text: str) -> int | None:
+    top_n = max(5, min(200, len(text.encode("utf-8")) // 120))
+    tags = _keywords().extract_tags(text, topK=top_n, withWeight=True)
+    return simhash(dict(tags)) if tags else None

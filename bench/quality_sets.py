@@ -1,0 +1,300 @@
+"""The labelled page pairs of ``bench/quality.py``, read from ``../shared/data``.
+
+Every pair says whether its two pages are the same content (``duplicate``),
+which set it comes from and its language group.  Pages are kept as HTML bytes
+(Webis pairs are text: each line becomes a ``<p>``).  Realistic changes are
+applied here to real pages, deterministically (fixed seeds).
+"""
+
+from __future__ import annotations
+
+import gzip
+import html as html_escape
+import itertools
+import json
+import random
+import re
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import lxml.html
+
+from pipelines.document import load
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+#: Readability's hand-made fixtures: not real pages, left out (see shared/data/README.md).
+READABILITY_FIXTURES = set(
+    "003-metadata-preferred 004-metadata-space-separated-properties base-url base-url-base-element"
+    " base-url-base-element-relative basic-tags-cleaning comment-inside-script-parsing embedded-videos"
+    " hidden-nodes metadata-content-missing missing-paragraphs normalize-spaces parsely-metadata"
+    " remove-extra-brs remove-extra-paragraphs remove-script-tags replace-brs replace-font-tags rtl-1"
+    " rtl-2 rtl-3 rtl-4 social-buttons style-tags-removal svg-parsing title-and-h1-discrepancy"
+    " title-en-dash visibility-hidden".split()
+)
+#: Same-site pairs that turn out to be one article saved twice: positives, with the reason.
+SAME_ARTICLE_TWICE = {
+    ("newspaper/coolhunting.com1.html", "newspaper/coolhunting.com2.html"): "byte-identical files",
+    ("gne/thepaper/2.html", "gne/thepaper/4.html"): "same title and article text",
+}
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: str  # page ids
+    b: str
+    duplicate: bool
+    group: str  # "same-site", "unrelated", "webis", "positive", "change:<kind>"
+    source: str  # data set
+
+
+class Pages:
+    """Page id -> HTML bytes, filled by the loaders below."""
+
+    def __init__(self) -> None:
+        self.html: dict[str, bytes] = {}
+
+    def add(self, page_id: str, html: bytes) -> str:
+        self.html[page_id] = html
+        return page_id
+
+    def language(self, page_id: str) -> str:
+        """'zh' when most letters are Chinese, else 'en+' (English and other spaced languages)."""
+        text = page_text(self.html[page_id])
+        han = len(HAN.findall(text))
+        return "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
+
+
+def page_text(html: bytes) -> str:
+    root = load(html, 1 << 30).root
+    return "" if root is None else root.text_content()
+
+
+def text_as_html(text: str) -> bytes:
+    paragraphs = "".join(f"<p>{html_escape.escape(line)}</p>" for line in text.split("\n") if line.strip())
+    return f"<html><body>{paragraphs}</body></html>".encode()
+
+
+def all_pairs(ids: list[str], group: str, source: str, positives: dict) -> Iterator[Pair]:
+    for a, b in itertools.combinations(ids, 2):
+        reason = positives.get((a, b)) or positives.get((b, a))
+        yield Pair(a, b, reason is not None, "positive" if reason else group, source)
+
+
+def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Different articles of one site: newspaper pairs, gne sites, gerapy pages."""
+    html_dir = data / "newspaper-test-pages" / "tests" / "data" / "html"
+    for first in sorted(html_dir.glob("*1.html")):
+        second = first.with_name(first.name[:-6] + "2.html")
+        if second.exists():
+            ids = [pages.add(f"newspaper/{p.name}", p.read_bytes()) for p in (first, second)]
+            yield from all_pairs(ids, "same-site", "newspaper", SAME_ARTICLE_TWICE)
+    for site in sorted((data / "gne-chinese-news" / "tests").iterdir()):
+        ids = [pages.add(f"gne/{site.name}/{p.name}", p.read_bytes()) for p in sorted(site.glob("*.html"))]
+        yield from all_pairs(ids, "same-site", "gne", SAME_ARTICLE_TWICE)
+    for kind in ("detail", "list"):
+        folder = data / "gerapy-chinese-samples" / "samples" / kind
+        ids = [pages.add(f"gerapy/{kind}/{p.name}", p.read_bytes()) for p in sorted(folder.glob("*.html"))]
+        redesign = {("gerapy/detail/ifeng_news1.html", "gerapy/detail/ifeng_news1_detail_20220630.html"): "redesign"}
+        yield from all_pairs(ids, "same-site", "gerapy", redesign)
+
+
+def unrelated(data: Path, pages: Pages, source: str) -> Iterator[Pair]:
+    """All pairs of a pool of pages from different sites; copies of one page are positives."""
+    if source == "trafilatura":
+        folder = Path(tempfile.mkdtemp(prefix="trafilatura-"))
+        with tarfile.open(data / "trafilatura-eval" / "trafilatura-eval-cache-html.tar.xz") as archive:
+            archive.extractall(folder, filter="data")
+        files = sorted(folder.rglob("*.html"))
+        ids = [pages.add(f"trafilatura/{p.relative_to(folder)}", p.read_bytes()) for p in files]
+    else:
+        files = sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))
+        ids = [pages.add(f"aeb/{p.name}", gzip.decompress(p.read_bytes())) for p in files]
+    texts = {i: " ".join(page_text(pages.html[i]).split()) for i in ids}
+    same_text = {(a, b): "same text" for a, b in itertools.combinations(ids, 2) if texts[a] and texts[a] == texts[b]}
+    yield from all_pairs(ids, "unrelated", source, same_text)
+
+
+def webis(data: Path, pages: Pages) -> Iterator[Pair]:
+    path = data / "webis-ecir20-neardup-pairs" / "ecir20-judged-pairs.jsonl.gz"
+    for n, line in enumerate(gzip.open(path, "rt", encoding="utf-8")):
+        row = json.loads(line)
+        a = pages.add(f"webis/{n}/left", text_as_html(row["left_full_text"]))
+        b = pages.add(f"webis/{n}/right", text_as_html(row["right_full_text"]))
+        yield Pair(a, b, row["label"] >= 1, "webis", "webis")
+
+
+def content_same_structure_different(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Readability's source.html vs its extracted expected.html (real pages only)."""
+    for folder in sorted((data / "readability-test-pages").iterdir()):
+        if folder.is_dir() and folder.name not in READABILITY_FIXTURES and (folder / "expected.html").exists():
+            a = pages.add(f"readability/{folder.name}/source", (folder / "source.html").read_bytes())
+            b = pages.add(f"readability/{folder.name}/expected", (folder / "expected.html").read_bytes())
+            yield Pair(a, b, True, "positive", "readability")
+
+
+def paragraphs(html: bytes) -> set[str]:
+    root = load(html, 1 << 30).root
+    found = set() if root is None else {" ".join(p.text_content().split()) for p in root.iter("p")}
+    return {p for p in found if len(p) >= 20}
+
+
+def handbook(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Each language's page vs its en-US page.
+
+    Truth by paragraph overlap: the share of paragraphs (``<p>`` of >= 20
+    characters) found verbatim in the other page, over the larger count.  At
+    least 0.8: an unfinished translation, a duplicate; at most 0.2: a
+    translation, not a duplicate; in between: left out (counted).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="handbook-"))
+    with tarfile.open(data / "debian-handbook-site" / "debian-handbook-11.20220922-html.tar.xz") as archive:
+        archive.extractall(folder, filter="data")
+    root = folder / "html"
+    english = {p.name: p.read_bytes() for p in (root / "en-US").glob("*.html")}
+    english_paragraphs = {name: paragraphs(body) for name, body in english.items()}
+    handbook.left_out = 0
+    for language in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "en-US"):
+        for page in sorted((root / language).glob("*.html")):
+            body = page.read_bytes()
+            ours, theirs = paragraphs(body), english_paragraphs[page.name]
+            overlap = len(ours & theirs) / max(1, len(ours), len(theirs))
+            if 0.2 < overlap < 0.8 or not (ours or theirs):
+                handbook.left_out += 1
+                continue
+            a = pages.add(f"handbook/en-US/{page.name}", english[page.name])
+            b = pages.add(f"handbook/{language}/{page.name}", body)
+            yield Pair(a, b, overlap >= 0.8, "positive" if overlap >= 0.8 else "same-site", "handbook")
+
+
+# --- realistic changes applied to real pages -----------------------------------------------
+
+FILLER = {
+    "en+": (
+        "great article thanks for sharing this with everyone I totally agree with the author here "
+        "but the second point seems weak to me and I would like to see more sources cited next time "
+        "what about the costs nobody mentions them at all in this piece which is a pity really"
+    ).split(),
+    "zh": list("这篇文章写得很好感谢作者分享我完全同意其中的观点但是第二部分的论据不够充分希望下次能够提供更多的资料来源成本问题也没有提到"),
+}
+
+
+def _phrase(rng: random.Random, language: str, length: int) -> str:
+    words = [rng.choice(FILLER[language]) for _ in range(length)]
+    return ("" if language == "zh" else " ").join(words)
+
+
+def _article_paragraphs(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    found = [p for p in root.iter("p") if len(p.text_content().strip()) >= 40]
+    return found or [p for p in root.iter("div", "td", "span") if len(p.text_content().strip()) >= 40][:20]
+
+
+def _insert_after_article(root: lxml.html.HtmlElement, html: str) -> None:
+    block = lxml.html.fragment_fromstring(html)
+    paras = _article_paragraphs(root)
+    anchor = paras[-1] if paras else root.body
+    anchor.addnext(block) if paras else anchor.append(block)
+
+
+def dates_and_counters(root, rng, language, variant):
+    date = f"20{rng.randint(10, 23)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}"
+    byline = f'<p class="meta">{date} · {rng.randint(10, 99999):,} views · {rng.randint(0, 999)} comments</p>'
+    heading = next(root.iter("h1"), None)
+    block = lxml.html.fragment_fromstring(byline)
+    heading.addnext(block) if heading is not None else root.body.insert(0, block)
+    for time in root.iter("time"):
+        time.text = date
+
+
+def ad_block(root, rng, language, variant):
+    text = _phrase(rng, language, 12)
+    ad = (f'<div class="ad-container"><a href="https://ads.example.com/click?id={rng.randint(1, 10**9)}">'
+          f'<img src="https://ads.example.com/{rng.randint(1, 999)}.jpg"><span>Sponsored: {text}</span></a></div>')
+    paras = _article_paragraphs(root)
+    block = lxml.html.fragment_fromstring(ad)
+    (paras[len(paras) // 2].addnext(block) if paras else root.body.append(block))
+
+
+def tracking_parameters(root, rng, language, variant):
+    for link in root.iter("a"):
+        href = link.get("href")
+        if href and href.startswith(("http", "/")):
+            sep = "&" if "?" in href else "?"
+            link.set("href", f"{href}{sep}utm_source=feed{rng.randint(1, 99)}&utm_medium=social&utm_campaign=c{rng.randint(1, 10**6)}")
+
+
+def edited_sentence(root, rng, language, variant):
+    paras = _article_paragraphs(root)
+    if not paras or variant == 0:
+        return
+    target = max(paras, key=lambda p: len(p.text_content()))
+    text = target.text_content()
+    if language == "zh":
+        cut = rng.randint(0, max(0, len(text) - 6))
+        target.text, target[:] = text[:cut] + _phrase(rng, language, 4) + text[cut + 4:], []
+    else:
+        words = text.split()
+        for _ in range(3):
+            words[rng.randrange(len(words))] = rng.choice(FILLER[language])
+        target.text, target[:] = " ".join(words), []
+
+
+def added_sentence(root, rng, language, variant):
+    paras = _article_paragraphs(root)
+    if paras and variant == 1:
+        target = max(paras, key=lambda p: len(p.text_content()))
+        sentence = _phrase(rng, language, 14 if language == "zh" else 12)
+        target.append(lxml.html.fragment_fromstring(f"<span> {sentence}.</span>"))
+
+
+def comments_section(root, rng, language, variant):
+    if variant == 0:
+        return
+    comments = "".join(
+        f'<li class="comment"><div class="comment-author"><a href="/u/{n}">user{n}</a></div>'
+        f"<p>{_phrase(rng, language, rng.randint(15, 40))}</p></li>"
+        for n in range(rng.randint(3, 8))
+    )
+    _insert_after_article(root, f'<section id="comments" class="comments-area"><h2>Comments</h2><ol class="comment-list">{comments}</ol></section>')
+
+
+def changed_sidebar(root, rng, language, variant):
+    links = "".join(f'<li><a href="/p/{rng.randint(1, 10**6)}">{_phrase(rng, language, 6)}</a></li>' for _ in range(8))
+    about = _phrase(rng, language, 25)
+    root.body.append(lxml.html.fragment_fromstring(
+        f'<aside class="sidebar"><h3>Popular</h3><ul>{links}</ul><p>{about}</p></aside>'
+    ))
+
+
+CHANGES: dict[str, Callable] = {
+    "dates_counters": dates_and_counters,
+    "ad_block": ad_block,
+    "tracking_params": tracking_parameters,
+    "edited_sentence": edited_sentence,
+    "added_sentence": added_sentence,
+    "comments_section": comments_section,
+    "changed_sidebar": changed_sidebar,
+}
+
+
+def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Two versions of each real article page (variant 0 and 1) per kind of change."""
+    html_dir = data / "newspaper-test-pages" / "tests" / "data" / "html"
+    bases = [("en+", p) for p in sorted(html_dir.glob("*1.html"))]
+    bases += [("zh", p) for p in sorted((data / "gne-chinese-news" / "tests").glob("*/1.html"))]
+    for (language, path), (kind, change) in itertools.product(bases, CHANGES.items()):
+        body = path.read_bytes()
+        versions = []
+        for variant in (0, 1):
+            root = load(body, 1 << 30).root
+            if root is None or root.body is None:
+                break
+            rng = random.Random(f"{path.name}/{kind}/{variant}")
+            change(root, rng, language, variant)
+            versions.append(lxml.html.tostring(root, encoding="utf-8"))
+        if len(versions) == 2:
+            page_id = f"change/{kind}/{path.parent.name}/{path.name}"
+            yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True, f"change:{kind}", "changes")
