@@ -35,11 +35,17 @@ READABILITY_FIXTURES = set(
     " rtl-2 rtl-3 rtl-4 social-buttons style-tags-removal svg-parsing title-and-h1-discrepancy"
     " title-en-dash visibility-hidden".split()
 )
-#: Same-site pairs that turn out to be one article saved twice: positives, with the reason.
+#: Same-site pairs that turn out to be one page saved twice: positives, with the reason.
 SAME_ARTICLE_TWICE = {
     ("newspaper/coolhunting.com1.html", "newspaper/coolhunting.com2.html"): "byte-identical files",
     ("gne/thepaper/2.html", "gne/thepaper/4.html"): "same title and article text",
+    ("gerapy/detail/netease_news1.html", "gerapy/detail/sample.html"): "byte-identical files",
+    ("gerapy/list/netease_international_news.html", "gerapy/list/sample.html"): "byte-identical files",
 }
+#: Elements whose text is a paragraph, for the truth by paragraph overlap (not table cells:
+#: sites lay out navigation with them); paragraphs shorter than 40 characters are labels.
+PARAGRAPH_XPATH = "//p | //li | //dd | //pre | //blockquote | //div[@class='para']"
+MIN_PARAGRAPH_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Pages:
 
     def __init__(self) -> None:
         self.html: dict[str, bytes] = {}
+        self.notes: list[str] = []  # what the loaders decided about the truth, for the report
 
     def add(self, page_id: str, html: bytes) -> str:
         self.html[page_id] = html
@@ -99,7 +106,7 @@ def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
         folder = data / "gerapy-chinese-samples" / "samples" / kind
         ids = [pages.add(f"gerapy/{kind}/{p.name}", p.read_bytes()) for p in sorted(folder.glob("*.html"))]
         redesign = {("gerapy/detail/ifeng_news1.html", "gerapy/detail/ifeng_news1_detail_20220630.html"): "redesign"}
-        yield from all_pairs(ids, "same-site", "gerapy", redesign)
+        yield from all_pairs(ids, "same-site", "gerapy", redesign | SAME_ARTICLE_TWICE)
 
 
 def unrelated(data: Path, pages: Pages, source: str) -> Iterator[Pair]:
@@ -113,9 +120,35 @@ def unrelated(data: Path, pages: Pages, source: str) -> Iterator[Pair]:
     else:
         files = sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))
         ids = [pages.add(f"aeb/{p.name}", gzip.decompress(p.read_bytes())) for p in files]
-    texts = {i: " ".join(page_text(pages.html[i]).split()) for i in ids}
-    same_text = {(a, b): "same text" for a, b in itertools.combinations(ids, 2) if texts[a] and texts[a] == texts[b]}
-    yield from all_pairs(ids, "unrelated", source, same_text)
+    yield from all_pairs(ids, "unrelated", source, copies(ids, pages))
+
+
+def chinese_cross_site(pages: Pages) -> Iterator[Pair]:
+    """Chinese unrelated pool: gne and gerapy pages of different sites (call after ``same_site``)."""
+    chinese = sorted(i for i in pages.html if i.startswith(("gne/", "gerapy/")))
+    site = {i: i.rsplit("/", 1)[0] if i.startswith("gne/") else "gerapy" for i in chinese}  # gerapy pairs: same_site
+    copied = copies(chinese, pages)
+    for a, b in itertools.combinations(chinese, 2):
+        if site[a] != site[b]:
+            reason = copied.get((a, b))
+            yield Pair(a, b, reason is not None, "positive" if reason else "unrelated", "chinese-cross-site")
+
+
+def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
+    """Pairs of a pool that are one page saved twice: paragraph overlap >= 0.8."""
+    found = {i: paragraphs(pages.html[i]) for i in ids}
+    holders: dict[str, list[str]] = {}
+    for page_id, texts in found.items():
+        for text in texts:
+            holders.setdefault(text, []).append(page_id)
+    sharing = {tuple(sorted(p)) for group in holders.values() if len(group) < 50 for p in itertools.combinations(group, 2)}
+    result = {}
+    for a, b in sorted(sharing):
+        overlap = paragraph_overlap(found[a], found[b])
+        if overlap >= 0.8:
+            result[(a, b)] = f"paragraph overlap {overlap:.2f}"
+    pages.notes += [f"copy in an unrelated pool, counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in result.items()]
+    return result
 
 
 def webis(data: Path, pages: Pages) -> Iterator[Pair]:
@@ -137,18 +170,24 @@ def content_same_structure_different(data: Path, pages: Pages) -> Iterator[Pair]
 
 
 def paragraphs(html: bytes) -> set[str]:
+    """Whitespace-normalised texts of the page's paragraph elements."""
     root = load(html, 1 << 30).root
-    found = set() if root is None else {" ".join(p.text_content().split()) for p in root.iter("p")}
-    return {p for p in found if len(p) >= 20}
+    found = set() if root is None else {" ".join(e.text_content().split()) for e in root.xpath(PARAGRAPH_XPATH)}
+    return {p for p in found if len(p) >= MIN_PARAGRAPH_CHARS}
+
+
+def paragraph_overlap(a: set[str], b: set[str]) -> float:
+    """Paragraphs found verbatim in both pages, over the larger page's count."""
+    return len(a & b) / max(1, len(a), len(b))
 
 
 def handbook(data: Path, pages: Pages) -> Iterator[Pair]:
     """Each language's page vs its en-US page.
 
-    Truth by paragraph overlap: the share of paragraphs (``<p>`` of >= 20
-    characters) found verbatim in the other page, over the larger count.  At
-    least 0.8: an unfinished translation, a duplicate; at most 0.2: a
-    translation, not a duplicate; in between: left out (counted).
+    Truth by paragraph overlap (``paragraph_overlap``; the handbook's
+    paragraphs are ``div.para``): at least 0.8, an unfinished translation, a
+    duplicate; at most 0.2, a translation, not a duplicate; in between: left
+    out (counted).
     """
     folder = Path(tempfile.mkdtemp(prefix="handbook-"))
     with tarfile.open(data / "debian-handbook-site" / "debian-handbook-11.20220922-html.tar.xz") as archive:
@@ -156,18 +195,19 @@ def handbook(data: Path, pages: Pages) -> Iterator[Pair]:
     root = folder / "html"
     english = {p.name: p.read_bytes() for p in (root / "en-US").glob("*.html")}
     english_paragraphs = {name: paragraphs(body) for name, body in english.items()}
-    handbook.left_out = 0
+    left_out = 0
     for language in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "en-US"):
         for page in sorted((root / language).glob("*.html")):
             body = page.read_bytes()
             ours, theirs = paragraphs(body), english_paragraphs[page.name]
-            overlap = len(ours & theirs) / max(1, len(ours), len(theirs))
+            overlap = paragraph_overlap(ours, theirs)
             if 0.2 < overlap < 0.8 or not (ours or theirs):
-                handbook.left_out += 1
+                left_out += 1
                 continue
             a = pages.add(f"handbook/en-US/{page.name}", english[page.name])
             b = pages.add(f"handbook/{language}/{page.name}", body)
             yield Pair(a, b, overlap >= 0.8, "positive" if overlap >= 0.8 else "same-site", "handbook")
+    pages.notes.append(f"handbook pairs left out as partly translated (paragraph overlap between 0.2 and 0.8): {left_out}")
 
 
 # --- realistic changes applied to real pages -----------------------------------------------
@@ -190,6 +230,12 @@ def _phrase(rng: random.Random, language: str, length: int) -> str:
 def _article_paragraphs(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
     found = [p for p in root.iter("p") if len(p.text_content().strip()) >= 40]
     return found or [p for p in root.iter("div", "td", "span") if len(p.text_content().strip()) >= 40][:20]
+
+
+def _longest_text(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The element with the longest text of its own (not counting children): a paragraph of the article."""
+    candidates = [e for e in root.body.iter() if isinstance(e.tag, str) and e.tag not in ("script", "style") and e.text and e.text.strip()]
+    return max(candidates, key=lambda e: len(e.text.strip()), default=None)
 
 
 def _insert_after_article(root: lxml.html.HtmlElement, html: str) -> None:
@@ -227,27 +273,26 @@ def tracking_parameters(root, rng, language, variant):
 
 
 def edited_sentence(root, rng, language, variant):
-    paras = _article_paragraphs(root)
-    if not paras or variant == 0:
+    """Three words (four characters in Chinese) of the longest paragraph replaced."""
+    target = _longest_text(root)
+    if target is None or variant == 0:
         return
-    target = max(paras, key=lambda p: len(p.text_content()))
-    text = target.text_content()
     if language == "zh":
-        cut = rng.randint(0, max(0, len(text) - 6))
-        target.text, target[:] = text[:cut] + _phrase(rng, language, 4) + text[cut + 4:], []
+        cut = rng.randint(0, max(0, len(target.text) - 4))
+        target.text = target.text[:cut] + _phrase(rng, language, 4) + target.text[cut + 4:]
     else:
-        words = text.split()
+        words = target.text.split()
         for _ in range(3):
             words[rng.randrange(len(words))] = rng.choice(FILLER[language])
-        target.text, target[:] = " ".join(words), []
+        target.text = " ".join(words)
 
 
 def added_sentence(root, rng, language, variant):
-    paras = _article_paragraphs(root)
-    if paras and variant == 1:
-        target = max(paras, key=lambda p: len(p.text_content()))
+    """A sentence of 12 words (14 characters in Chinese) added to the longest paragraph."""
+    target = _longest_text(root)
+    if target is not None and variant == 1:
         sentence = _phrase(rng, language, 14 if language == "zh" else 12)
-        target.append(lxml.html.fragment_fromstring(f"<span> {sentence}.</span>"))
+        target.text = f"{target.text} {sentence}."
 
 
 def comments_section(root, rng, language, variant):

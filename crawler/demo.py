@@ -65,9 +65,11 @@ def print_summary(stats: dict[str, Any], dropped: list[tuple[str, Any]], base_ur
     for key in sorted(stats):
         if key.startswith(("simhash_dedup/too_few", "simhash_dedup/no_html", "simhash_dedup/errors")):
             print(f"{key}: {stats[key]}")
-    print("\ndropped page -> the kept page it duplicates (content / structure distance):")
+    print("\ndropped page -> the kept page it duplicates (content distance, similarity, structure distance):")
     for url, match in sorted(dropped):
-        print(f"  {short(url):45} -> {short(match.url):45} ({match.content_distance} / {match.structure_distance})")
+        similarity = "n/a" if match.similarity is None else f"{match.similarity:.2f}"
+        print(f"  {short(url):45} -> {short(match.url):45} "
+              f"({match.content_distance}, {similarity}, {match.structure_distance})")
 
 
 if __name__ == "__main__":

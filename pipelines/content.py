@@ -9,7 +9,8 @@ menus and related-article lists are made of.
 
 Chinese runs are segmented with jieba (its own dictionary, in a private
 tokenizer so that words a project adds to the global jieba never change our
-fingerprints) and weighted with jieba's IDF table.  Every other script is split
+fingerprints) and weighted with jieba's IDF table; kana, Thai and other
+scripts without spaces become character bigrams.  Every other script is split
 into words and weighted with ``data/word_idf.tsv.gz`` (wordfreq frequencies,
 see ``tools/build_idf.py``).  One-character words and numbers (dates,
 counters, prices) are not SimHash features; shingles keep every token.
@@ -64,7 +65,9 @@ MIN_OWN_WORDS = 20
 SHINGLE_SIZE = 3
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
-_TOKEN = re.compile(f"([{_HAN}]+)|([^\\W_{_HAN}]+)")
+#: Scripts written without spaces that jieba does not segment: kana, Thai, Lao, Khmer, Myanmar.
+_UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
+_TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
@@ -124,9 +127,11 @@ def tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
     found: list[str] = []
     for match in _TOKEN.finditer(text):
-        han, other = match.groups()
+        han, unspaced, other = match.groups()
         if han:
             found.extend(_segmenter().cut(han))
+        elif unspaced:  # character bigrams stand in for words
+            found.extend(unspaced[i : i + 2] for i in range(max(1, len(unspaced) - 1)))
         else:
             found.append(other)
     return found

@@ -13,7 +13,7 @@ from .structure import DEFAULT_DECAY, structure_features
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
 SCHEME_VERSION = 2
-DEFAULT_MIN_FEATURES = 10
+DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 

@@ -29,6 +29,7 @@ class SimhashDuplicate(DropItem):
         super().__init__(
             f"near-duplicate of {match.url} (matched on {match.reason}: "
             f"content distance {_show(match.content_distance)}, "
+            f"similarity {_show(match.similarity)}, "
             f"structure distance {_show(match.structure_distance)}): {url}",
             log_level=log_level,
         )
@@ -129,8 +130,10 @@ class SimhashDedupPipeline:
         )
 
 
-def _show(distance: int | None) -> str:
-    return "n/a" if distance is None else str(distance)
+def _show(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def _hex(fingerprint: int | None) -> str | None:

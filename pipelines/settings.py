@@ -33,10 +33,14 @@ class DedupSettings:
         except ValueError:
             choices = ", ".join(m.value for m in Mode)
             raise ValueError(f"SIMHASH_DEDUP_MODE must be one of {choices}; got {mode!r}") from None
+        min_similarity = settings.getfloat("SIMHASH_DEDUP_MIN_SIMILARITY", default.policy.min_similarity)
+        if not -1 <= min_similarity <= 1:
+            raise ValueError(f"SIMHASH_DEDUP_MIN_SIMILARITY must be within -1..1; got {min_similarity}")
         policy = Policy(
             mode,
             _distance(settings, "SIMHASH_DEDUP_CONTENT_DISTANCE", default.policy.content_distance),
             _distance(settings, "SIMHASH_DEDUP_STRUCTURE_DISTANCE", default.policy.structure_distance),
+            min_similarity,
         )
         decay = settings.getfloat("SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay)
         if not 0 < decay <= 1:

@@ -35,10 +35,10 @@ class Policy:
     (estimated Jaccard similarity of word 3-grams).
     """
 
-    mode: Mode = Mode.BOTH
-    content_distance: int = 3
+    mode: Mode = Mode.CONTENT
+    content_distance: int = 8
     structure_distance: int = 3
-    min_similarity: float = 0.0
+    min_similarity: float = 0.65
 
 
 @dataclass(frozen=True)

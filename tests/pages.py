@@ -26,7 +26,7 @@ def with_date_and_counters(html: bytes, date: str, views: int, comments: int) ->
     return html.replace(b"</h1>", b"</h1>" + byline.encode(), 1)
 
 
-NESTING_TAGS = ("div", "section", "article", "span", "em", "blockquote")
+NESTING_TAGS = ("div", "section", "article", "span", "em", "blockquote", "strong", "b", "i", "u", "small", "mark", "cite", "q", "abbr", "code")
 
 
 def deeply_nested(depth: int) -> str:
@@ -48,5 +48,7 @@ CHINESE_ARTICLE = (
     "<p>今天北京天气晴朗，最高气温二十五度，市民纷纷走出家门，到公园散步游玩，享受美好的春光。</p>"
     "<p>气象部门预计，未来三天本市仍以晴好天气为主，早晚温差较大，请市民注意适时增减衣物。</p>"
     "<p>专家提醒，春季花粉较多，过敏体质的市民外出时应做好防护，避免长时间在户外停留。</p>"
+    "<p>此外，本周末部分景区将迎来客流高峰，交通管理部门建议游客错峰出行，优先选择地铁和公交。</p>"
+    "<p>据了解，今年春季全市新增绿地面积超过两百公顷，多个社区公园陆续建成开放，受到居民欢迎。</p>"
     "</body></html>"
 )

@@ -18,6 +18,7 @@ from itemadapter import ItemAdapter
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
 from pipelines.content import text_blocks
 from pipelines.document import load
+from pipelines.sketch import similarity
 
 from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
 
@@ -57,11 +58,12 @@ def test_exact_copy_is_dropped_naming_the_earlier_page() -> None:
         process(pipeline, {"url": "https://a.test/copy", "html": ARTICLE})
     message = str(dropped.value)
     assert "https://a.test/1" in message and "https://a.test/copy" in message
-    assert "content distance 0" in message and "structure distance 0" in message
-    assert dropped.value.match.reason == "both"
+    assert "content distance 0" in message and "similarity 1.00" in message
+    assert "structure distance 0" in message
+    assert dropped.value.match.reason == "content"  # the default mode
     assert dropped.value.log_level == "INFO"
     assert (stat(pipeline, "checked"), stat(pipeline, "kept"), stat(pipeline, "dropped")) == (2, 1, 1)
-    assert stat(pipeline, "dropped/both") == 1
+    assert stat(pipeline, "dropped/content") == 1
 
 
 def test_dropped_item_loses_its_html_so_the_drop_log_line_stays_short() -> None:
@@ -133,7 +135,26 @@ def test_distance_setting_is_honoured() -> None:
     distance = hamming(*fingerprints)
     assert distance > 0
     for allowed, dropped in ((distance - 1, False), (distance, True)):
-        pipeline = make_pipeline(SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_CONTENT_DISTANCE=allowed)
+        pipeline = make_pipeline(
+            SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_CONTENT_DISTANCE=allowed, SIMHASH_DEDUP_MIN_SIMILARITY=-1
+        )
+        process(pipeline, {"url": "a", "html": ARTICLE})
+        try:
+            process(pipeline, {"url": "b", "html": edited})
+        except SimhashDuplicate:
+            assert dropped
+        else:
+            assert not dropped
+
+
+def test_min_similarity_setting_checks_content_candidates() -> None:
+    """Two pages within the content distance are only duplicates if their sketches agree."""
+    edited = ARTICLE.replace(b"</h1>", b"</h1><p>" + b" ".join(b"extra%d words" % i for i in range(30)) + b"</p>", 1)
+    first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, edited))
+    agreement = similarity(first.sketch, second.sketch)
+    assert agreement < 1.0
+    for required, dropped in ((agreement + 0.01, False), (agreement, True)):
+        pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE=64, SIMHASH_DEDUP_MIN_SIMILARITY=required)
         process(pipeline, {"url": "a", "html": ARTICLE})
         try:
             process(pipeline, {"url": "b", "html": edited})
@@ -223,6 +244,7 @@ def test_disabled_pipeline_is_not_configured() -> None:
         {"SIMHASH_DEDUP_CONTENT_DISTANCE": 65},
         {"SIMHASH_DEDUP_STRUCTURE_DISTANCE": -1},
         {"SIMHASH_DEDUP_STRUCTURE_DECAY": 0},
+        {"SIMHASH_DEDUP_MIN_SIMILARITY": 1.5},
     ],
 )
 def test_wrong_settings_fail_at_start(settings: dict[str, Any]) -> None:
