@@ -42,6 +42,12 @@ SAME_ARTICLE_TWICE = {
     ("gerapy/detail/netease_news1.html", "gerapy/detail/sample.html"): "byte-identical files",
     ("gerapy/list/netease_international_news.html", "gerapy/list/sample.html"): "byte-identical files",
 }
+#: Pool pairs whose paragraph overlap says "copy" but that were read and are not one page.
+NOT_COPIES = {
+    ("aeb/042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856.html.gz",
+     "aeb/7ab16ade32386ece353b8d31fc3bb7e660189efd5bf3c8549aaba101ad3f5ef5.html.gz"):
+        "two WSJ paywall pages: the same subscription text around different article teasers",
+}
 #: Elements whose text is a paragraph, for the truth by paragraph overlap (not table cells:
 #: sites lay out navigation with them); paragraphs shorter than 40 characters are labels.
 PARAGRAPH_XPATH = "//p | //li | //dd | //pre | //blockquote | //div[@class='para']"
@@ -145,7 +151,9 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
     result = {}
     for a, b in sorted(sharing):
         overlap = paragraph_overlap(found[a], found[b])
-        if overlap >= 0.8:
+        if (a, b) in NOT_COPIES:
+            pages.notes.append(f"not a copy despite paragraph overlap {overlap:.2f}: {a} ~ {b} ({NOT_COPIES[(a, b)]})")
+        elif overlap >= 0.8:
             result[(a, b)] = f"paragraph overlap {overlap:.2f}"
     pages.notes += [f"copy in an unrelated pool, counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in result.items()]
     return result
