@@ -1,0 +1,57 @@
+"""The sub-linear index returns exactly what brute force returns."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from pipelines.index import MAX_TABLES, SimhashIndex, choose_layout
+
+
+def planted(count: int, max_distance: int, seed: int) -> np.ndarray:
+    """Random fingerprints where every tenth is followed by a neighbour 0..k+1 bits away."""
+    rng, pick = np.random.default_rng(seed), random.Random(seed)
+    fingerprints = rng.integers(0, 2**64, size=count, dtype=np.uint64)
+    for i in range(0, count - 1, 10):
+        flipped = sum(1 << bit for bit in pick.sample(range(64), pick.randint(0, max_distance + 1)))
+        fingerprints[i + 1] = np.uint64(int(fingerprints[i]) ^ flipped)
+    return fingerprints
+
+
+@pytest.mark.parametrize("max_distance", [0, 3, 6, 8])
+def test_query_equals_brute_force(max_distance: int) -> None:
+    fingerprints = planted(30_000, max_distance, seed=max_distance)
+    index = SimhashIndex(max_distance, expected_size=30_000)
+    index.add_many(np.arange(10_000), fingerprints[:10_000])  # a loaded store, then live adds
+    for key in range(10_000, len(fingerprints)):
+        index.add(key, int(fingerprints[key]))
+    assert len(index) == len(fingerprints)
+    checked_neighbours = 0
+    for query in range(0, len(fingerprints), 23):
+        distances = np.bitwise_count(fingerprints ^ fingerprints[query])
+        expected = sorted((int(k), int(d)) for k, d in enumerate(distances) if d <= max_distance)
+        got = index.query(int(fingerprints[query]))
+        assert sorted(got) == expected
+        assert [d for _, d in got] == sorted(d for _, d in got)  # nearest first
+        checked_neighbours += len(expected) - 1
+    assert checked_neighbours > 50  # planted neighbours were really found
+
+
+def test_empty_index_and_buffer_only() -> None:
+    index = SimhashIndex(3)
+    assert index.query(12345) == []
+    index.add(7, 0b1011)
+    assert index.query(0b0011) == [(7, 1)]
+
+
+@pytest.mark.parametrize("max_distance", range(0, 9))
+def test_layout_stays_within_the_memory_budget(max_distance: int) -> None:
+    layout = choose_layout(max_distance, 10_000_000)
+    assert len(layout.tables) <= MAX_TABLES
+
+
+def test_wrong_distance_is_refused() -> None:
+    with pytest.raises(ValueError):
+        SimhashIndex(65)
