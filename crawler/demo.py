@@ -28,6 +28,7 @@ LOCAL_CRAWL = {  # a local server needs no politeness
     "CONCURRENT_REQUESTS": 1,  # one page at a time: the same pages are kept on every run
     "AUTOTHROTTLE_ENABLED": False,
     "LOG_LEVEL": "WARNING",
+    "SIMHASH_DEDUP_RESET": True,  # every demo is a first crawl: forget the previous demo's pages
 }
 
 

@@ -15,8 +15,9 @@ key with it, and checks those on all 64 bits.  Nothing is missed.
 
 The layout is chosen for ``max_distance`` and the expected size to keep the
 probes and the candidates per query few, with at most ``MAX_TABLES`` tables
-(memory).  Storage is numpy only, no Python object per entry: fingerprints
-and keys (8 + 8 bytes) and, per table, a 32-bit key and a 32-bit position.
+(memory).  Storage is numpy only, no Python object per entry: the fingerprint (8
+bytes; the key too, 8 more, unless keys are the positions 0, 1, 2... as a
+store's rows are) and, per table, a 32-bit key and a 32-bit position.
 All tables live in one sorted array of (level, table, key): new entries go to
 a small buffer scanned by brute force, then to level 2, level 1 and level 0
 (the bulk), each merged into the next when it outgrows it by a ratio that
@@ -42,6 +43,7 @@ _LEVEL_SHIFT = KEY_BITS + _TABLE_BITS  # two level bits above the table: 31 bits
 _LEVELS = 3
 _SENTINEL = np.uint32(0xFFFFFFFF)  # ends the keys: a binary search never falls off the end
 _INITIAL_CAPACITY = 1024
+_GROWTH = 1.125  # arrays grow by an eighth: amortised O(1) adds, little unused memory
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class SimhashIndex:
         self._probe_table = np.concatenate([np.full(len(bits), t, dtype=np.int64) for bits, t in probes])
         self._recipes = _recipe_arrays(self.layout)
         self._fingerprints = np.empty(_INITIAL_CAPACITY, dtype=np.uint64)
-        self._keys = np.empty(_INITIAL_CAPACITY, dtype=np.int64)
+        self._keys: np.ndarray | None = None  # None while every key equals its position (a store's rows)
         self._size = 0
         self._indexed = 0  # entries [0, _indexed) are in the levels, the rest is the buffer
         self._sort_keys = np.full(_INITIAL_CAPACITY, _SENTINEL, dtype=np.uint32)
@@ -116,13 +118,14 @@ class SimhashIndex:
 
     def memory_bytes(self) -> int:
         """Bytes of the index's arrays: what it costs, times ``len``, per fingerprint."""
-        return sum(a.nbytes for a in (self._fingerprints, self._keys, self._sort_keys, self._positions))
+        arrays = (self._fingerprints, self._keys, self._sort_keys, self._positions)
+        return sum(a.nbytes for a in arrays if a is not None)
 
     def add(self, key: int, fingerprint: int) -> None:
-        if self._size == len(self._keys):
-            self._grow_entries(2 * self._size)
+        if self._size == len(self._fingerprints):
+            self._grow_entries(self._size + 1)
         self._fingerprints[self._size] = fingerprint
-        self._keys[self._size] = key
+        self._store_keys(self._size, np.array([key], dtype=np.int64))
         self._size += 1
         if self._size - self._indexed >= BUFFER_SIZE:
             self._index_buffer()
@@ -130,10 +133,10 @@ class SimhashIndex:
     def add_many(self, keys: np.ndarray, fingerprints: np.ndarray) -> None:
         """Add many entries at once (loading a store): one sort into level 0."""
         count = len(keys)
-        if self._size + count > len(self._keys):
+        if self._size + count > len(self._fingerprints):
             self._grow_entries(self._size + count)
         self._fingerprints[self._size : self._size + count] = fingerprints
-        self._keys[self._size : self._size + count] = keys
+        self._store_keys(self._size, np.asarray(keys, dtype=np.int64))
         self._size += count
         self._index_buffer()
         self._fold(0)
@@ -146,7 +149,15 @@ class SimhashIndex:
             self._probe_bits, self._probe_table, *self._recipes,
         )
         order = np.argsort(distances, kind="stable")
-        return [(int(self._keys[positions[i]]), int(distances[i])) for i in order]
+        keys = positions if self._keys is None else self._keys[positions]
+        return [(int(keys[i]), int(distances[i])) for i in order]
+
+    def _store_keys(self, start: int, keys: np.ndarray) -> None:
+        if self._keys is None:
+            if np.array_equal(keys, np.arange(start, start + len(keys))):
+                return
+            self._keys = np.arange(len(self._fingerprints), dtype=np.int64)
+        self._keys[start : start + len(keys)] = keys
 
     # -- levels ---------------------------------------------------------------------------
 
@@ -214,13 +225,15 @@ class SimhashIndex:
 
     def _ensure_capacity(self, needed: int) -> None:
         if needed > len(self._sort_keys):
-            capacity = max(needed, 2 * len(self._sort_keys))
+            capacity = max(needed, int(_GROWTH * len(self._sort_keys)))
             self._sort_keys = np.concatenate([self._sort_keys, np.full(capacity - len(self._sort_keys), _SENTINEL)])
             self._positions = np.resize(self._positions, capacity)
 
-    def _grow_entries(self, capacity: int) -> None:
+    def _grow_entries(self, needed: int) -> None:
+        capacity = max(needed, int(_GROWTH * len(self._fingerprints)))
         self._fingerprints = np.resize(self._fingerprints, capacity)
-        self._keys = np.resize(self._keys, capacity)
+        if self._keys is not None:
+            self._keys = np.resize(self._keys, capacity)
 
 
 

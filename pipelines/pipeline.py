@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.project import data_path
 
-from .fingerprint import Fingerprint, Fingerprinter
+from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .settings import DedupSettings
-from .stores import Match, MemoryStore
+from .stores import Match, MemoryStore, SqliteStore
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -51,7 +53,7 @@ class SimhashDedupPipeline:
             min_features=settings.min_features,
             max_bytes=settings.max_html_bytes,
         )
-        self.store = MemoryStore(settings.policy)
+        self.store: MemoryStore = MemoryStore(settings.policy)
         self._logged: set[str] = set()
 
     @classmethod
@@ -59,6 +61,40 @@ class SimhashDedupPipeline:
         if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
             raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
         return cls(crawler, DedupSettings.from_settings(crawler.settings))
+
+    async def open_spider(self) -> None:
+        if self.settings.persist:
+            path = self.store_path()
+            if self._reset_requested() and path.exists():
+                for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    stale.unlink(missing_ok=True)
+                logger.info("simhash_dedup: reset, %s removed", path)
+            self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
+            logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), path)
+        self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
+
+    async def close_spider(self) -> None:
+        self.store.close()
+
+    def store_path(self) -> Path:
+        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else ``.scrapy/simhash_dedup/<spider>.sqlite``."""
+        if self.settings.path:
+            return Path(self.settings.path)
+        if job_dir := self.crawler.settings.get("JOBDIR"):
+            return Path(job_dir) / "simhash_dedup.sqlite"
+        return Path(data_path("simhash_dedup", createdir=True)) / f"{self.crawler.spider.name}.sqlite"
+
+    def scheme(self) -> str:
+        """What the stored fingerprints depend on: another value makes them incomparable."""
+        return (
+            f"v{SCHEME_VERSION}/decay={self.settings.structure_decay}"
+            f"/min_features={self.settings.min_features}"
+        )
+
+    def _reset_requested(self) -> bool:
+        """``SIMHASH_DEDUP_RESET``, or ``-a simhash_dedup_reset=1`` on the command line."""
+        argument = str(getattr(self.crawler.spider, "simhash_dedup_reset", "")).lower()
+        return self.settings.reset or argument in ("1", "true", "yes")
 
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)

@@ -22,6 +22,10 @@ class DedupSettings:
     fingerprint_fields: bool = False
     remove_html: bool = False
     drop_log_level: str = "INFO"
+    persist: bool = True
+    reset: bool = False
+    commit_every: int = 100
+    path: str | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
@@ -55,6 +59,10 @@ class DedupSettings:
             fingerprint_fields=settings.getbool("SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
             remove_html=settings.getbool("SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
             drop_log_level=settings.get("SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
+            persist=settings.getbool("SIMHASH_DEDUP_PERSIST", default.persist),
+            reset=settings.getbool("SIMHASH_DEDUP_RESET", default.reset),
+            commit_every=max(1, settings.getint("SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every)),
+            path=settings.get("SIMHASH_DEDUP_PATH") or None,
         )
 
 

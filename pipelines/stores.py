@@ -8,13 +8,20 @@ can never both be kept.
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
+
+import numpy as np
 
 from .fingerprint import Fingerprint
 from .index import SimhashIndex
 from .simhash import hamming
 from .sketch import similarity
+
+logger = logging.getLogger(__name__)
 
 
 class Mode(str, Enum):
@@ -53,17 +60,24 @@ class Match:
 
 
 class MemoryStore:
-    """Kept pages in this process's memory; forgotten when the crawl ends."""
+    """Kept pages in this process's memory; forgotten when the crawl ends.
+
+    Per page: both fingerprints in numpy arrays and the two indexes, the URL
+    and the 64-byte sketch (kept by subclasses elsewhere, see ``SqliteStore``).
+    """
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self._urls: list[str] = []
-        self._pages: list[Fingerprint] = []
         self._content = SimhashIndex(policy.content_distance)
         self._structure = SimhashIndex(policy.structure_distance)
+        self._fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
+        self._present = np.zeros((0, 2), dtype=bool)  # per row: has content, has structure
+        self._rows = 0
+        self._urls: list[str] = []
+        self._sketches: list[bytes | None] = []
 
     def __len__(self) -> int:
-        return len(self._urls)
+        return self._rows
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         """The match for ``fingerprint``, or ``None`` after remembering it as kept."""
@@ -71,6 +85,9 @@ class MemoryStore:
         if match is None:
             self._add(url, fingerprint)
         return match
+
+    def close(self) -> None:
+        """Nothing to write for memory; persistent stores flush here."""
 
     def _find(self, page: Fingerprint) -> Match | None:
         mode = self.policy.mode
@@ -86,37 +103,170 @@ class MemoryStore:
         return None
 
     def _sketch_agrees(self, row: int, page: Fingerprint) -> bool:
-        kept = self._pages[row].sketch
+        kept = self._sketch(row)
         if kept is None or page.sketch is None:
             return False
         return similarity(kept, page.sketch) >= self.policy.min_similarity
 
     def _structure_near(self, row: int, page: Fingerprint) -> bool:
-        kept = self._pages[row].structure
+        kept = self._part(row, 1)
         return (
             kept is not None
             and page.structure is not None
             and hamming(kept, page.structure) <= self.policy.structure_distance
         )
 
+    def _part(self, row: int, part: int) -> int | None:
+        return int(self._fingerprints[row, part]) if self._present[row, part] else None
+
     def _match(self, row: int, page: Fingerprint, reason: str) -> Match:
-        kept = self._pages[row]
+        kept_sketch = self._sketch(row)
         return Match(
-            self._urls[row],
+            self._url(row),
             reason,
-            _distance(kept.content, page.content),
-            _distance(kept.structure, page.structure),
-            None if kept.sketch is None or page.sketch is None else similarity(kept.sketch, page.sketch),
+            _distance(self._part(row, 0), page.content),
+            _distance(self._part(row, 1), page.structure),
+            None if kept_sketch is None or page.sketch is None else similarity(kept_sketch, page.sketch),
         )
 
     def _add(self, url: str, page: Fingerprint) -> None:
-        row = len(self._urls)
-        self._urls.append(url)
-        self._pages.append(page)
+        row = self._rows
+        self._append_rows(
+            np.array([[page.content or 0, page.structure or 0]], dtype=np.uint64),
+            np.array([[page.content is not None, page.structure is not None]]),
+        )
         if page.content is not None:
             self._content.add(row, page.content)
         if page.structure is not None:
             self._structure.add(row, page.structure)
+        self._remember(row, url, page.sketch)
+
+    def _append_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
+        count = len(fingerprints)
+        if self._rows + count > len(self._fingerprints):
+            capacity = max(self._rows + count, len(self._fingerprints) * 9 // 8 + 1024)
+            self._fingerprints = np.resize(self._fingerprints, (capacity, 2))
+            self._present = np.resize(self._present, (capacity, 2))
+        self._fingerprints[self._rows : self._rows + count] = fingerprints
+        self._present[self._rows : self._rows + count] = present
+        self._rows += count
+
+    def _load_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
+        """Rows read back from disk: appended, and indexed with one sort."""
+        first = self._rows
+        self._append_rows(fingerprints, present)
+        rows = np.arange(first, self._rows)
+        for part, index in ((0, self._content), (1, self._structure)):
+            index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
+
+    def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
+        self._urls.append(url)
+        self._sketches.append(sketch)
+
+    def _url(self, row: int) -> str:
+        return self._urls[row]
+
+    def _sketch(self, row: int) -> bytes | None:
+        return self._sketches[row]
+
+
+class SqliteStore(MemoryStore):
+    """Kept pages in one SQLite file per spider, remembered across pause, resume and re-runs.
+
+    Fingerprints are written in batches of ``commit_every`` pages, one
+    transaction each (WAL journal): a killed process loses at most the pages
+    kept since the last batch, and the file always opens.  At open, the
+    fingerprints are read back as packed arrays (one row per batch) and
+    indexed with one sort; URLs and sketches stay on disk and are read only
+    for a candidate match.
+    """
+
+    def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100) -> None:
+        super().__init__(policy)
+        self.path = path
+        self.commit_every = max(1, commit_every)
+        self._pending: dict[int, tuple[str, bytes | None]] = {}
+        self._connection = self._open(path, scheme)
+        self._load()
+
+    def _open(self, path: Path, scheme: str) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.executescript(_SCHEMA)
+        stored = connection.execute("SELECT value FROM meta WHERE key = 'scheme'").fetchone()
+        if stored is None:
+            connection.execute("INSERT INTO meta VALUES ('scheme', ?)", (scheme,))
+        elif stored[0] != scheme:
+            connection.close()
+            aside = path.with_name(f"{path.name}.{stored[0].replace('/', '_')}.old")
+            path.replace(aside)
+            for suffix in ("-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            logger.warning(
+                "simhash_dedup: %s holds fingerprints of another scheme (%s, now %s): moved to %s, "
+                "starting afresh.", path, stored[0], scheme, aside,
+            )
+            return self._open(path, scheme)
+        return connection
+
+    def _load(self) -> None:
+        batches = self._connection.execute("SELECT content, structure, present FROM batches ORDER BY first_row")
+        parts = [
+            (np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool))
+            for c, s, p in batches
+        ]
+        if parts:
+            content, structure, present = (np.concatenate(column) for column in zip(*parts))
+            self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 2))
+
+    def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
+        self._pending[row] = (url, sketch)
+        if len(self._pending) >= self.commit_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pages kept since the last flush, in one transaction."""
+        if not self._pending:
+            return
+        first = min(self._pending)
+        rows = slice(first, self._rows)
+        with self._connection:  # BEGIN ... COMMIT
+            self._connection.execute("BEGIN")
+            self._connection.executemany(
+                "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
+                [(row, url, sketch) for row, (url, sketch) in self._pending.items()],
+            )
+            self._connection.execute(
+                "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
+                (first, self._fingerprints[rows, 0].astype("<u8").tobytes(),
+                 self._fingerprints[rows, 1].astype("<u8").tobytes(), self._present[rows].tobytes()),
+            )
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self._connection.close()
+
+    def _url(self, row: int) -> str:
+        if row in self._pending:
+            return self._pending[row][0]
+        return self._connection.execute("SELECT url FROM pages WHERE row = ?", (row,)).fetchone()[0]
+
+    def _sketch(self, row: int) -> bytes | None:
+        if row in self._pending:
+            return self._pending[row][1]
+        return self._connection.execute("SELECT sketch FROM pages WHERE row = ?", (row,)).fetchone()[0]
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pages (row INTEGER PRIMARY KEY, url TEXT NOT NULL, sketch BLOB);
+CREATE TABLE IF NOT EXISTS batches (
+    first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL
+);
+"""
 
 
 def _distance(a: int | None, b: int | None) -> int | None:

@@ -32,6 +32,7 @@ def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
 
     def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True) -> CrawlResult:
         config, result = tmp_path / "crawl.json", tmp_path / "result.json"
+        settings = {"SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **settings}  # nothing in the project
         config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html}))
         done = subprocess.run(
             [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],

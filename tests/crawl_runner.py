@@ -61,8 +61,13 @@ def main(config_path: str, result_path: str) -> None:
     kept: list[str] = []
     dropped: list[dict[str, Any]] = []
 
+    kept_log = open(config["kept_log"], "a") if config.get("kept_log") else None  # noqa: SIM115
+
     def on_scraped(item: Any, **_: Any) -> None:
         kept.append(item["url"])
+        if kept_log:  # survives a kill: one flushed line per kept item
+            kept_log.write(item["url"] + "\n")
+            kept_log.flush()
 
     def on_dropped(item: Any, exception: Exception, **_: Any) -> None:
         match = exception.match
@@ -75,7 +80,7 @@ def main(config_path: str, result_path: str) -> None:
     crawler = process.create_crawler(InOrderSpider)
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
-    process.crawl(crawler, urls=config["urls"], yield_html=config.get("yield_html", True))
+    process.crawl(crawler, urls=config["urls"], yield_html=config.get("yield_html", True), **config.get("spider_args", {}))
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
     Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats}))

@@ -1,0 +1,132 @@
+"""Kept pages are remembered across a graceful stop, a kill -9, a resume and a re-run."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import PROJECT
+
+ARTICLES = 12
+VOCABULARY = [f"{a}{b}{c}" for a in "bcdfgklmnprst" for b in "aeiou" for c in ("lan", "mor", "tis", "vek", "dun")]
+
+
+def article(seed: int) -> str:
+    rng = random.Random(seed)
+    paragraphs = "".join(f"<p>{' '.join(rng.choice(VOCABULARY) for _ in range(60))}</p>" for _ in range(4))
+    return f"<html><head><title>Article {seed}</title></head><body><h1>Article {seed}</h1>{paragraphs}</body></html>"
+
+
+def write_clusters(root: Path) -> list[str]:
+    """Originals a0..a11 then near-duplicates c0..c11 (another byline); returns paths in crawl order."""
+    for n in range(ARTICLES):
+        text = article(n)
+        (root / f"a{n}.html").write_text(text.replace("</h1>", "</h1><p>By Ann, May 1</p>"))
+        (root / f"c{n}.html").write_text(text.replace("</h1>", "</h1><p>Updated June 9 by Bob</p>"))
+    return [f"a{n}.html" for n in range(ARTICLES)] + [f"c{n}.html" for n in range(ARTICLES)]
+
+
+def start_crawl(tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None) -> subprocess.Popen:
+    config = tmp / f"crawl-{time.monotonic_ns()}.json"
+    config.write_text(json.dumps({
+        "urls": urls, "settings": settings, "kept_log": str(tmp / "kept.log"), "spider_args": spider_args or {},
+    }))
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp / "result.json")],
+        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def kept_clusters(tmp: Path) -> list[str]:
+    kept = (tmp / "kept.log").read_text().split()
+    return [Path(url).stem[1:] for url in kept]
+
+
+def wait_for_kept(tmp: Path, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (tmp / "kept.log").exists() and len(kept_clusters(tmp)) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the crawl kept nothing in time")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill -9"])
+def test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate(
+    stop: signal.Signals, site: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, base_url = site
+    urls = [base_url + path for path in write_clusters(root)]
+    settings = {
+        "JOBDIR": str(tmp_path / "job"), "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1,
+        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
+        "SIMHASH_DEDUP_COMMIT_EVERY": 1,  # kill -9 may then lose only the item in flight
+    }
+    first = start_crawl(tmp_path, urls, settings)
+    wait_for_kept(tmp_path, 4)
+    first.send_signal(stop)
+    first.communicate(timeout=60)
+    before = kept_clusters(tmp_path)
+    assert 4 <= len(before) < ARTICLES  # stopped among the originals
+
+    second = start_crawl(tmp_path, urls, settings)
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err[-3000:]
+    kept = kept_clusters(tmp_path)
+    assert len(kept) == len(set(kept)), f"a near-duplicate was kept again: {kept}"
+    lost = ARTICLES - len(kept)
+    assert lost == 0 if stop == signal.SIGINT else lost <= 1  # the item in flight at a kill
+    assert (tmp_path / "job" / "simhash_dedup.sqlite").exists()
+
+
+def crawl_to_end(tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None) -> dict:
+    process = start_crawl(tmp, urls, settings, spider_args)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads((tmp / "result.json").read_text())
+
+
+def test_second_run_remembers_the_first_unless_reset(site: tuple[Path, str], tmp_path: Path) -> None:
+    root, base_url = site
+    paths = write_clusters(root)
+    originals = [base_url + p for p in paths[:ARTICLES]]
+    copies = [base_url + p for p in paths[ARTICLES:]]
+    project_store = {"SIMHASH_DEDUP_PATH": str(tmp_path / "data" / "seen.sqlite"),
+                     "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+    first = crawl_to_end(tmp_path, originals, project_store)
+    assert len(first["kept"]) == ARTICLES
+
+    second = crawl_to_end(tmp_path, copies, project_store)
+    assert second["kept"] == []
+    assert second["stats"]["simhash_dedup/remembered"] == ARTICLES
+    assert {Path(d["duplicate_of"]).name for d in second["dropped"]} == {Path(u).name for u in originals}
+
+    third = crawl_to_end(tmp_path, copies, project_store, spider_args={"simhash_dedup_reset": "1"})
+    assert len(third["kept"]) == ARTICLES
+    fourth = crawl_to_end(tmp_path, originals, {**project_store, "SIMHASH_DEDUP_RESET": True})
+    assert len(fourth["kept"]) == ARTICLES
+
+
+def test_default_store_lives_under_the_project_data_dir(site: tuple[Path, str], tmp_path: Path) -> None:
+    root, base_url = site
+    paths = write_clusters(root)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "scrapy.cfg").write_text("[settings]\ndefault = crawler.settings\n")
+    config = tmp_path / "crawl.json"
+    config.write_text(json.dumps({"urls": [base_url + paths[0]], "settings": {
+        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (project / ".scrapy" / "simhash_dedup" / "in_order.sqlite").exists()
