@@ -125,7 +125,8 @@ class SimhashIndex:
         if self._size == len(self._fingerprints):
             self._grow_entries(self._size + 1)
         self._fingerprints[self._size] = fingerprint
-        self._store_keys(self._size, np.array([key], dtype=np.int64))
+        if self._keys is not None or key != self._size:
+            self._store_keys(self._size, np.array([key], dtype=np.int64))
         self._size += 1
         if self._size - self._indexed >= BUFFER_SIZE:
             self._index_buffer()

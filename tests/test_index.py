@@ -55,3 +55,14 @@ def test_layout_stays_within_the_memory_budget(max_distance: int) -> None:
 def test_wrong_distance_is_refused() -> None:
     with pytest.raises(ValueError):
         SimhashIndex(65)
+
+
+def test_keys_need_not_be_positions() -> None:
+    fingerprints = planted(5_000, 3, seed=9)
+    index = SimhashIndex(3)
+    for n, fingerprint in enumerate(fingerprints):
+        index.add(1_000_000 + 7 * n, int(fingerprint))
+    for query in range(0, len(fingerprints), 50):
+        distances = np.bitwise_count(fingerprints ^ fingerprints[query])
+        expected = sorted((1_000_000 + 7 * k, int(d)) for k, d in enumerate(distances) if d <= 3)
+        assert sorted(index.query(int(fingerprints[query]))) == expected
