@@ -41,7 +41,8 @@ KEY_BITS = 25
 _TABLE_BITS = 4
 _LEVEL_SHIFT = KEY_BITS + _TABLE_BITS  # two level bits above the table: 31 bits in all
 _LEVELS = 3
-_SENTINEL = np.uint32(0xFFFFFFFF)  # ends the keys: a binary search never falls off the end
+_SENTINEL = np.uint64(0xFFFFFFFFFFFFFFFF)  # ends the entries: a binary search never falls off the end
+_POSITION = np.uint64(0xFFFFFFFF)
 _INITIAL_CAPACITY = 1024
 _GROWTH = 1.125  # arrays grow by an eighth: amortised O(1) adds, little unused memory
 
@@ -103,8 +104,8 @@ class SimhashIndex:
         self._keys: np.ndarray | None = None  # None while every key equals its position (a store's rows)
         self._size = 0
         self._indexed = 0  # entries [0, _indexed) are in the levels, the rest is the buffer
-        self._sort_keys = np.full(_INITIAL_CAPACITY, _SENTINEL, dtype=np.uint32)
-        self._positions = np.empty(_INITIAL_CAPACITY, dtype=np.uint32)
+        # per table and entry: key << 32 | position, sorted (level, table and key are in the key)
+        self._entries = np.full(_INITIAL_CAPACITY, _SENTINEL, dtype=np.uint64)
         self._level_starts = np.zeros(_LEVELS + 1, dtype=np.int64)  # level i is [starts[i], starts[i + 1])
         self._directory_bits = 0  # level 0 directory: where each (table, top bits of key) starts
         self._directory = np.zeros(2, dtype=np.int64)
@@ -118,7 +119,7 @@ class SimhashIndex:
 
     def memory_bytes(self) -> int:
         """Bytes of the index's arrays: what it costs, times ``len``, per fingerprint."""
-        arrays = (self._fingerprints, self._keys, self._sort_keys, self._positions)
+        arrays = (self._fingerprints, self._keys, self._entries)
         return sum(a.nbytes for a in arrays if a is not None)
 
     def add(self, key: int, fingerprint: int) -> None:
@@ -146,7 +147,7 @@ class SimhashIndex:
         """Every ``(key, distance)`` within ``max_distance``, nearest first."""
         positions, distances = _query(
             np.uint64(fingerprint), self.max_distance, self._fingerprints, self._indexed, self._size,
-            self._sort_keys, self._positions, self._level_starts, self._directory, self._directory_bits,
+            self._entries, self._level_starts, self._directory, self._directory_bits,
             self._probe_bits, self._probe_table, *self._recipes,
         )
         order = np.argsort(distances, kind="stable")
@@ -175,17 +176,15 @@ class SimhashIndex:
 
     def _index_buffer(self) -> None:
         """Move the buffer into the smallest level, then fold levels that outgrew the next."""
-        new = self._table_keys(self._fingerprints[self._indexed : self._size]) | np.uint32(2 << _LEVEL_SHIFT)
+        keys = self._table_keys(self._fingerprints[self._indexed : self._size]) | np.uint32(2 << _LEVEL_SHIFT)
+        positions = np.tile(np.arange(self._indexed, self._size, dtype=np.uint64), self.tables)
         end = self._level_starts[-1]
-        self._ensure_capacity(end + len(new) + 1)
-        self._sort_keys[end : end + len(new)] = new
-        self._positions[end : end + len(new)] = np.tile(
-            np.arange(self._indexed, self._size, dtype=np.uint32), self.tables
-        )
-        self._level_starts[-1] = end + len(new)
-        self._sort_keys[end + len(new)] = _SENTINEL
+        self._ensure_capacity(end + len(keys) + 1)
+        self._entries[end : end + len(keys)] = (keys.astype(np.uint64) << np.uint64(32)) | positions
+        self._level_starts[-1] = end + len(keys)
+        self._entries[end + len(keys)] = _SENTINEL
         self._indexed = self._size
-        self._sort_segment(self._level_starts[2], self._level_starts[3])
+        self._entries[self._level_starts[2] : self._level_starts[3]].sort(kind="stable")  # two sorted runs
         # levels grow by a ratio r = (n / buffer) ** (1/3): about 3r entries moved per add
         ratio = max(8.0, (self._size / BUFFER_SIZE) ** (1 / 3))
         if self._level_size(2) >= BUFFER_SIZE * ratio * self.tables:
@@ -200,10 +199,10 @@ class SimhashIndex:
         """Merge ``level`` (and the smaller ones) into ``level - 1`` (level 0 folds into itself)."""
         target = max(0, level - 1)
         start, end = self._level_starts[target], self._level_starts[-1]
-        keys = self._sort_keys[start:end]
-        keys &= np.uint32((1 << _LEVEL_SHIFT) - 1)
-        keys |= np.uint32(target << _LEVEL_SHIFT)
-        self._sort_segment(start, end)
+        entries = self._entries[start:end]
+        entries &= ~np.uint64(3 << (32 + _LEVEL_SHIFT))
+        entries |= np.uint64(target << (32 + _LEVEL_SHIFT))
+        entries.sort(kind="stable")  # sorted runs: a linear merge, in place
         for i in range(target + 1, _LEVELS):
             self._level_starts[i] = end
         if target == 0:
@@ -214,21 +213,15 @@ class SimhashIndex:
         bucket's bounds, then binary-searches a few cache lines instead of the whole array."""
         per_table = self._level_starts[1] // self.tables
         bits = int(min(KEY_BITS, max(0, np.log2(max(1, per_table / 16)))))
-        buckets = np.arange(self.tables << bits, dtype=np.uint64) << np.uint64(KEY_BITS - bits)
-        bounds = self._sort_keys[: self._level_starts[1]].searchsorted(buckets.astype(np.uint32))
+        buckets = np.arange(self.tables << bits, dtype=np.uint64) << np.uint64(KEY_BITS - bits + 32)
+        bounds = self._entries[: self._level_starts[1]].searchsorted(buckets)
         self._directory = np.append(bounds, self._level_starts[1]).astype(np.int64)
         self._directory_bits = bits
 
-    def _sort_segment(self, start: int, end: int) -> None:
-        order = np.argsort(self._sort_keys[start:end], kind="stable")  # sorted runs: a linear merge
-        self._sort_keys[start:end] = self._sort_keys[start:end][order]
-        self._positions[start:end] = self._positions[start:end][order]
-
     def _ensure_capacity(self, needed: int) -> None:
-        if needed > len(self._sort_keys):
-            capacity = max(needed, int(_GROWTH * len(self._sort_keys)))
-            self._sort_keys = np.concatenate([self._sort_keys, np.full(capacity - len(self._sort_keys), _SENTINEL)])
-            self._positions = np.resize(self._positions, capacity)
+        if needed > len(self._entries):
+            capacity = max(needed, int(_GROWTH * len(self._entries)))
+            self._entries = np.concatenate([self._entries, np.full(capacity - len(self._entries), _SENTINEL)])
 
     def _grow_entries(self, needed: int) -> None:
         capacity = max(needed, int(_GROWTH * len(self._fingerprints)))
@@ -262,7 +255,7 @@ def _popcount(x: np.uint64) -> int:
 
 
 @numba.njit(cache=True)
-def _query(query, max_distance, fingerprints, indexed, size, sort_keys, positions, level_starts,
+def _query(query, max_distance, fingerprints, indexed, size, entries, level_starts,
            directory, directory_bits, probe_bits, probe_table, shifts, masks, lefts, cuts):
     found = np.empty(16, np.int64)
     distances = np.empty(16, np.int64)
@@ -284,9 +277,10 @@ def _query(query, max_distance, fingerprints, indexed, size, sort_keys, position
             if level == 0:
                 bucket = probe >> np.uint32(KEY_BITS - directory_bits)
                 lo, hi = directory[bucket], directory[bucket + 1]
-            j = lo + np.searchsorted(sort_keys[lo:hi], probe)
-            while j < hi and sort_keys[j] == probe:
-                position = positions[j]
+            first = np.uint64(probe) << np.uint64(32)
+            j = lo + np.searchsorted(entries[lo:hi], first)
+            while j < hi and (entries[j] >> np.uint64(32)) == probe:
+                position = entries[j] & _POSITION
                 distance = _popcount(fingerprints[position] ^ query)
                 if distance <= max_distance:
                     seen = False
