@@ -135,16 +135,18 @@ def test_distance_setting_is_honoured() -> None:
     distance = hamming(*fingerprints)
     assert distance > 0
     for allowed, dropped in ((distance - 1, False), (distance, True)):
-        pipeline = make_pipeline(
-            SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_CONTENT_DISTANCE=allowed, SIMHASH_DEDUP_MIN_SIMILARITY=-1
-        )
-        process(pipeline, {"url": "a", "html": ARTICLE})
-        try:
-            process(pipeline, {"url": "b", "html": edited})
-        except SimhashDuplicate:
-            assert dropped
-        else:
-            assert not dropped
+        settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": allowed, "SIMHASH_DEDUP_MIN_SIMILARITY": -1}
+        assert second_is_dropped(settings, ARTICLE, edited) == dropped
+
+
+def second_is_dropped(settings: dict[str, Any], first: bytes, second: bytes) -> bool:
+    pipeline = make_pipeline(SIMHASH_DEDUP_MODE="content", **settings)
+    process(pipeline, {"url": "a", "html": first})
+    try:
+        process(pipeline, {"url": "b", "html": second})
+    except SimhashDuplicate:
+        return True
+    return False
 
 
 def test_min_similarity_setting_checks_content_candidates() -> None:
@@ -154,14 +156,8 @@ def test_min_similarity_setting_checks_content_candidates() -> None:
     agreement = similarity(first.sketch, second.sketch)
     assert agreement < 1.0
     for required, dropped in ((agreement + 0.01, False), (agreement, True)):
-        pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE=64, SIMHASH_DEDUP_MIN_SIMILARITY=required)
-        process(pipeline, {"url": "a", "html": ARTICLE})
-        try:
-            process(pipeline, {"url": "b", "html": edited})
-        except SimhashDuplicate:
-            assert dropped
-        else:
-            assert not dropped
+        settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": 64, "SIMHASH_DEDUP_MIN_SIMILARITY": required}
+        assert second_is_dropped(settings, ARTICLE, edited) == dropped
 
 
 def test_items_without_html_pass_through_counted() -> None:
