@@ -164,14 +164,17 @@ class SimhashIndex:
     # -- levels ---------------------------------------------------------------------------
 
     def _table_keys(self, fingerprints: np.ndarray) -> np.ndarray:
-        """Every table's key of every fingerprint, table after table (without the level)."""
+        """Every table's key of every fingerprint, table after table (without the level).
+
+        The same recipe arrays as the compiled query, so both always agree on the keys.
+        """
+        shifts, masks, lefts, cuts = self._recipes
         keys = []
-        for table, blocks in enumerate(self.layout.tables):
+        for table in range(self.tables):
             key = np.zeros(len(fingerprints), dtype=np.uint64)
-            for shift, width in blocks:
-                key = (key << np.uint64(width)) | ((fingerprints >> np.uint64(shift)) & np.uint64((1 << width) - 1))
-            width = sum(w for _, w in blocks)
-            keys.append((key >> np.uint64(max(0, width - KEY_BITS))) | np.uint64(table << KEY_BITS))
+            for part in range(shifts.shape[1]):
+                key |= ((fingerprints >> shifts[table, part]) & masks[table, part]) << lefts[table, part]
+            keys.append((key >> cuts[table]) | np.uint64(table << KEY_BITS))
         return np.concatenate(keys).astype(np.uint32)
 
     def _index_buffer(self, presorted: bool = True) -> None:

@@ -13,7 +13,7 @@ from scrapy.utils.project import data_path
 
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .settings import DedupSettings
-from .stores import Match, MemoryStore, SqliteStore
+from .stores import Match, MemoryStore, SqliteStore, remove_store
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -66,8 +66,7 @@ class SimhashDedupPipeline:
         if self.settings.persist:
             path = self.store_path()
             if self._reset_requested() and path.exists():
-                for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-                    stale.unlink(missing_ok=True)
+                remove_store(path)
                 logger.info("simhash_dedup: reset, %s removed", path)
             self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
             logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), path)

@@ -93,20 +93,20 @@ class MemoryStore:
         mode = self.policy.mode
         if mode in (Mode.BOTH, Mode.CONTENT, Mode.EITHER) and page.content is not None:
             for row, _ in self._content.query(page.content):
-                if not self._sketch_agrees(row, page):
+                agreement = self._similarity(row, page)
+                if agreement is None or agreement < self.policy.min_similarity:
                     continue
                 if mode is not Mode.BOTH or self._structure_near(row, page):
-                    return self._match(row, page, "both" if mode is Mode.BOTH else "content")
+                    return self._match(row, page, "both" if mode is Mode.BOTH else "content", agreement)
         if mode in (Mode.STRUCTURE, Mode.EITHER) and page.structure is not None:
             for row, _ in self._structure.query(page.structure):
-                return self._match(row, page, "structure")
+                return self._match(row, page, "structure", self._similarity(row, page))
         return None
 
-    def _sketch_agrees(self, row: int, page: Fingerprint) -> bool:
+    def _similarity(self, row: int, page: Fingerprint) -> float | None:
+        """The sketches' agreement (one read of the kept sketch), ``None`` if one is missing."""
         kept = self._sketch(row)
-        if kept is None or page.sketch is None:
-            return False
-        return similarity(kept, page.sketch) >= self.policy.min_similarity
+        return None if kept is None or page.sketch is None else similarity(kept, page.sketch)
 
     def _structure_near(self, row: int, page: Fingerprint) -> bool:
         kept = self._part(row, 1)
@@ -119,14 +119,13 @@ class MemoryStore:
     def _part(self, row: int, part: int) -> int | None:
         return int(self._fingerprints[row, part]) if self._present[row, part] else None
 
-    def _match(self, row: int, page: Fingerprint, reason: str) -> Match:
-        kept_sketch = self._sketch(row)
+    def _match(self, row: int, page: Fingerprint, reason: str, agreement: float | None) -> Match:
         return Match(
             self._url(row),
             reason,
             _distance(self._part(row, 0), page.content),
             _distance(self._part(row, 1), page.structure),
-            None if kept_sketch is None or page.sketch is None else similarity(kept_sketch, page.sketch),
+            agreement,
         )
 
     def _add(self, url: str, page: Fingerprint) -> None:
@@ -202,8 +201,7 @@ class SqliteStore(MemoryStore):
             connection.close()
             aside = path.with_name(f"{path.name}.{stored[0].replace('/', '_')}.old")
             path.replace(aside)
-            for suffix in ("-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            remove_store(path)  # its journal files
             logger.warning(
                 "simhash_dedup: %s holds fingerprints of another scheme (%s, now %s): moved to %s, "
                 "starting afresh.", path, stored[0], scheme, aside,
@@ -258,6 +256,12 @@ class SqliteStore(MemoryStore):
         if row in self._pending:
             return self._pending[row][1]
         return self._connection.execute("SELECT sketch FROM pages WHERE row = ?", (row,)).fetchone()[0]
+
+
+def remove_store(path: Path) -> None:
+    """Delete a store's file and SQLite's journal files beside it."""
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        file.unlink(missing_ok=True)
 
 
 _SCHEMA = """
