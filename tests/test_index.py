@@ -20,10 +20,11 @@ def planted(count: int, max_distance: int, seed: int) -> np.ndarray:
     return fingerprints
 
 
+@pytest.mark.parametrize("expected_size", [30_000, 100_000_000])  # the layouts of a small and a huge index
 @pytest.mark.parametrize("max_distance", [0, 3, 6, 8])
-def test_query_equals_brute_force(max_distance: int) -> None:
+def test_query_equals_brute_force(max_distance: int, expected_size: int) -> None:
     fingerprints = planted(30_000, max_distance, seed=max_distance)
-    index = SimhashIndex(max_distance, expected_size=30_000)
+    index = SimhashIndex(max_distance, expected_size=expected_size)
     index.add_many(np.arange(10_000), fingerprints[:10_000])  # a loaded store, then live adds
     for key in range(10_000, len(fingerprints)):
         index.add(key, int(fingerprints[key]))
