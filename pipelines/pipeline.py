@@ -7,11 +7,15 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import redis
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.project import data_path
 
+from .batching import StoreBatcher
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
+from .redis_store import RedisStore, StoreUnavailable, remove_redis_store
 from .settings import DedupSettings
 from .stores import Match, MemoryStore, SqliteStore, remove_store
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATS_PREFIX = "simhash_dedup"
+CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
 
 
 class SimhashDuplicate(DropItem):
@@ -54,7 +59,10 @@ class SimhashDedupPipeline:
             max_bytes=settings.max_html_bytes,
         )
         self.store: MemoryStore = MemoryStore(settings.policy)
+        self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
+        self._store_down = False  # the Redis store failed and has not answered since
+        self._closing = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -63,16 +71,37 @@ class SimhashDedupPipeline:
         return cls(crawler, DedupSettings.from_settings(crawler.settings))
 
     async def open_spider(self) -> None:
-        if self.settings.persist:
+        if self.settings.backend == "sqlite":
             path = self.store_path()
             if self._reset_requested() and path.exists():
                 remove_store(path)
                 logger.info("simhash_dedup: reset, %s removed", path)
             self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
             logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), path)
+        elif self.settings.backend == "redis":
+            await self._open_redis()
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
 
+    async def _open_redis(self) -> None:
+        key = self.settings.redis_key % {"spider": self.crawler.spider.name}
+        timeout = self.settings.redis_timeout
+        client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        expire = round(self.settings.expire_days * 86400)
+        store = self.store = RedisStore(self.settings.policy, client, key, self.scheme(), expire)
+        self._batcher = StoreBatcher(store)
+        try:
+            if self._reset_requested():
+                removed = await self._batcher.run(remove_redis_store, client, key)
+                logger.info("simhash_dedup: reset, %d Redis keys of %s removed", removed, key)
+            await self._batcher.run(store.open)
+        except (StoreUnavailable, redis.RedisError) as error:
+            self._store_failed(key, error)
+            return
+        logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
+
     async def close_spider(self) -> None:
+        if self._batcher is not None:
+            self._batcher.stop()
         self.store.close()
 
     def store_path(self) -> Path:
@@ -104,7 +133,10 @@ class SimhashDedupPipeline:
             return item
         try:
             fingerprint = self._fingerprint(url, html)
-            match = self.store.check_and_add(url, fingerprint) if fingerprint else None
+            match = await self._check_and_add(url, fingerprint) if fingerprint else None
+        except StoreUnavailable as error:  # kept unchecked; with fail mode "closed" the crawl stops
+            self._store_failed(url, error)
+            match = None
         except Exception:  # a bug or an odd page must never lose the item
             self._count("errors", url, exc_info=True)
             fingerprint, match = None, None
@@ -116,6 +148,33 @@ class SimhashDedupPipeline:
         self._count("kept")
         self._finish_kept(adapter, url, fingerprint)
         return item
+
+    async def _check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+        if self._batcher is None:
+            return self.store.check_and_add(url, fingerprint)
+        match = await self._batcher.check_and_add(url, fingerprint)
+        if self._store_down:
+            self._store_down = False
+            logger.info("simhash_dedup: the Redis store answers again; items are checked again")
+        return match
+
+    def _store_failed(self, url: str, error: Exception) -> None:
+        """Redis is unreachable: keep the item (counted), log once per outage, stop if fail-closed."""
+        self.crawler.stats.inc_value(f"{STATS_PREFIX}/store_errors")
+        closed = self.settings.fail_mode == "closed"
+        if not self._store_down:
+            self._store_down = True
+            logger.error(
+                "simhash_dedup: the Redis store is unreachable (%s) at %s; %s", error, url,
+                "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if closed else
+                "items are kept unchecked, counted in simhash_dedup/store_errors, until it answers "
+                "(SIMHASH_DEDUP_FAIL_MODE = 'open').",
+            )
+        if closed and not self._closing:
+            self._closing = True
+            from twisted.internet import reactor  # closing from inside open_spider or process_item: next turn
+
+            reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
 
     def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
         """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""

@@ -22,10 +22,15 @@ class DedupSettings:
     fingerprint_fields: bool = False
     remove_html: bool = False
     drop_log_level: str = "INFO"
-    persist: bool = True
     reset: bool = False
     commit_every: int = 100
     path: str | None = None
+    backend: str = "sqlite"  # "sqlite" (persist), "memory" or "redis"
+    redis_url: str | None = None
+    redis_key: str = "%(spider)s:simhash_dedup"
+    redis_timeout: float = 5.0
+    expire_days: float = 0.0
+    fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
@@ -49,6 +54,14 @@ class DedupSettings:
         decay = settings.getfloat("SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay)
         if not 0 < decay <= 1:
             raise ValueError(f"SIMHASH_DEDUP_STRUCTURE_DECAY must be in (0, 1]; got {decay}")
+        persist = settings.getbool("SIMHASH_DEDUP_PERSIST", True)
+        redis_url = settings.get("SIMHASH_DEDUP_REDIS_URL") or None
+        backend = settings.get("SIMHASH_DEDUP_BACKEND") or ("redis" if redis_url else "sqlite" if persist else "memory")
+        _choice("SIMHASH_DEDUP_BACKEND", backend, ("sqlite", "memory", "redis"))
+        if backend == "redis" and not redis_url:
+            redis_url = settings.get("REDIS_URL") or "redis://localhost:6379"  # scrapy-redis's setting
+        fail_mode = settings.get("SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)
+        _choice("SIMHASH_DEDUP_FAIL_MODE", fail_mode, ("open", "closed"))
         return cls(
             html_field=settings.get("SIMHASH_DEDUP_HTML_FIELD", default.html_field),
             url_field=settings.get("SIMHASH_DEDUP_URL_FIELD", default.url_field),
@@ -59,11 +72,21 @@ class DedupSettings:
             fingerprint_fields=settings.getbool("SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
             remove_html=settings.getbool("SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
             drop_log_level=settings.get("SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
-            persist=settings.getbool("SIMHASH_DEDUP_PERSIST", default.persist),
             reset=settings.getbool("SIMHASH_DEDUP_RESET", default.reset),
             commit_every=max(1, settings.getint("SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every)),
             path=settings.get("SIMHASH_DEDUP_PATH") or None,
+            backend=backend,
+            redis_url=redis_url,
+            redis_key=settings.get("SIMHASH_DEDUP_REDIS_KEY", default.redis_key),
+            redis_timeout=settings.getfloat("SIMHASH_DEDUP_REDIS_TIMEOUT", default.redis_timeout),
+            expire_days=max(0.0, settings.getfloat("SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days)),
+            fail_mode=fail_mode,
         )
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
 def _distance(settings: BaseSettings, name: str, default: int) -> int:

@@ -93,6 +93,8 @@ class MemoryStore:
         mode = self.policy.mode
         if mode in (Mode.BOTH, Mode.CONTENT, Mode.EITHER) and page.content is not None:
             for row, _ in self._content.query(page.content):
+                if not self._alive(row):
+                    continue
                 agreement = self._similarity(row, page)
                 if agreement is None or agreement < self.policy.min_similarity:
                     continue
@@ -100,8 +102,13 @@ class MemoryStore:
                     return self._match(row, page, "both" if mode is Mode.BOTH else "content", agreement)
         if mode in (Mode.STRUCTURE, Mode.EITHER) and page.structure is not None:
             for row, _ in self._structure.query(page.structure):
-                return self._match(row, page, "structure", self._similarity(row, page))
+                if self._alive(row):
+                    return self._match(row, page, "structure", self._similarity(row, page))
         return None
+
+    def _alive(self, row: int) -> bool:
+        """Does the kept page still count?  Always, but where pages expire (``RedisStore``)."""
+        return True
 
     def _similarity(self, row: int, page: Fingerprint) -> float | None:
         """The sketches' agreement (one read of the kept sketch), ``None`` if one is missing."""

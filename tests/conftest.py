@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 
 from crawler.local_site import serve_directory
+
+from .redis_server import RedisServer
 
 PROJECT = Path(__file__).resolve().parents[1]
 CrawlResult = dict[str, Any]
@@ -44,3 +47,15 @@ def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
         return outcome
 
     return run
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A redis-server for the session: ``SIMHASH_DEDUP_TEST_REDIS_URL`` if given, else one started here."""
+    if given := os.environ.get("SIMHASH_DEDUP_TEST_REDIS_URL"):
+        yield given
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server.url
+    server.stop()

@@ -1,0 +1,121 @@
+-- Check-and-add for a batch of pages, atomically (Redis runs one script at a time).
+--
+-- The caller has already compared each page with every kept page below ARGV[3]
+-- (its replica of the log); this script compares it with the pages kept since
+-- (the tail of the log, pages of this batch included) and appends it unless
+-- one of them is a near-duplicate.  Lua's bit operations are 32-bit: a
+-- fingerprint is two halves.
+--
+-- KEYS[1]  the meta hash (epoch, count)
+-- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never),
+--          mode, content distance, structure distance, min similarity,
+--          then per page: record (24 bytes), page entry (sketch length byte, sketch, url)
+-- Returns  {"epoch"} when the store was created again (restart, reset), else
+--          per page: {id} when kept, {-1, id, url, reason, content d, structure d, similarity*1000}
+
+local meta, prefix = KEYS[1], ARGV[1]
+if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
+  return {"epoch"}
+end
+local seen, chunk, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local mode, max_content, max_structure = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
+local min_similarity = tonumber(ARGV[9])
+local now = tonumber(redis.call("TIME")[1])
+local count = tonumber(redis.call("HGET", meta, "count") or "0")
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+
+local function popcount(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
+end
+
+local function decode(record)
+  local ch, cl, sh, sl, stamp, flags = struct.unpack(">I4I4I4I4I4B", record)
+  return {ch = ch, cl = cl, sh = sh, sl = sl, stamp = stamp, flags = flags}
+end
+
+local function sketch_of(entry)
+  local length = string.byte(entry, 1)
+  if length == 0 then return nil end
+  return string.sub(entry, 2, 1 + length)
+end
+
+local function similarity(a, b)
+  local differing = 0
+  for i = 1, #a, 4 do
+    differing = differing + popcount(bxor(struct.unpack(">I4", a, i), struct.unpack(">I4", b, i)))
+  end
+  return 1 - 2 * differing / (#a * 8)
+end
+
+local function entry_of(id)
+  return redis.call("LINDEX", prefix .. ":pages:" .. math.floor(id / chunk), id % chunk)
+end
+
+-- The reason the kept page ``id`` makes ``page`` a duplicate, or nil (the same rules as MemoryStore._find).
+local function compare(id, kept, page, sketch)
+  if ttl > 0 and now - kept.stamp > ttl then return nil end
+  local content_d, structure_d, agreement
+  if band(kept.flags, 1) ~= 0 and band(page.flags, 1) ~= 0 then
+    content_d = popcount(bxor(kept.ch, page.ch)) + popcount(bxor(kept.cl, page.cl))
+  end
+  if band(kept.flags, 2) ~= 0 and band(page.flags, 2) ~= 0 then
+    structure_d = popcount(bxor(kept.sh, page.sh)) + popcount(bxor(kept.sl, page.sl))
+  end
+  local entry
+  if content_d and content_d <= max_content and sketch and mode ~= "structure" then
+    entry = entry_of(id)
+    local kept_sketch = entry and sketch_of(entry)
+    if kept_sketch then agreement = similarity(kept_sketch, sketch) end
+  end
+  local content_near = agreement ~= nil and agreement >= min_similarity
+  local structure_near = structure_d ~= nil and structure_d <= max_structure
+  local reason
+  if mode == "both" and content_near and structure_near then reason = "both"
+  elseif (mode == "content" or mode == "either") and content_near then reason = "content"
+  elseif (mode == "structure" or mode == "either") and structure_near then reason = "structure"
+  end
+  if not reason then return nil end
+  entry = entry or entry_of(id)
+  local length = string.byte(entry, 1)
+  return {-1, id, string.sub(entry, 2 + length), reason, content_d or -1, structure_d or -1,
+          agreement and math.floor(agreement * 1000 + 0.5) or -1000000}
+end
+
+local results = {}
+for i = 10, #ARGV, 2 do
+  local record, entry = ARGV[i], ARGV[i + 1]
+  local page, sketch = decode(record), sketch_of(entry)
+  local found
+  for id = seen, count - 1 do
+    local kept = redis.call("GETRANGE", prefix .. ":fp:" .. math.floor(id / chunk), (id % chunk) * 24,
+                            (id % chunk) * 24 + 23)
+    if #kept == 24 then
+      found = compare(id, decode(kept), page, sketch)
+      if found then break end
+    end
+  end
+  if found then
+    results[#results + 1] = found
+  else
+    local fp_key, pages_key = prefix .. ":fp:" .. math.floor(count / chunk), prefix .. ":pages:" .. math.floor(count / chunk)
+    -- the record's stamp is the server's clock: every process ages pages alike
+    redis.call("SETRANGE", fp_key, (count % chunk) * 24, string.sub(record, 1, 16) .. struct.pack(">I4", now) .. string.sub(record, 21))
+    for _ = redis.call("LLEN", pages_key), count % chunk - 1 do
+      redis.call("RPUSH", pages_key, "\0")  -- the chunk expired meanwhile: keep positions aligned
+    end
+    redis.call("RPUSH", pages_key, entry)
+    if ttl > 0 then
+      redis.call("EXPIRE", fp_key, ttl)
+      redis.call("EXPIRE", pages_key, ttl)
+    end
+    results[#results + 1] = {count}
+    count = count + 1
+  end
+end
+redis.call("HSET", meta, "count", count)
+return results

@@ -1,0 +1,221 @@
+"""One store for many crawler processes: the log of kept pages in Redis.
+
+Redis holds every kept page once, in order, as a log cut into chunks of
+``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 24-byte records: both
+fingerprints, the time kept, which parts exist) and ``<key>:pages:<n>`` (a
+list of sketch + URL), with ``<key>:meta`` (epoch, count, scheme).
+
+Each process keeps a replica of the log's fingerprints in the same in-memory
+index as ``MemoryStore`` and brings it up to date (one read of the log's tail)
+before each batch.  The search, the expensive part at large distances, runs in
+the crawler processes, against the replica; Redis then runs one Lua script per
+batch that compares each page with the pages kept since the replica's last
+read, and appends it unless one is a near-duplicate.  Redis runs scripts one
+at a time, so the decision is atomic across processes and machines: of two
+near-duplicates checked at once by two processes, exactly one is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any, TypeVar
+
+import numpy as np
+import redis
+
+from .fingerprint import Fingerprint
+from .stores import Match, MemoryStore, Policy
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
+RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
+MAX_UNCHECKED = 100_000  # pages kept while Redis was down, added when it answers again
+RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
+T = TypeVar("T")
+_SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
+
+
+class StoreUnavailable(Exception):
+    """Redis could not be reached (or answered too slowly); the page was not checked."""
+
+
+class RedisStore(MemoryStore):
+    """Kept pages shared by every process that uses the same Redis key."""
+
+    def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0) -> None:
+        super().__init__(policy)
+        self.client = client
+        self.key = key
+        self.scheme = scheme
+        self.expire_seconds = expire_seconds
+        self._script = client.register_script(_SCRIPT)
+        self._epoch: bytes | None = None
+        self._stamps = np.zeros(0, dtype=np.uint32)  # per replica row: when it was kept (server clock)
+        self._now = 0  # the server's clock at the last read of the log
+        self._retry_at = 0.0
+        self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
+
+    def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+        return self.check_and_add_many([(url, fingerprint)])[0]
+
+    def check_and_add_many(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        """Each page's match, or ``None`` when it was kept; one script call for the batch.
+
+        Raises ``StoreUnavailable`` when Redis fails, and for ``RETRY_SECONDS`` after; the
+        pages are then kept unchecked by the caller, and added first when Redis answers again
+        (up to ``MAX_UNCHECKED``), so that their later copies are still caught.
+        """
+        try:
+            results = self._guarded(self._check_all, self._unchecked + pages)
+        except StoreUnavailable:
+            self._unchecked = (self._unchecked + pages)[-MAX_UNCHECKED:]
+            raise
+        results = results[len(self._unchecked) :]
+        self._unchecked = []
+        return results
+
+    def open(self) -> None:
+        """Create the store if no process did and read the log (else on the first check)."""
+        self._guarded(self.sync)
+
+    def _guarded(self, action: Callable[..., T], *args: Any) -> T:
+        if time.monotonic() < self._retry_at:
+            raise StoreUnavailable("Redis failed a moment ago; retrying soon")
+        try:
+            return action(*args)
+        except redis.RedisError as error:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            raise StoreUnavailable(f"{type(error).__name__}: {error}") from error
+
+    def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        while True:
+            self.sync()
+            results = self._check(pages)
+            if results is not None:
+                return results
+
+    def sync(self) -> None:
+        """Bring the replica up to date with the log (and start over if the store was created again)."""
+        if self._epoch is None:
+            self._open()
+        while True:
+            chunk, offset = divmod(self._rows, CHUNK)
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(self._meta, "epoch", "count")
+            pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
+            pipe.time()
+            (epoch, count), data, (seconds, _) = pipe.execute()
+            self._now = seconds
+            if epoch != self._epoch:  # Redis lost the store (restart without persistence, reset): start over
+                logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
+                self._start_over()
+                continue
+            missing = min(int(count or 0), (chunk + 1) * CHUNK) - self._rows
+            if missing <= 0:
+                return
+            records = np.frombuffer(data[: missing * RECORD.itemsize], dtype=RECORD)
+            self._append_records(records, missing)
+
+    def close(self) -> None:
+        self.client.close()
+
+    @property
+    def _meta(self) -> str:
+        return f"{self.key}:meta"
+
+    def _open(self) -> None:
+        """Create the store if no process did, check its scheme, and read the whole log."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hsetnx(self._meta, "epoch", secrets.token_hex(8))  # the first process to come creates it
+        pipe.hsetnx(self._meta, "scheme", self.scheme)
+        pipe.hmget(self._meta, "epoch", "scheme")
+        *_, (epoch, scheme) = pipe.execute()
+        if scheme.decode() != self.scheme:
+            raise ValueError(
+                f"The Redis store {self.key} holds fingerprints of scheme {scheme.decode()}; this crawl makes "
+                f"{self.scheme}. Use another SIMHASH_DEDUP_REDIS_KEY, or SIMHASH_DEDUP_RESET to empty it."
+            )
+        self._epoch = epoch
+
+    def _start_over(self) -> None:
+        MemoryStore.__init__(self, self.policy)
+        self._stamps = np.zeros(0, dtype=np.uint32)
+        self._open()
+
+    def _append_records(self, records: np.ndarray, count: int) -> None:
+        """Rows for ``count`` pages of the log; pages whose chunk expired become rows that never match."""
+        rows = np.zeros(count, dtype=RECORD)
+        rows[: len(records)] = records
+        flags = rows["flags"]
+        self._load_rows(
+            np.column_stack([rows["content"], rows["structure"]]).astype(np.uint64),
+            np.column_stack([flags & 1 != 0, flags & 2 != 0]),
+        )
+        self._stamps = np.concatenate([self._stamps, rows["stamp"].astype(np.uint32)])
+
+    def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
+        """Pages matched in the replica; the others through the script. ``None``: start over."""
+        results: list[Match | None] = [self._find(page) for _, page in pages]
+        pending = [i for i, match in enumerate(results) if match is None]
+        if not pending:
+            return results
+        policy = self.policy
+        args: list[bytes | str | int | float] = [
+            self.key, self._epoch, self._rows, CHUNK, self.expire_seconds,
+            policy.mode.value, policy.content_distance, policy.structure_distance, policy.min_similarity,
+        ]
+        for i in pending:
+            url, page = pages[i]
+            args += [_record(page), _entry(url, page.sketch)]
+        reply = self._script(keys=[self._meta], args=args)
+        if reply == [b"epoch"]:
+            self._start_over()
+            return None
+        for i, answer in zip(pending, reply):
+            if answer[0] == -1:
+                _, _, url, reason, content, structure, agreement = answer
+                results[i] = Match(
+                    url.decode(), reason.decode(),
+                    None if content < 0 else content, None if structure < 0 else structure,
+                    None if agreement < -1000 else agreement / 1000,
+                )
+        return results
+
+    def _alive(self, row: int) -> bool:
+        return not self.expire_seconds or self._now - int(self._stamps[row]) <= self.expire_seconds
+
+    def _entry(self, row: int) -> bytes | None:
+        chunk, position = divmod(row, CHUNK)
+        entry = self.client.lindex(f"{self.key}:pages:{chunk}", position)
+        return entry if entry and entry != b"\0" else None
+
+    def _url(self, row: int) -> str:
+        entry = self._entry(row) or b"\0"
+        return entry[1 + entry[0] :].decode()
+
+    def _sketch(self, row: int) -> bytes | None:
+        entry = self._entry(row)
+        return entry[1 : 1 + entry[0]] if entry and entry[0] else None
+
+
+def remove_redis_store(client: redis.Redis, key: str) -> int:
+    """Delete every key of the store ``key``; returns how many."""
+    keys = [key_ for key_ in client.scan_iter(match=f"{key}:*", count=1000)]
+    for start in range(0, len(keys), 1000):
+        client.unlink(*keys[start : start + 1000])
+    return len(keys)
+
+
+def _record(page: Fingerprint) -> bytes:
+    flags = (page.content is not None) | (page.structure is not None) << 1
+    return np.array([(page.content or 0, page.structure or 0, 0, flags, b"")], dtype=RECORD).tobytes()
+
+
+def _entry(url: str, sketch: bytes | None) -> bytes:
+    sketch = sketch or b""
+    return bytes([len(sketch)]) + sketch + url.encode()

@@ -1,0 +1,233 @@
+"""The shared Redis store, against real redis-server processes: decisions, races, outages."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+
+from pipelines.fingerprint import Fingerprint
+from pipelines.redis_store import RedisStore, StoreUnavailable, remove_redis_store
+from pipelines.stores import MemoryStore, Mode, Policy
+
+from .redis_server import RedisServer, free_port
+from .test_persistence import ARTICLES, crawl_to_end, start_crawl, wait_for_kept, write_clusters
+
+SCHEME = "test-scheme"
+PIPELINE = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+
+
+def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerprint]]]:
+    """``count`` clusters of ``size`` pages, each within 3 content bits (and 1 structure bit) of its
+    centre, with the centre's sketch: every two pages of a cluster are near-duplicates, no two
+    clusters are."""
+    rng, pick = np.random.default_rng(seed), random.Random(seed)
+    result = []
+    for c in range(count):
+        content, structure = (int(v) for v in rng.integers(0, 2**64, size=2, dtype=np.uint64))
+        sketch = rng.bytes(64)
+        pages = []
+        for n in range(size):
+            flips = sum(1 << b for b in pick.sample(range(64), pick.randint(0, 3)))
+            pages.append((f"https://example.com/{seed}/{c}/{n}",
+                          Fingerprint(content ^ flips, structure ^ (n & 1), sketch=sketch)))
+        result.append(pages)
+    return result
+
+
+def mixed_pages(seed: int) -> list[tuple[str, Fingerprint]]:
+    """Clusters shuffled together, with pages lacking a part or a sketch."""
+    pages = [page for cluster in clusters(40, 4, seed) for page in cluster]
+    pages += [(f"https://example.com/lone/{n}", Fingerprint(None, 12345 + n, sketch=None)) for n in range(5)]
+    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=bytes(64)))
+              for n in range(5)]
+    random.Random(seed).shuffle(pages)
+    return pages
+
+
+def new_store(url: str, key: str, policy: Policy = Policy(), expire_seconds: int = 0) -> RedisStore:
+    return RedisStore(policy, redis.Redis.from_url(url), key, SCHEME, expire_seconds)
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_same_decisions_as_the_memory_store(redis_url: str, mode: Mode) -> None:
+    policy = Policy(mode=mode)
+    pages = mixed_pages(seed=3)
+    memory = MemoryStore(policy)
+    expected = [memory.check_and_add(url, page) is None for url, page in pages]
+    key = f"same-decisions-{mode.value}"
+    remove_redis_store(redis.Redis.from_url(redis_url), key)
+    one, two = new_store(redis_url, key, policy), new_store(redis_url, key, policy)
+    kept = []
+    for start in range(0, len(pages), 7):  # two processes' worth of stores, batches and single checks
+        batch = pages[start : start + 7]
+        store = one if start % 2 else two
+        if start % 3:
+            kept += [match is None for match in store.check_and_add_many(batch)]
+        else:
+            kept += [store.check_and_add(url, page) is None for url, page in batch]
+    assert kept == expected
+    assert 0 < sum(kept) < len(pages)
+
+
+def test_a_match_names_the_kept_page(redis_url: str) -> None:
+    (original, copy), = clusters(1, 2, seed=5)
+    store = new_store(redis_url, "names")
+    remove_redis_store(store.client, "names")
+    assert store.check_and_add(*original) is None
+    for checker in (store, new_store(redis_url, "names")):  # through the script, then through a replica
+        match = checker.check_and_add(*copy)
+        assert match is not None and match.url == original[0] and match.reason == "content"
+        assert match.similarity == 1.0 and match.content_distance is not None
+
+
+def race_worker(url: str, seed: int, repetitions: int, barrier, results) -> None:
+    """One crawler process: the same clusters as the others, in its own order, one page at a time."""
+    kept = []
+    for repetition in range(repetitions):
+        pages = [page for cluster in clusters(25, 4, seed=repetition) for page in cluster]
+        random.Random(seed * 1000 + repetition).shuffle(pages)
+        store = new_store(url, f"race-{repetition}")
+        barrier.wait()
+        kept.append([page_url for page_url, page in pages if store.check_and_add(page_url, page) is None])
+        store.close()
+    results.put((seed, kept))
+
+
+def test_race_keeps_exactly_one_page_per_cluster(redis_url: str) -> None:
+    processes, repetitions = 4, 20
+    client = redis.Redis.from_url(redis_url)
+    for repetition in range(repetitions):
+        remove_redis_store(client, f"race-{repetition}")
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=race_worker, args=(redis_url, seed, repetitions, barrier, results))
+               for seed in range(processes)]
+    for worker in workers:
+        worker.start()
+    kept_by_worker = dict(results.get(timeout=300) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    for repetition in range(repetitions):
+        kept = [url for seed in range(processes) for url in kept_by_worker[seed][repetition]]
+        per_cluster = {}
+        for url in kept:
+            cluster = url.rsplit("/", 1)[0]
+            per_cluster[cluster] = per_cluster.get(cluster, 0) + 1
+        assert len(per_cluster) == 25 and set(per_cluster.values()) == {1}, (repetition, per_cluster)
+        assert len({len(k[repetition]) for k in kept_by_worker.values()}) >= 1
+
+
+def test_pages_count_as_seen_for_the_expiry_only(redis_url: str) -> None:
+    (first, second, third), = clusters(1, 3, seed=8)
+    writer, reader = new_store(redis_url, "expiry", expire_seconds=1), new_store(redis_url, "expiry", expire_seconds=1)
+    remove_redis_store(writer.client, "expiry")
+    assert writer.check_and_add(*first) is None
+    assert reader.check_and_add(*second) is not None  # within the expiry (its replica now holds `first`)
+    time.sleep(2.2)  # Redis' clock has seconds: more than one second later
+    assert reader.check_and_add(*third) is None  # `first` expired, in the replica as in the script
+    assert writer.check_and_add(*first) is not None  # `third` is fresh
+
+
+def test_a_store_created_again_is_reloaded(redis_url: str) -> None:
+    (original, copy), = clusters(1, 2, seed=11)
+    store = new_store(redis_url, "recreated")
+    remove_redis_store(store.client, "recreated")
+    assert store.check_and_add(*original) is None
+    remove_redis_store(store.client, "recreated")  # as a restart without persistence, or a reset elsewhere
+    assert store.check_and_add(*copy) is None  # the old replica is not trusted
+    assert store.client.hget("recreated:meta", "count") == b"1"
+    assert store.check_and_add(*original) is not None
+
+
+def test_another_fingerprint_scheme_is_refused(redis_url: str) -> None:
+    store = new_store(redis_url, "scheme")
+    remove_redis_store(store.client, "scheme")
+    store.open()
+    other = RedisStore(Policy(), redis.Redis.from_url(redis_url), "scheme", "another-scheme")
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_REDIS_KEY"):
+        other.open()
+
+
+def test_unreachable_redis_raises_store_unavailable() -> None:
+    store = RedisStore(Policy(), redis.Redis(port=free_port(), socket_connect_timeout=1), "down", SCHEME)
+    (page,), = clusters(1, 1, seed=1)
+    with pytest.raises(StoreUnavailable):
+        store.check_and_add(*page)
+    with pytest.raises(StoreUnavailable, match="retrying soon"):  # no new connection attempt at once
+        store.check_and_add(*page)
+
+
+# -- real crawls ------------------------------------------------------------------------------
+
+
+def test_crawls_share_the_redis_store(site: tuple[Path, str], tmp_path: Path, redis_url: str) -> None:
+    root, base_url = site
+    paths = write_clusters(root)
+    urls = [base_url + p for p in paths]
+    settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": "crawl:%(spider)s"}
+    first = crawl_to_end(tmp_path, urls, {**settings, "SIMHASH_DEDUP_RESET": True})
+    assert len(first["kept"]) == ARTICLES and len(first["dropped"]) == ARTICLES
+    assert redis.Redis.from_url(redis_url).hget("crawl:in_order:meta", "count") == str(ARTICLES).encode()
+    second = crawl_to_end(tmp_path, urls[::-1], settings)  # another process, another order
+    assert second["kept"] == []
+    assert second["stats"]["simhash_dedup/remembered"] == ARTICLES
+
+
+@pytest.mark.parametrize("fail_mode", ["open", "closed"])
+def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: Path, fail_mode: str) -> None:
+    root, base_url = site
+    urls = [base_url + p for p in write_clusters(root)]
+    server = RedisServer(tmp_path / "redis")  # never started: the port is closed
+    settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_FAIL_MODE": fail_mode,
+                "SIMHASH_DEDUP_REDIS_TIMEOUT": 1}
+    process = start_crawl(tmp_path, urls, settings)
+    _, log = process.communicate(timeout=120)
+    assert process.returncode == 0, log[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    stats = result["stats"]
+    assert "Traceback" not in log
+    assert result["dropped"] == []  # never a drop without a check
+    if fail_mode == "open":
+        assert len(result["kept"]) == len(urls)
+        assert stats["finish_reason"] == "finished"
+        assert stats["simhash_dedup/store_errors"] >= len(urls)  # the open, then every item
+        assert log.count("the Redis store is unreachable") == 1  # logged once per outage
+    else:
+        assert stats["finish_reason"] == "simhash_dedup_store_unavailable"
+        assert len(result["kept"]) < len(urls)
+        assert stats["simhash_dedup/store_errors"] >= 1
+        assert "closing the spider" in log
+
+
+def test_redis_restarted_in_the_middle_of_a_crawl(site: tuple[Path, str], tmp_path: Path) -> None:
+    root, base_url = site
+    urls = [base_url + p for p in write_clusters(root)]  # originals, then their copies
+    server = RedisServer(tmp_path / "redis", durable=True)
+    server.start()
+    try:
+        settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+                    "DOWNLOAD_DELAY": 0.3, "CONCURRENT_REQUESTS": 1}
+        process = start_crawl(tmp_path, urls, settings)
+        wait_for_kept(tmp_path, 3)
+        server.stop()
+        time.sleep(0.5)
+        server.start()
+        _, log = process.communicate(timeout=120)
+        assert process.returncode == 0, log[-3000:]
+    finally:
+        server.stop()
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["stats"]["finish_reason"] == "finished"
+    assert "Traceback" not in log
+    assert len(result["kept"]) + len(result["dropped"]) == len(urls)  # no item lost
+    # every original kept (some perhaps unchecked while Redis was down), every copy dropped
+    assert sorted(Path(u).name for u in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
+    assert len(result["dropped"]) == ARTICLES
