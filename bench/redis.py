@@ -1,0 +1,164 @@
+"""The shared Redis store: check-and-adds per second from 1 and 4 clients, and Redis memory per page.
+
+    python -m bench.redis [--stored 1000000] [--checks 5000] [--batch 1] [--content-distance 8]
+
+Starts its own redis-server on a free port of 127.0.0.1 (no persistence),
+loads ``--stored`` kept pages through the store (random fingerprints, a 64-byte
+sketch and a 45-character URL each), reads ``used_memory`` from INFO memory,
+then times ``--checks`` check-and-adds of new pages per client, each client a
+process with its own replica (loaded before the clock starts), all started
+together.  Compared, over the same Redis and the same data:
+
+- ``atomic``: ``RedisStore.check_and_add_many`` (replica query, then the Lua
+  script that checks the log's tail and appends, atomically);
+- ``check_then_insert``: the same replica query, then a plain append (id,
+  record, page) with no check of what other clients added meanwhile: what a
+  naive shared index does, and why two workers can keep the same page;
+- ``sadd``: one SADD of a 40-hex-digit fingerprint, as scrapy-redis's
+  duplicate filter does per request: exact duplicates only, the ceiling.
+
+Also printed: Redis' own CPU time per call (INFO commandstats), which bounds
+what one Redis server can take from any number of clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import redis
+
+from pipelines.fingerprint import Fingerprint
+from pipelines.redis_store import RedisStore, _entry, _record
+from pipelines.stores import Match, Policy
+from tests.redis_server import RedisServer
+
+KEY = "bench:simhash_dedup"
+SCHEME = "bench"
+
+
+def pages(count: int, seed: int) -> list[tuple[str, Fingerprint]]:
+    rng = np.random.default_rng(seed)
+    content = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
+    structure = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
+    sketches = rng.integers(0, 256, size=(count, 64), dtype=np.uint8)
+    return [
+        (f"https://www.example.com/news/2026/{seed:03d}-{n:09d}.html",
+         Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes()))
+        for n in range(count)
+    ]
+
+
+class CheckThenInsertStore(RedisStore):
+    """The naive shared index: check the replica, then append without an atomic re-check."""
+
+    def _check(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        results: list[Match | None] = [self._find(page) for _, page in batch]
+        for (url, page), match in zip(batch, results):
+            if match is None:
+                row = self.client.hincrby(self._meta, "count", 1) - 1
+                chunk, offset = divmod(row, 4096)
+                pipe = self.client.pipeline(transaction=False)
+                pipe.setrange(f"{self.key}:fp:{chunk}", offset * 24, _record(page))
+                pipe.rpush(f"{self.key}:pages:{chunk}", _entry(url, page.sketch))
+                pipe.execute()
+        return results
+
+
+def client(kind: str, url: str, seed: int, checks: int, batch: int, policy: Policy, barrier, results) -> None:
+    """One crawler process: load the replica, wait for the others, time ``checks`` check-and-adds."""
+    connection = redis.Redis.from_url(url)
+    work = pages(checks, seed=100 + seed)
+    store_class = CheckThenInsertStore if kind == "check_then_insert" else RedisStore
+    store = store_class(policy, connection, KEY, SCHEME)
+    if kind != "sadd":
+        store.open()
+    barrier.wait()
+    started = time.perf_counter()
+    if kind == "sadd":
+        for n in range(checks):
+            connection.sadd(f"{KEY}:requests", f"{seed:08x}{n:032x}")
+    else:
+        for start in range(0, checks, batch):
+            store.check_and_add_many(work[start : start + batch])
+    results.put(time.perf_counter() - started)
+
+
+def run_clients(kind: str, url: str, count: int, checks: int, batch: int, policy: Policy, round_: int) -> float:
+    """Check-and-adds per second of ``count`` clients together."""
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(count), context.Queue()
+    processes = [
+        context.Process(target=client, args=(kind, url, round_ * 10 + n, checks, batch, policy, barrier, results))
+        for n in range(count)
+    ]
+    for process in processes:
+        process.start()
+    seconds = max(results.get(timeout=3600) for _ in processes)
+    for process in processes:
+        process.join()
+    return count * checks / seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stored", type=int, default=1_000_000)
+    parser.add_argument("--checks", type=int, default=5_000, help="check-and-adds per client")
+    parser.add_argument("--batch", type=int, default=1, help="pages per call (the pipeline batches pending items)")
+    parser.add_argument("--content-distance", type=int, default=Policy().content_distance)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/redis.json"))
+    args = parser.parse_args()
+    policy = Policy(content_distance=args.content_distance)
+    with tempfile.TemporaryDirectory() as folder:
+        server = RedisServer(Path(folder))
+        server.start()
+        try:
+            connection = server.client()
+            before = connection.info("memory")["used_memory"]
+            loader = RedisStore(policy, connection, KEY, SCHEME)
+            started = time.perf_counter()
+            stored = pages(args.stored, seed=1)
+            for start in range(0, len(stored), 1000):
+                loader.check_and_add_many(stored[start : start + 1000])
+            load_seconds = time.perf_counter() - started
+            kept = int(connection.hget(f"{KEY}:meta", "count"))
+            bytes_per_page = (connection.info("memory")["used_memory"] - before) / kept
+            print(f"{kept:,} pages stored in {load_seconds:.0f} s; Redis used_memory {bytes_per_page:.1f} bytes/page",
+                  flush=True)
+            rows = []
+            for round_, kind in enumerate(("atomic", "check_then_insert", "sadd")):
+                for count in (1, 4):
+                    connection.config_resetstat()
+                    rate = run_clients(kind, server.url, count, args.checks, args.batch, policy, round_ * 2 + count)
+                    stats = connection.info("commandstats")
+                    busiest = max(stats.values(), key=lambda s: s["usec"])
+                    row = {"kind": kind, "clients": count, "per_second": round(rate),
+                           "redis_usec_per_call": busiest["usec_per_call"]}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+        finally:
+            server.stop()
+    atomic4 = next(r for r in rows if r["kind"] == "atomic" and r["clients"] == 4)["per_second"]
+    print(f"\n| store | 1 client | 4 clients | Redis µs per call |\n|---|---|---|---|")
+    for kind in ("atomic", "check_then_insert", "sadd"):
+        one, four = (next(r for r in rows if r["kind"] == kind and r["clients"] == c) for c in (1, 4))
+        print(f"| {kind} | {one['per_second']:,}/s | {four['per_second']:,}/s | {four['redis_usec_per_call']} |")
+    for kind in ("check_then_insert", "sadd"):
+        other = next(r for r in rows if r["kind"] == kind and r["clients"] == 4)["per_second"]
+        print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
+    command = "python -m bench.redis " + " ".join(sys.argv[1:])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"stored": kept, "load_seconds": round(load_seconds), "distance": args.content_distance,
+                                    "batch": args.batch, "redis_bytes_per_page": round(bytes_per_page, 1),
+                                    "rows": rows, "command": command}, indent=1))
+    print(f"written {args.out}; reproduce with: {command}")
+
+
+if __name__ == "__main__":
+    main()
