@@ -8,10 +8,13 @@
 --
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never),
---          mode, content distance, structure distance, min similarity,
---          then per page: record (24 bytes), page entry (sketch length byte, sketch, url)
--- Returns  {"epoch"} when the store was created again (restart, reset), else
---          per page: {id} when kept, {-1, id, url, reason, content d, structure d, similarity*1000}
+--          mode, content distance, structure distance, min similarity, longest tail to check,
+--          then per page: record (24 bytes), page entry (sketch length byte, sketch, url), and
+--          the positions (1-based, space-separated) of earlier pages of the batch near enough to it
+-- Returns  {"epoch"} when the store was created again (restart, reset), {"behind"} when the
+--          caller's replica misses more than the longest tail, else {answers, records, now}:
+--          per page {id} when kept, {-1, id, url, reason, content d, structure d, similarity*1000};
+--          the log's records from ``seen`` on; the server's clock
 
 local meta, prefix = KEYS[1], ARGV[1]
 if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
@@ -19,9 +22,12 @@ if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
 end
 local seen, chunk, ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local mode, max_content, max_structure = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
-local min_similarity = tonumber(ARGV[9])
+local min_similarity, max_tail = tonumber(ARGV[9]), tonumber(ARGV[10])
 local now = tonumber(redis.call("TIME")[1])
 local count = tonumber(redis.call("HGET", meta, "count") or "0")
+if count - seen > max_tail then
+  return {"behind"}  -- the caller reads the log first: this script's work stays small
+end
 local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
 
 local function popcount(x)
@@ -56,8 +62,9 @@ local function entry_of(id)
   return redis.call("LINDEX", prefix .. ":pages:" .. math.floor(id / chunk), id % chunk)
 end
 
--- The reason the kept page ``id`` makes ``page`` a duplicate, or nil (the same rules as MemoryStore._find).
-local function compare(id, kept, page, sketch)
+-- The reason the kept page ``id`` makes ``page`` a duplicate, or nil (the same rules as
+-- MemoryStore._find).  ``entry``: the kept page's sketch and URL when at hand, else read.
+local function compare(id, kept, entry, page, sketch)
   if ttl > 0 and now - kept.stamp > ttl then return nil end
   local content_d, structure_d, agreement
   if band(kept.flags, 1) ~= 0 and band(page.flags, 1) ~= 0 then
@@ -66,9 +73,8 @@ local function compare(id, kept, page, sketch)
   if band(kept.flags, 2) ~= 0 and band(page.flags, 2) ~= 0 then
     structure_d = popcount(bxor(kept.sh, page.sh)) + popcount(bxor(kept.sl, page.sl))
   end
-  local entry
   if content_d and content_d <= max_content and sketch and mode ~= "structure" then
-    entry = entry_of(id)
+    entry = entry or entry_of(id)
     local kept_sketch = entry and sketch_of(entry)
     if kept_sketch then agreement = similarity(kept_sketch, sketch) end
   end
@@ -86,16 +92,30 @@ local function compare(id, kept, page, sketch)
           agreement and math.floor(agreement * 1000 + 0.5) or -1000000}
 end
 
-local results = {}
-for i = 10, #ARGV, 2 do
-  local record, entry = ARGV[i], ARGV[i + 1]
+-- The tail: pages other processes kept since the caller's replica was read.
+local tail = {}
+for id = seen, count - 1 do
+  local kept = redis.call("GETRANGE", prefix .. ":fp:" .. math.floor(id / chunk), (id % chunk) * 24,
+                          (id % chunk) * 24 + 23)
+  if #kept == 24 then tail[#tail + 1] = {id, decode(kept)} end
+end
+
+local results, kept_in_batch = {}, {}  -- batch position -> {id, record, entry} of the pages kept
+local position = 0
+for i = 11, #ARGV, 3 do
+  local record, entry, candidates = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local page, sketch = decode(record), sketch_of(entry)
+  position = position + 1
   local found
-  for id = seen, count - 1 do
-    local kept = redis.call("GETRANGE", prefix .. ":fp:" .. math.floor(id / chunk), (id % chunk) * 24,
-                            (id % chunk) * 24 + 23)
-    if #kept == 24 then
-      found = compare(id, decode(kept), page, sketch)
+  for _, kept in ipairs(tail) do
+    found = compare(kept[1], kept[2], nil, page, sketch)
+    if found then break end
+  end
+  -- earlier pages of this batch: only those the caller found near enough to matter
+  for candidate in string.gmatch(found and "" or candidates, "%d+") do
+    local kept = kept_in_batch[tonumber(candidate)]
+    if kept then
+      found = compare(kept[1], kept[2], kept[3], page, sketch)
       if found then break end
     end
   end
@@ -113,9 +133,22 @@ for i = 10, #ARGV, 2 do
       redis.call("EXPIRE", fp_key, ttl)
       redis.call("EXPIRE", pages_key, ttl)
     end
+    page.stamp = now
+    kept_in_batch[position] = {count, page, entry}
     results[#results + 1] = {count}
     count = count + 1
   end
 end
 redis.call("HSET", meta, "count", count)
-return results
+
+-- Every record from ``seen`` on (the tail and this batch): the caller's replica catches up.
+local records = {}
+local id = seen
+while id < count do
+  local base = id - id % chunk
+  local first, last = id - base, math.min(chunk, count - base) - 1
+  local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), first * 24, last * 24 + 23)
+  records[#records + 1] = data .. string.rep("\0", (last - first + 1) * 24 - #data)  -- expired: empty records
+  id = base + chunk
+end
+return {results, table.concat(records), now}

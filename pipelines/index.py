@@ -99,6 +99,7 @@ class SimhashIndex:
         self.layout = choose_layout(max_distance, expected_size)
         self._recipes = _recipe_arrays(self.layout)
         self._flips, self._flip_starts = _probe_arrays(self.layout)
+        self._scan_limit = 40 * len(self._flips)  # comparing a fingerprint costs ~1/40 of a probe of a level
         self._fingerprints = np.empty(_INITIAL_CAPACITY, dtype=np.uint64)
         self._keys: np.ndarray | None = None  # None while every key equals its position (a store's rows)
         self._size = 0
@@ -132,20 +133,24 @@ class SimhashIndex:
             self._index_buffer()
 
     def add_many(self, keys: np.ndarray, fingerprints: np.ndarray) -> None:
-        """Add many entries at once (loading a store): one sort into level 0."""
+        """Add many entries at once.  A bulk load (at least as many as are indexed: opening a
+        store) is sorted into level 0 in one go; fewer go through the buffer, as single adds do."""
         count = len(keys)
         if self._size + count > len(self._fingerprints):
             self._grow_fingerprints(self._size + count)
         self._fingerprints[self._size : self._size + count] = fingerprints
         self._store_keys(self._size, np.asarray(keys, dtype=np.int64))
         self._size += count
-        self._index_buffer(presorted=False)
-        self._fold(0)
+        if count >= self._indexed:
+            self._index_buffer(presorted=False)
+            self._fold(0)
+        elif self._size - self._indexed >= BUFFER_SIZE:
+            self._index_buffer()
 
     def query(self, fingerprint: int) -> list[tuple[int, int]]:
         """Every ``(key, distance)`` within ``max_distance``, nearest first."""
         found = _query(
-            np.uint64(fingerprint), self.max_distance, self._fingerprints, self._indexed, self._size,
+            np.uint64(fingerprint), self.max_distance, self._fingerprints, self._scan_from(), self._size,
             self._entries, self._level_starts, self._directory, self._directory_bits,
             self._flips, self._flip_starts, *self._recipes,
         )
@@ -154,6 +159,17 @@ class SimhashIndex:
         positions, distances = (found & _POSITION).astype(np.int64), found >> np.uint64(32)
         keys = positions if self._keys is None else self._keys[positions]
         return list(zip(keys.tolist(), distances.tolist()))
+
+    def _scan_from(self) -> int:
+        """Where the query stops probing and compares every fingerprint: the buffer, and the
+        small levels after level 0 when binary searches for every probe would cost more (large k:
+        hundreds of probes).  Levels hold consecutive positions, so this is one range."""
+        start = self._indexed
+        for level in (2, 1):
+            if self._level_size(level) > self._scan_limit:
+                break
+            start = self._level_starts[level]
+        return start
 
     def _store_keys(self, start: int, keys: np.ndarray) -> None:
         if self._keys is None:
@@ -235,15 +251,16 @@ class SimhashIndex:
 
     def _grow_fingerprints(self, needed: int) -> None:
         capacity = max(needed, int(_GROWTH * len(self._fingerprints)))
-        self._fingerprints = _grown(self._fingerprints, self._size, capacity)
+        self._fingerprints = grown(self._fingerprints, self._size, capacity)
         if self._keys is not None:
-            self._keys = _grown(self._keys, self._size, capacity)
+            self._keys = grown(self._keys, self._size, capacity)
         _release_freed_memory()
 
 
-def _grown(array: np.ndarray, used: int, capacity: int) -> np.ndarray:
-    """A bigger copy of ``array[:used]`` (not ``np.resize``, whose result keeps a bigger base alive)."""
-    grown = np.empty(capacity, dtype=array.dtype)
+def grown(array: np.ndarray, used: int, capacity: int) -> np.ndarray:
+    """A copy of ``array[:used]`` with room for ``capacity`` rows (not ``np.resize``: its result
+    keeps alive a base up to twice as big)."""
+    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[:used] = array[:used]
     return grown
 
@@ -323,7 +340,7 @@ def _popcount(x: np.uint64) -> int:
 
 
 @numba.njit(cache=True)
-def _query(query, max_distance, fingerprints, indexed, size, entries, level_starts,
+def _query(query, max_distance, fingerprints, scan_from, size, entries, level_starts,
            directory, directory_bits, flips, flip_starts, shifts, masks, lefts, key_bits):
     """Every position within ``max_distance`` as ``distance << 32 | position``, sorted (nearest first)."""
     found = np.empty(16, np.uint64)
@@ -337,8 +354,8 @@ def _query(query, max_distance, fingerprints, indexed, size, entries, level_star
         for i in range(flip_starts[t], flip_starts[t + 1]):
             probe = key ^ flips[i]
             for level in range(level_starts.shape[0] - 1):
-                lo, hi = level_starts[level], level_starts[level + 1]
-                if lo == hi:
+                lo, hi = level_starts[level], min(level_starts[level + 1], scan_from)
+                if lo >= hi:
                     continue
                 if level == 0:  # the directory narrows the search to a bucket
                     bucket = probe >> (key_bits[t] - np.uint64(directory_bits))
@@ -355,7 +372,7 @@ def _query(query, max_distance, fingerprints, indexed, size, entries, level_star
                     distance = _popcount(fingerprints[position] ^ query)
                     if distance <= max_distance and not _contains(found, count, position):
                         found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | position)
-    for position in range(indexed, size):  # the buffer
+    for position in range(scan_from, size):  # the buffer (and small levels)
         distance = _popcount(fingerprints[position] ^ query)
         if distance <= max_distance:
             found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(position))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from array import array
 import time
 from collections.abc import Callable
 from importlib.resources import files
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 MAX_UNCHECKED = 100_000  # pages kept while Redis was down, added when it answers again
+MAX_TAIL = 5_000  # pages kept by others that one script call may compare; a replica further behind reads the log first
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -55,8 +57,8 @@ class RedisStore(MemoryStore):
         self.expire_seconds = expire_seconds
         self._script = client.register_script(_SCRIPT)
         self._epoch: bytes | None = None
-        self._stamps = np.zeros(0, dtype=np.uint32)  # per replica row: when it was kept (server clock)
-        self._now = 0  # the server's clock at the last read of the log
+        self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
+        self._clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._retry_at = 0.0
         self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
 
@@ -93,14 +95,18 @@ class RedisStore(MemoryStore):
             raise StoreUnavailable(f"{type(error).__name__}: {error}") from error
 
     def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        while True:
+        if self._epoch is None:
             self.sync()
+        while True:
             results = self._check(pages)
             if results is not None:
                 return results
 
     def sync(self) -> None:
-        """Bring the replica up to date with the log (and start over if the store was created again)."""
+        """Read the log into the replica up to its end (and start over if the store was created again).
+
+        Needed at open and when the replica fell behind: otherwise each script call returns
+        the records the replica misses."""
         if self._epoch is None:
             self._open()
         while True:
@@ -110,16 +116,16 @@ class RedisStore(MemoryStore):
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
             pipe.time()
             (epoch, count), data, (seconds, _) = pipe.execute()
-            self._now = seconds
+            self._set_clock(seconds)
             if epoch != self._epoch:  # Redis lost the store (restart without persistence, reset): start over
-                logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
                 self._start_over()
                 continue
-            missing = min(int(count or 0), (chunk + 1) * CHUNK) - self._rows
-            if missing <= 0:
+            count = int(count or 0)
+            missing = min(count, (chunk + 1) * CHUNK) - self._rows
+            if missing > 0:
+                self._append_records(np.frombuffer(data[: missing * RECORD.itemsize], dtype=RECORD), missing)
+            if self._rows >= count:
                 return
-            records = np.frombuffer(data[: missing * RECORD.itemsize], dtype=RECORD)
-            self._append_records(records, missing)
 
     def close(self) -> None:
         self.client.close()
@@ -144,7 +150,7 @@ class RedisStore(MemoryStore):
 
     def _start_over(self) -> None:
         MemoryStore.__init__(self, self.policy)
-        self._stamps = np.zeros(0, dtype=np.uint32)
+        self._stamps = array("I")
         self._open()
 
     def _append_records(self, records: np.ndarray, count: int) -> None:
@@ -156,7 +162,7 @@ class RedisStore(MemoryStore):
             np.column_stack([rows["content"], rows["structure"]]).astype(np.uint64),
             np.column_stack([flags & 1 != 0, flags & 2 != 0]),
         )
-        self._stamps = np.concatenate([self._stamps, rows["stamp"].astype(np.uint32)])
+        self._stamps.extend(rows["stamp"].tolist())
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
         """Pages matched in the replica; the others through the script. ``None``: start over."""
@@ -168,15 +174,23 @@ class RedisStore(MemoryStore):
         args: list[bytes | str | int | float] = [
             self.key, self._epoch, self._rows, CHUNK, self.expire_seconds,
             policy.mode.value, policy.content_distance, policy.structure_distance, policy.min_similarity,
+            MAX_TAIL,
         ]
-        for i in pending:
-            url, page = pages[i]
-            args += [_record(page), _entry(url, page.sketch)]
+        batch = [pages[i] for i in pending]
+        for (url, page), near in zip(batch, self._near_earlier(batch)):
+            args += [_record(page), _entry(url, page.sketch), " ".join(map(str, near))]
         reply = self._script(keys=[self._meta], args=args)
         if reply == [b"epoch"]:
+            logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
             self._start_over()
             return None
-        for i, answer in zip(pending, reply):
+        if reply == [b"behind"]:
+            self.sync()
+            return None
+        answers, records, seconds = reply
+        self._set_clock(seconds)
+        self._append_records(np.frombuffer(records, dtype=RECORD), len(records) // RECORD.itemsize)
+        for i, answer in zip(pending, answers):
             if answer[0] == -1:
                 _, _, url, reason, content, structure, agreement = answer
                 results[i] = Match(
@@ -186,8 +200,25 @@ class RedisStore(MemoryStore):
                 )
         return results
 
+    def _near_earlier(self, batch: list[tuple[str, Fingerprint]]) -> list[list[int]]:
+        """Per page, the earlier pages of the batch (1-based) within a distance: the only ones of
+        the batch the script compares it with, so a batch costs Redis no quadratic work."""
+        policy = self.policy
+        near: list[list[int]] = []
+        for j, (_, page) in enumerate(batch):
+            near.append([
+                i + 1 for i, (_, earlier) in enumerate(batch[:j])
+                if _within(earlier.content, page.content, policy.content_distance)
+                or _within(earlier.structure, page.structure, policy.structure_distance)
+            ])
+        return near
+
+    def _set_clock(self, server_seconds: int) -> None:
+        self._clock_offset = int(server_seconds) - time.time()
+
     def _alive(self, row: int) -> bool:
-        return not self.expire_seconds or self._now - int(self._stamps[row]) <= self.expire_seconds
+        now = time.time() + self._clock_offset
+        return not self.expire_seconds or now - self._stamps[row] <= self.expire_seconds
 
     def _entry(self, row: int) -> bytes | None:
         chunk, position = divmod(row, CHUNK)
@@ -209,6 +240,10 @@ def remove_redis_store(client: redis.Redis, key: str) -> int:
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
     return len(keys)
+
+
+def _within(a: int | None, b: int | None, distance: int) -> bool:
+    return a is not None and b is not None and (a ^ b).bit_count() <= distance
 
 
 def _record(page: Fingerprint) -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .fingerprint import Fingerprint
-from .index import SimhashIndex
+from .index import SimhashIndex, grown
 from .simhash import hamming
 from .sketch import similarity
 
@@ -151,8 +151,8 @@ class MemoryStore:
         count = len(fingerprints)
         if self._rows + count > len(self._fingerprints):
             capacity = max(self._rows + count, len(self._fingerprints) * 9 // 8 + 1024)
-            self._fingerprints = np.resize(self._fingerprints, (capacity, 2))
-            self._present = np.resize(self._present, (capacity, 2))
+            self._fingerprints = grown(self._fingerprints, self._rows, capacity)
+            self._present = grown(self._present, self._rows, capacity)
         self._fingerprints[self._rows : self._rows + count] = fingerprints
         self._present[self._rows : self._rows + count] = present
         self._rows += count

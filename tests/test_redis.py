@@ -231,3 +231,11 @@ def test_redis_restarted_in_the_middle_of_a_crawl(site: tuple[Path, str], tmp_pa
     # every original kept (some perhaps unchecked while Redis was down), every copy dropped
     assert sorted(Path(u).name for u in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
     assert len(result["dropped"]) == ARTICLES
+
+
+def test_a_batch_of_near_duplicates_keeps_one(redis_url: str) -> None:
+    cluster, other = clusters(2, 5, seed=21)
+    store = new_store(redis_url, "batch")
+    remove_redis_store(store.client, "batch")
+    kept = [match is None for match in store.check_and_add_many(cluster + other)]
+    assert kept == [True, False, False, False, False] * 2
