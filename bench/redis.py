@@ -124,8 +124,8 @@ def main() -> None:
             loader = RedisStore(policy, connection, KEY, SCHEME)
             started = time.perf_counter()
             stored = pages(args.stored, seed=1)
-            for start in range(0, len(stored), 1000):
-                loader.check_and_add_many(stored[start : start + 1000])
+            for start in range(0, len(stored), 100):
+                loader.check_and_add_many(stored[start : start + 100])
             load_seconds = time.perf_counter() - started
             kept = int(connection.hget(f"{KEY}:meta", "count"))
             bytes_per_page = (connection.info("memory")["used_memory"] - before) / kept

@@ -62,32 +62,51 @@ local function entry_of(id)
   return redis.call("LINDEX", prefix .. ":pages:" .. math.floor(id / chunk), id % chunk)
 end
 
+-- The distance of two fingerprints if within ``limit``, else nil (most pairs stop at one half).
+local function within(a_hi, a_lo, b_hi, b_lo, limit)
+  local d = popcount(bxor(a_hi, b_hi))
+  if d > limit then return nil end
+  d = d + popcount(bxor(a_lo, b_lo))
+  if d > limit then return nil end
+  return d
+end
+
+local function content_within(kept, page)
+  if band(kept.flags, 1) == 0 or band(page.flags, 1) == 0 then return nil end
+  return within(kept.ch, kept.cl, page.ch, page.cl, max_content)
+end
+
+local function structure_within(kept, page, limit)
+  if band(kept.flags, 2) == 0 or band(page.flags, 2) == 0 then return nil end
+  return within(kept.sh, kept.sl, page.sh, page.sl, limit)
+end
+
 -- The reason the kept page ``id`` makes ``page`` a duplicate, or nil (the same rules as
 -- MemoryStore._find).  ``entry``: the kept page's sketch and URL when at hand, else read.
 local function compare(id, kept, entry, page, sketch)
+  local content_d = mode ~= "structure" and content_within(kept, page)
+  local structure_d = mode ~= "content" and structure_within(kept, page, max_structure)
+  if not content_d and not structure_d then return nil end  -- most pairs end here
+  if mode == "both" and not (content_d and structure_d) then return nil end
   if ttl > 0 and now - kept.stamp > ttl then return nil end
-  local content_d, structure_d, agreement
-  if band(kept.flags, 1) ~= 0 and band(page.flags, 1) ~= 0 then
-    content_d = popcount(bxor(kept.ch, page.ch)) + popcount(bxor(kept.cl, page.cl))
-  end
-  if band(kept.flags, 2) ~= 0 and band(page.flags, 2) ~= 0 then
-    structure_d = popcount(bxor(kept.sh, page.sh)) + popcount(bxor(kept.sl, page.sl))
-  end
-  if content_d and content_d <= max_content and sketch and mode ~= "structure" then
+  local agreement
+  if content_d and sketch then
     entry = entry or entry_of(id)
     local kept_sketch = entry and sketch_of(entry)
     if kept_sketch then agreement = similarity(kept_sketch, sketch) end
   end
   local content_near = agreement ~= nil and agreement >= min_similarity
-  local structure_near = structure_d ~= nil and structure_d <= max_structure
   local reason
-  if mode == "both" and content_near and structure_near then reason = "both"
+  if mode == "both" and content_near then reason = "both"
   elseif (mode == "content" or mode == "either") and content_near then reason = "content"
-  elseif (mode == "structure" or mode == "either") and structure_near then reason = "structure"
+  elseif (mode == "structure" or mode == "either") and structure_d then reason = "structure"
   end
   if not reason then return nil end
   entry = entry or entry_of(id)
   local length = string.byte(entry, 1)
+  content_d = content_d or within(kept.ch, kept.cl, page.ch, page.cl, 64)
+  structure_d = structure_d or structure_within(kept, page, 64)
+  if band(kept.flags, 1) == 0 or band(page.flags, 1) == 0 then content_d = nil end
   return {-1, id, string.sub(entry, 2 + length), reason, content_d or -1, structure_d or -1,
           agreement and math.floor(agreement * 1000 + 0.5) or -1000000}
 end

@@ -203,15 +203,14 @@ class RedisStore(MemoryStore):
     def _near_earlier(self, batch: list[tuple[str, Fingerprint]]) -> list[list[int]]:
         """Per page, the earlier pages of the batch (1-based) within a distance: the only ones of
         the batch the script compares it with, so a batch costs Redis no quadratic work."""
-        policy = self.policy
-        near: list[list[int]] = []
-        for j, (_, page) in enumerate(batch):
-            near.append([
-                i + 1 for i, (_, earlier) in enumerate(batch[:j])
-                if _within(earlier.content, page.content, policy.content_distance)
-                or _within(earlier.structure, page.structure, policy.structure_distance)
-            ])
-        return near
+        near = np.zeros((len(batch), len(batch)), dtype=bool)
+        for part, distance in (("content", self.policy.content_distance), ("structure", self.policy.structure_distance)):
+            values = [getattr(page, part) for _, page in batch]
+            present = np.array([v is not None for v in values])
+            bits = np.array([v or 0 for v in values], dtype=np.uint64)
+            near |= (np.bitwise_count(bits[:, None] ^ bits[None, :]) <= distance) & present[:, None] & present[None, :]
+        earlier = np.tril(near, k=-1)  # row j: pages before j
+        return [(np.flatnonzero(row) + 1).tolist() for row in earlier]
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
@@ -240,10 +239,6 @@ def remove_redis_store(client: redis.Redis, key: str) -> int:
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
     return len(keys)
-
-
-def _within(a: int | None, b: int | None, distance: int) -> bool:
-    return a is not None and b is not None and (a ^ b).bit_count() <= distance
 
 
 def _record(page: Fingerprint) -> bytes:
