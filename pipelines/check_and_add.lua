@@ -64,7 +64,12 @@ end
 
 -- The distance of two fingerprints if within ``limit``, else nil (most pairs stop at one half).
 local function within(a_hi, a_lo, b_hi, b_lo, limit)
-  local d = popcount(bxor(a_hi, b_hi))
+  local x = bxor(a_hi, b_hi)  -- popcount, inlined: this is the script's innermost loop
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  local d = band(x + rshift(x, 16), 0x3F)
   if d > limit then return nil end
   d = d + popcount(bxor(a_lo, b_lo))
   if d > limit then return nil end

@@ -177,7 +177,7 @@ class RedisStore(MemoryStore):
             MAX_TAIL,
         ]
         batch = [pages[i] for i in pending]
-        for (url, page), near in zip(batch, self._near_earlier(batch)):
+        for (url, page), near in zip(batch, self._near_earlier(batch) if len(batch) > 1 else [[]]):
             args += [_record(page), _entry(url, page.sketch), " ".join(map(str, near))]
         reply = self._script(keys=[self._meta], args=args)
         if reply == [b"epoch"]:
@@ -208,9 +208,11 @@ class RedisStore(MemoryStore):
             values = [getattr(page, part) for _, page in batch]
             present = np.array([v is not None for v in values])
             bits = np.array([v or 0 for v in values], dtype=np.uint64)
-            near |= (np.bitwise_count(bits[:, None] ^ bits[None, :]) <= distance) & present[:, None] & present[None, :]
-        earlier = np.tril(near, k=-1)  # row j: pages before j
-        return [(np.flatnonzero(row) + 1).tolist() for row in earlier]
+            near |= (np.bitwise_count(bits[:, None] ^ bits) <= distance) & np.outer(present, present)
+        earlier: list[list[int]] = [[] for _ in batch]
+        for page, other in zip(*np.nonzero(np.tril(near, k=-1))):
+            earlier[page].append(int(other) + 1)
+        return earlier
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()

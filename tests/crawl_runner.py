@@ -36,10 +36,11 @@ class InOrderSpider(scrapy.Spider):
 
     name = "in_order"
 
-    def __init__(self, urls: list[str], yield_html: bool = True, **kwargs: Any) -> None:
+    def __init__(self, urls: list[str], yield_html: bool = True, repeat: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.urls = urls
         self.yield_html = yield_html
+        self.repeat = repeat  # items per page, yielded together (``url#n``): processed concurrently
 
     async def start(self):
         yield self._request(0)
@@ -48,10 +49,11 @@ class InOrderSpider(scrapy.Spider):
         return scrapy.Request(self.urls[index], cb_kwargs={"index": index}, dont_filter=True)
 
     def parse(self, response: scrapy.http.Response, index: int):
-        item = {"url": response.url}
-        if self.yield_html:
-            item["html"] = response.text
-        yield item
+        for n in range(self.repeat):
+            item = {"url": response.url if n == 0 else f"{response.url}#{n}"}
+            if self.yield_html:
+                item["html"] = response.text
+            yield item
         if index + 1 < len(self.urls):
             yield self._request(index + 1)
 
@@ -80,7 +82,10 @@ def main(config_path: str, result_path: str) -> None:
     crawler = process.create_crawler(InOrderSpider)
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
-    process.crawl(crawler, urls=config["urls"], yield_html=config.get("yield_html", True), **config.get("spider_args", {}))
+    process.crawl(
+        crawler, urls=config["urls"], yield_html=config.get("yield_html", True), repeat=config.get("repeat", 1),
+        **config.get("spider_args", {}),
+    )
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
     Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats}))

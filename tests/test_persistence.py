@@ -34,10 +34,13 @@ def write_clusters(root: Path) -> list[str]:
     return [f"a{n}.html" for n in range(ARTICLES)] + [f"c{n}.html" for n in range(ARTICLES)]
 
 
-def start_crawl(tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None) -> subprocess.Popen:
+def start_crawl(
+    tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None, repeat: int = 1
+) -> subprocess.Popen:
     config = tmp / f"crawl-{time.monotonic_ns()}.json"
     config.write_text(json.dumps({
         "urls": urls, "settings": settings, "kept_log": str(tmp / "kept.log"), "spider_args": spider_args or {},
+        "repeat": repeat,
     }))
     return subprocess.Popen(
         [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp / "result.json")],
@@ -87,8 +90,10 @@ def test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate(
     assert (tmp_path / "job" / "simhash_dedup.sqlite").exists()
 
 
-def crawl_to_end(tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None) -> dict:
-    process = start_crawl(tmp, urls, settings, spider_args)
+def crawl_to_end(
+    tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None, repeat: int = 1
+) -> dict:
+    process = start_crawl(tmp, urls, settings, spider_args, repeat)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0, err[-3000:]
     return json.loads((tmp / "result.json").read_text())

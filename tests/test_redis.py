@@ -181,6 +181,16 @@ def test_crawls_share_the_redis_store(site: tuple[Path, str], tmp_path: Path, re
     assert second["stats"]["simhash_dedup/remembered"] == ARTICLES
 
 
+def test_items_checked_together_keep_one_per_page(site: tuple[Path, str], tmp_path: Path, redis_url: str) -> None:
+    root, base_url = site
+    urls = [base_url + p for p in write_clusters(root)][:ARTICLES]  # the originals, each yielded 5 times at once
+    settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": "together",
+                "SIMHASH_DEDUP_RESET": True}
+    result = crawl_to_end(tmp_path, urls, settings, repeat=5)
+    assert sorted(result["kept"]) == sorted(urls)  # the first of each page's items
+    assert len(result["dropped"]) == 4 * ARTICLES
+
+
 @pytest.mark.parametrize("fail_mode", ["open", "closed"])
 def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: Path, fail_mode: str) -> None:
     root, base_url = site
