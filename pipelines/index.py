@@ -213,6 +213,12 @@ class SimhashIndex:
             self._fold(2)
         if self._level_size(1) >= BUFFER_SIZE * ratio**2:
             self._fold(1)
+        # With hundreds of probes (large k) every query scans levels 1 and 2 whole (`_scan_from`):
+        # keep them near sqrt(30 n) entries, where that scan costs a query about what merging
+        # them into level 0 costs an add.
+        small = (30 * self._size) ** 0.5
+        if self._scan_limit >= small and self._level_starts[-1] - self._level_starts[1] > small:
+            self._fold(1)
 
     def _level_size(self, level: int) -> int:
         return self._level_starts[level + 1] - self._level_starts[level]

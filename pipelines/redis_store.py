@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import struct
 from array import array
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
+_RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
 MAX_UNCHECKED = 100_000  # pages kept while Redis was down, added when it answers again
 MAX_TAIL = 5_000  # pages kept by others that one script call may compare; a replica further behind reads the log first
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
@@ -155,14 +157,16 @@ class RedisStore(MemoryStore):
 
     def _append_records(self, records: np.ndarray, count: int) -> None:
         """Rows for ``count`` pages of the log; pages whose chunk expired become rows that never match."""
-        rows = np.zeros(count, dtype=RECORD)
-        rows[: len(records)] = records
-        flags = rows["flags"]
+        if len(records) < count:
+            records = np.concatenate([records, np.zeros(count - len(records), dtype=RECORD)])
+        if not count:
+            return
+        flags = records["flags"]
         self._load_rows(
-            np.column_stack([rows["content"], rows["structure"]]).astype(np.uint64),
-            np.column_stack([flags & 1 != 0, flags & 2 != 0]),
+            np.stack([records["content"], records["structure"]], axis=1).astype(np.uint64),
+            np.stack([flags & 1 != 0, flags & 2 != 0], axis=1),
         )
-        self._stamps.extend(rows["stamp"].tolist())
+        self._stamps.extend(records["stamp"].tolist())
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
         """Pages matched in the replica; the others through the script. ``None``: start over."""
@@ -177,7 +181,7 @@ class RedisStore(MemoryStore):
             MAX_TAIL,
         ]
         batch = [pages[i] for i in pending]
-        for (url, page), near in zip(batch, self._near_earlier(batch) if len(batch) > 1 else [[]]):
+        for (url, page), near in zip(batch, self._near_earlier(batch)):
             args += [_record(page), _entry(url, page.sketch), " ".join(map(str, near))]
         reply = self._script(keys=[self._meta], args=args)
         if reply == [b"epoch"]:
@@ -203,16 +207,13 @@ class RedisStore(MemoryStore):
     def _near_earlier(self, batch: list[tuple[str, Fingerprint]]) -> list[list[int]]:
         """Per page, the earlier pages of the batch (1-based) within a distance: the only ones of
         the batch the script compares it with, so a batch costs Redis no quadratic work."""
-        near = np.zeros((len(batch), len(batch)), dtype=bool)
-        for part, distance in (("content", self.policy.content_distance), ("structure", self.policy.structure_distance)):
-            values = [getattr(page, part) for _, page in batch]
-            present = np.array([v is not None for v in values])
-            bits = np.array([v or 0 for v in values], dtype=np.uint64)
-            near |= (np.bitwise_count(bits[:, None] ^ bits) <= distance) & np.outer(present, present)
-        earlier: list[list[int]] = [[] for _ in batch]
-        for page, other in zip(*np.nonzero(np.tril(near, k=-1))):
-            earlier[page].append(int(other) + 1)
-        return earlier
+        policy = self.policy
+        return [
+            [i + 1 for i, (_, earlier) in enumerate(batch[:j])
+             if _within(earlier.content, page.content, policy.content_distance)
+             or _within(earlier.structure, page.structure, policy.structure_distance)]
+            for j, (_, page) in enumerate(batch)
+        ]
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
@@ -243,9 +244,14 @@ def remove_redis_store(client: redis.Redis, key: str) -> int:
     return len(keys)
 
 
+def _within(a: int | None, b: int | None, distance: int) -> bool:
+    return a is not None and b is not None and (a ^ b).bit_count() <= distance
+
+
 def _record(page: Fingerprint) -> bytes:
+    """The page's 24-byte record (``RECORD``); the script writes the time kept."""
     flags = (page.content is not None) | (page.structure is not None) << 1
-    return np.array([(page.content or 0, page.structure or 0, 0, flags, b"")], dtype=RECORD).tobytes()
+    return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
 
 
 def _entry(url: str, sketch: bytes | None) -> bytes:
