@@ -5,14 +5,15 @@ Redis holds every kept page once, in order, as a log cut into chunks of
 fingerprints, the time kept, which parts exist) and ``<key>:pages:<n>`` (a
 list of sketch + URL), with ``<key>:meta`` (epoch, count, scheme).
 
-Each process keeps a replica of the log's fingerprints in the same in-memory
-index as ``MemoryStore`` and brings it up to date (one read of the log's tail)
-before each batch.  The search, the expensive part at large distances, runs in
-the crawler processes, against the replica; Redis then runs one Lua script per
-batch that compares each page with the pages kept since the replica's last
-read, and appends it unless one is a near-duplicate.  Redis runs scripts one
-at a time, so the decision is atomic across processes and machines: of two
-near-duplicates checked at once by two processes, exactly one is kept.
+Each process reads the log's fingerprints at open into a replica: the same
+in-memory index as ``MemoryStore``.  The search, the expensive part at large
+distances, runs in the crawler processes against their replica; Redis then
+runs one Lua script per batch (``check_and_add.lua``) that compares each page
+with the pages kept since the replica was last brought up to date, appends it
+unless one of them is a near-duplicate, and returns the records the replica
+misses.  Redis runs scripts one at a time, so the decision is atomic across
+processes and machines: of two near-duplicates checked at once by two
+processes, exactly one is kept.  One round trip per batch.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 import logging
 import secrets
 import struct
-from array import array
 import time
+from array import array
 from collections.abc import Callable
 from importlib.resources import files
 from typing import Any, TypeVar
@@ -37,7 +38,8 @@ logger = logging.getLogger(__name__)
 CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
-MAX_UNCHECKED = 100_000  # pages kept while Redis was down, added when it answers again
+MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
+UNCHECKED_BATCH = 100
 MAX_TAIL = 5_000  # pages kept by others that one script call may compare; a replica further behind reads the log first
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
@@ -75,13 +77,13 @@ class RedisStore(MemoryStore):
         (up to ``MAX_UNCHECKED``), so that their later copies are still caught.
         """
         try:
-            results = self._guarded(self._check_all, self._unchecked + pages)
+            while self._unchecked:  # kept while Redis was down: added first, a batch at a time
+                self._guarded(self._check_all, self._unchecked[:UNCHECKED_BATCH])
+                del self._unchecked[:UNCHECKED_BATCH]
+            return self._guarded(self._check_all, pages)
         except StoreUnavailable:
             self._unchecked = (self._unchecked + pages)[-MAX_UNCHECKED:]
             raise
-        results = results[len(self._unchecked) :]
-        self._unchecked = []
-        return results
 
     def open(self) -> None:
         """Create the store if no process did and read the log (else on the first check)."""

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import RedisStore, StoreUnavailable, remove_redis_store
+from pipelines.redis_store import RETRY_SECONDS, RedisStore, StoreUnavailable, remove_redis_store
 from pipelines.stores import MemoryStore, Mode, Policy
 
 from .redis_server import RedisServer, free_port
@@ -249,3 +249,21 @@ def test_a_batch_of_near_duplicates_keeps_one(redis_url: str) -> None:
     remove_redis_store(store.client, "batch")
     kept = [match is None for match in store.check_and_add_many(cluster + other)]
     assert kept == [True, False, False, False, False] * 2
+
+
+def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path) -> None:
+    (first,), (original, copy) = clusters(1, 1, seed=31)[0], clusters(1, 2, seed=32)[0]
+    server = RedisServer(tmp_path / "redis", durable=True)
+    server.start()
+    try:
+        store = RedisStore(Policy(), redis.Redis.from_url(server.url, socket_timeout=1), "outage", SCHEME)
+        assert store.check_and_add(*first) is None
+        server.stop()
+        with pytest.raises(StoreUnavailable):
+            store.check_and_add(*original)  # the pipeline keeps it unchecked
+        server.start()
+        time.sleep(RETRY_SECONDS + 0.1)
+        match = store.check_and_add(*copy)
+        assert match is not None and match.url == original[0]
+    finally:
+        server.stop()
