@@ -267,3 +267,23 @@ def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path
         assert match is not None and match.url == original[0]
     finally:
         server.stop()
+
+
+def test_settings_pick_the_backend() -> None:
+    from scrapy.settings import Settings
+
+    from pipelines.settings import DedupSettings
+
+    def read(**values: object) -> DedupSettings:
+        return DedupSettings.from_settings(Settings(values))
+
+    assert read().backend == "sqlite"
+    assert read(SIMHASH_DEDUP_PERSIST=False).backend == "memory"
+    assert read(SIMHASH_DEDUP_REDIS_URL="redis://a:1").backend == "redis"
+    scrapy_redis = read(SIMHASH_DEDUP_BACKEND="redis", REDIS_URL="redis://b:2/3")
+    assert (scrapy_redis.backend, scrapy_redis.redis_url) == ("redis", "redis://b:2/3")
+    assert read(SIMHASH_DEDUP_BACKEND="redis").redis_url == "redis://localhost:6379"
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_FAIL_MODE"):
+        read(SIMHASH_DEDUP_FAIL_MODE="sometimes")
+    with pytest.raises(ValueError, match="SIMHASH_DEDUP_BACKEND"):
+        read(SIMHASH_DEDUP_BACKEND="mongodb")
