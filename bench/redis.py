@@ -18,7 +18,8 @@ together.  Compared, over the same Redis and the same data:
   duplicate filter does per request: exact duplicates only, the ceiling.
 
 Also printed: the CPU time Redis spent per check (INFO cpu), which bounds
-what one Redis server can take from any number of clients.
+what one Redis server can take from any number of clients, and the clients'
+own CPU time per check (on this machine they share its cores with Redis).
 """
 
 from __future__ import annotations
@@ -80,14 +81,14 @@ def client(kind: str, url: str, seed: int, checks: int, batch: int, policy: Poli
     if kind != "sadd":
         store.open()
     barrier.wait()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if kind == "sadd":
         for n in range(checks):
             connection.sadd(f"{KEY}:requests", f"{seed:08x}{n:032x}")
     else:
         for start in range(0, checks, batch):
             store.check_and_add_many(work[start : start + batch])
-    results.put(time.perf_counter() - started)
+    results.put((time.perf_counter() - started, time.process_time() - cpu))
 
 
 def redis_cpu_seconds(connection: redis.Redis) -> float:
@@ -96,8 +97,10 @@ def redis_cpu_seconds(connection: redis.Redis) -> float:
     return cpu["used_cpu_user"] + cpu["used_cpu_sys"]
 
 
-def run_clients(kind: str, url: str, count: int, checks: int, batch: int, policy: Policy, round_: int) -> float:
-    """Check-and-adds per second of ``count`` clients together."""
+def run_clients(
+    kind: str, url: str, count: int, checks: int, batch: int, policy: Policy, round_: int
+) -> tuple[float, float]:
+    """Check-and-adds per second of ``count`` clients together, and their CPU seconds per check."""
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(count), context.Queue()
     processes = [
@@ -106,10 +109,11 @@ def run_clients(kind: str, url: str, count: int, checks: int, batch: int, policy
     ]
     for process in processes:
         process.start()
-    seconds = max(results.get(timeout=3600) for _ in processes)
+    timings = [results.get(timeout=3600) for _ in processes]
     for process in processes:
         process.join()
-    return count * checks / seconds
+    seconds = max(wall for wall, _ in timings)
+    return count * checks / seconds, sum(cpu for _, cpu in timings) / (count * checks)
 
 
 def main() -> None:
@@ -141,20 +145,24 @@ def main() -> None:
             for round_, kind in enumerate(("atomic", "check_then_insert", "sadd")):
                 for count in (1, 4):
                     cpu = redis_cpu_seconds(connection)
-                    rate = run_clients(kind, server.url, count, args.checks, args.batch, policy, round_ * 2 + count)
+                    rate, client_cpu = run_clients(
+                        kind, server.url, count, args.checks, args.batch, policy, round_ * 2 + count
+                    )
                     cpu = redis_cpu_seconds(connection) - cpu
                     row = {"kind": kind, "clients": count, "per_second": round(rate),
-                           "redis_cpu_us_per_check": round(cpu / (count * args.checks) * 1e6, 1)}
+                           "redis_cpu_us_per_check": round(cpu / (count * args.checks) * 1e6, 1),
+                           "client_cpu_us_per_check": round(client_cpu * 1e6, 1)}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
         finally:
             server.stop()
     atomic4 = next(r for r in rows if r["kind"] == "atomic" and r["clients"] == 4)["per_second"]
-    print(f"\n| store | 1 client | 4 clients | Redis CPU µs per check, 1 / 4 clients |\n|---|---|---|---|")
+    print("\n| store | 1 client | 4 clients | CPU µs per check, 1 / 4 clients: Redis | clients |\n|---|---|---|---|---|")
     for kind in ("atomic", "check_then_insert", "sadd"):
         one, four = (next(r for r in rows if r["kind"] == kind and r["clients"] == c) for c in (1, 4))
         print(f"| {kind} | {one['per_second']:,}/s | {four['per_second']:,}/s | "
-              f"{one['redis_cpu_us_per_check']} / {four['redis_cpu_us_per_check']} |")
+              f"{one['redis_cpu_us_per_check']} / {four['redis_cpu_us_per_check']} | "
+              f"{one['client_cpu_us_per_check']} / {four['client_cpu_us_per_check']} |")
     for kind in ("check_then_insert", "sadd"):
         other = next(r for r in rows if r["kind"] == kind and r["clients"] == 4)["per_second"]
         print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
