@@ -122,7 +122,6 @@ def test_race_keeps_exactly_one_page_per_cluster(redis_url: str) -> None:
             cluster = url.rsplit("/", 1)[0]
             per_cluster[cluster] = per_cluster.get(cluster, 0) + 1
         assert len(per_cluster) == 25 and set(per_cluster.values()) == {1}, (repetition, per_cluster)
-        assert len({len(k[repetition]) for k in kept_by_worker.values()}) >= 1
 
 
 def test_pages_count_as_seen_for_the_expiry_only(redis_url: str) -> None:
