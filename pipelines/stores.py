@@ -62,14 +62,19 @@ class Match:
 class MemoryStore:
     """Kept pages in this process's memory; forgotten when the crawl ends.
 
-    Per page: both fingerprints in numpy arrays and the two indexes, the URL
-    and the 64-byte sketch (kept by subclasses elsewhere, see ``SqliteStore``).
+    Per page: both fingerprints in numpy arrays, an index entry for each one
+    the mode searches by, the URL and the 64-byte sketch (kept by subclasses
+    elsewhere, see ``SqliteStore``).
     """
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self._content = SimhashIndex(policy.content_distance)
-        self._structure = SimhashIndex(policy.structure_distance)
+        # only what the mode searches by is indexed: "both" checks a content candidate's
+        # structure from its row, so the structure index serves "structure" and "either" only
+        self._content = SimhashIndex(policy.content_distance) if policy.mode is not Mode.STRUCTURE else None
+        self._structure = (
+            SimhashIndex(policy.structure_distance) if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else None
+        )
         self._fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
         self._present = np.zeros((0, 2), dtype=bool)  # per row: has content, has structure
         self._rows = 0
@@ -91,7 +96,7 @@ class MemoryStore:
 
     def _find(self, page: Fingerprint) -> Match | None:
         mode = self.policy.mode
-        if mode in (Mode.BOTH, Mode.CONTENT, Mode.EITHER) and page.content is not None:
+        if self._content is not None and page.content is not None:
             for row, _ in self._content.query(page.content):
                 if not self._alive(row):
                     continue
@@ -100,7 +105,7 @@ class MemoryStore:
                     continue
                 if mode is not Mode.BOTH or self._structure_near(row, page):
                     return self._match(row, page, "both" if mode is Mode.BOTH else "content", agreement)
-        if mode in (Mode.STRUCTURE, Mode.EITHER) and page.structure is not None:
+        if self._structure is not None and page.structure is not None:
             for row, _ in self._structure.query(page.structure):
                 if self._alive(row):
                     return self._match(row, page, "structure", self._similarity(row, page))
@@ -141,10 +146,9 @@ class MemoryStore:
             np.array([[page.content or 0, page.structure or 0]], dtype=np.uint64),
             np.array([[page.content is not None, page.structure is not None]]),
         )
-        if page.content is not None:
-            self._content.add(row, page.content)
-        if page.structure is not None:
-            self._structure.add(row, page.structure)
+        for index, fingerprint in ((self._content, page.content), (self._structure, page.structure)):
+            if index is not None and fingerprint is not None:
+                index.add(row, fingerprint)
         self._remember(row, url, page.sketch)
 
     def _append_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
@@ -163,7 +167,8 @@ class MemoryStore:
         self._append_rows(fingerprints, present)
         rows = np.arange(first, self._rows)
         for part, index in ((0, self._content), (1, self._structure)):
-            index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
+            if index is not None:
+                index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
 
     def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
         self._urls.append(url)
