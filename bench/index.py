@@ -133,7 +133,7 @@ def main() -> None:
                 row = in_child(measure, kind, size, args.distance, planted)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print(f"\n| index | size | data | adds/s | query p50 µs | query p99 µs | RSS bytes / fingerprint |")
+    print("\n| index | size | data | adds/s | query p50 µs | query p99 µs | RSS bytes / fingerprint |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         adds = "" if r["adds_per_second"] is None else f"{r['adds_per_second']:,}"

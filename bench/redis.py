@@ -36,7 +36,7 @@ import numpy as np
 import redis
 
 from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import RedisStore, _entry, _record
+from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_entry, pack_record
 from pipelines.stores import Match, Policy
 from tests.redis_server import RedisServer
 
@@ -64,10 +64,10 @@ class CheckThenInsertStore(RedisStore):
         for (url, page), match in zip(batch, results):
             if match is None:
                 row = self.client.hincrby(self._meta, "count", 1) - 1
-                chunk, offset = divmod(row, 4096)
+                chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
-                pipe.setrange(f"{self.key}:fp:{chunk}", offset * 24, _record(page))
-                pipe.rpush(f"{self.key}:pages:{chunk}", _entry(url, page.sketch))
+                pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
+                pipe.rpush(f"{self.key}:pages:{chunk}", pack_entry(url, page.sketch))
                 pipe.execute()
         return results
 

@@ -64,21 +64,17 @@ end
 
 -- The distance of two fingerprints if within ``limit``, else nil (most pairs stop at one half).
 local function within(a_hi, a_lo, b_hi, b_lo, limit)
-  local x = bxor(a_hi, b_hi)  -- popcount, inlined: this is the script's innermost loop
-  x = x - band(rshift(x, 1), 0x55555555)
-  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
-  x = band(x + rshift(x, 4), 0x0F0F0F0F)
-  x = x + rshift(x, 8)
-  local d = band(x + rshift(x, 16), 0x3F)
+  local d = popcount(bxor(a_hi, b_hi))
   if d > limit then return nil end
   d = d + popcount(bxor(a_lo, b_lo))
   if d > limit then return nil end
   return d
 end
 
-local function content_within(kept, page)
+-- The content (structure) distance if both pages have that fingerprint and it is within ``limit``.
+local function content_within(kept, page, limit)
   if band(kept.flags, 1) == 0 or band(page.flags, 1) == 0 then return nil end
-  return within(kept.ch, kept.cl, page.ch, page.cl, max_content)
+  return within(kept.ch, kept.cl, page.ch, page.cl, limit)
 end
 
 local function structure_within(kept, page, limit)
@@ -89,7 +85,7 @@ end
 -- The reason the kept page ``id`` makes ``page`` a duplicate, or nil (the same rules as
 -- MemoryStore._find).  ``entry``: the kept page's sketch and URL when at hand, else read.
 local function compare(id, kept, entry, page, sketch)
-  local content_d = mode ~= "structure" and content_within(kept, page)
+  local content_d = mode ~= "structure" and content_within(kept, page, max_content)
   local structure_d = mode ~= "content" and structure_within(kept, page, max_structure)
   if not content_d and not structure_d then return nil end  -- most pairs end here
   if mode == "both" and not (content_d and structure_d) then return nil end
@@ -109,9 +105,8 @@ local function compare(id, kept, entry, page, sketch)
   if not reason then return nil end
   entry = entry or entry_of(id)
   local length = string.byte(entry, 1)
-  content_d = content_d or within(kept.ch, kept.cl, page.ch, page.cl, 64)
+  content_d = content_d or content_within(kept, page, 64)  -- both distances go into the reply
   structure_d = structure_d or structure_within(kept, page, 64)
-  if band(kept.flags, 1) == 0 or band(page.flags, 1) == 0 then content_d = nil end
   return {-1, id, string.sub(entry, 2 + length), reason, content_d or -1, structure_d or -1,
           agreement and math.floor(agreement * 1000 + 0.5) or -1000000}
 end

@@ -249,10 +249,10 @@ class SimhashIndex:
 
     def _ensure_capacity(self, needed: int) -> None:
         if needed > self._entries.shape[1]:
-            grown = np.empty((self.tables, max(needed, int(_GROWTH * self._entries.shape[1]))), dtype=np.uint64)
+            bigger = np.empty((self.tables, max(needed, int(_GROWTH * self._entries.shape[1]))), dtype=np.uint64)
             end = self._level_starts[-1]
-            grown[:, :end] = self._entries[:, :end]
-            self._entries = grown
+            bigger[:, :end] = self._entries[:, :end]
+            self._entries = bigger
             _release_freed_memory()
 
     def _grow_fingerprints(self, needed: int) -> None:

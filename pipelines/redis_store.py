@@ -184,7 +184,7 @@ class RedisStore(MemoryStore):
         ]
         batch = [pages[i] for i in pending]
         for (url, page), near in zip(batch, self._near_earlier(batch)):
-            args += [_record(page), _entry(url, page.sketch), " ".join(map(str, near))]
+            args += [pack_record(page), pack_entry(url, page.sketch), " ".join(map(str, near))]
         reply = self._script(keys=[self._meta], args=args)
         if reply == [b"epoch"]:
             logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
@@ -240,7 +240,7 @@ class RedisStore(MemoryStore):
 
 def remove_redis_store(client: redis.Redis, key: str) -> int:
     """Delete every key of the store ``key``; returns how many."""
-    keys = [key_ for key_ in client.scan_iter(match=f"{key}:*", count=1000)]
+    keys = list(client.scan_iter(match=f"{key}:*", count=1000))
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
     return len(keys)
@@ -250,12 +250,13 @@ def _within(a: int | None, b: int | None, distance: int) -> bool:
     return a is not None and b is not None and (a ^ b).bit_count() <= distance
 
 
-def _record(page: Fingerprint) -> bytes:
+def pack_record(page: Fingerprint) -> bytes:
     """The page's 24-byte record (``RECORD``); the script writes the time kept."""
     flags = (page.content is not None) | (page.structure is not None) << 1
     return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
 
 
-def _entry(url: str, sketch: bytes | None) -> bytes:
+def pack_entry(url: str, sketch: bytes | None) -> bytes:
+    """The page's entry in a ``pages`` list: sketch length (0 or 64), sketch, URL."""
     sketch = sketch or b""
     return bytes([len(sketch)]) + sketch + url.encode()
