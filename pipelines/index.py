@@ -9,18 +9,19 @@ key with it, and checks those on all 64 bits.  Nothing is missed.
   within ``k`` bits agree exactly on at least ``b - k`` blocks, so one table
   per choice of ``b - k`` blocks, one exact probe each (k = 3: b = 4, four
   tables of 16-bit keys).
-- Multi-index hashing (Norouzi et al. 2012): cut into ``m`` blocks; some block
-  is within ``k // m`` bits, so one table per block, probed with every value
-  within that radius.  Best for large ``k`` (k = 8: 3 tables, radius 2).
+- Multi-index hashing (Norouzi et al. 2012) with the generalized pigeonhole
+  principle (Qin et al. 2018): cut into ``m`` blocks probed within radii
+  ``r_i`` with ``sum(r_i + 1) > k``; some block is then within its radius, so
+  one table per block, probed with every key value within its radius.  Best
+  for large ``k`` (k = 8: 4 tables of 16-bit keys, radii 2, 1, 1, 1: 188
+  probes in all, where radius 2 on 3 tables takes 718).
 
-Storage is numpy only, no Python object per entry.  As in Manku's design, a
-table holds each fingerprint *permuted* so that its key comes first, but only
-the top 32 bits of it, packed with the entry's 32-bit position: 8 bytes per
-table and entry, plus the fingerprint itself (8 bytes; the key too, 8 more,
-unless keys are the positions 0, 1, 2... as a store's rows are).  The bits
-after the key are a free filter: a candidate whose 32 bits are already more
-than ``k`` away is skipped without reading its fingerprint.  With 4 tables
-that is 40 bytes per fingerprint.
+As in Manku's design, a table holds each fingerprint *permuted* so that its
+key comes first, sorted: the entries sharing a key are one run, and each one's
+distance to the query is a popcount of the entry itself, with no other memory
+read.  Numpy only, no Python object per entry: per table and entry, the
+permuted fingerprint (8 bytes) and the entry's position (4 bytes), plus the
+key (8 more) unless keys are the positions 0, 1, 2... as a store's rows are.
 
 New entries go to a small buffer scanned by brute force, then to level 2,
 level 1 and level 0 (the bulk) of every table, each merged into the next when
@@ -41,35 +42,33 @@ import numba
 import numpy as np
 
 BUFFER_SIZE = 256
-MAX_TABLES = 6  # 8 bytes per table and entry: <= 56 bytes per fingerprint with the fingerprint
-STORED_BITS = 32  # of each permuted fingerprint; the other 32 bits of an entry are its position
+MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
+# Cost model: a probe (a directory read, then its run's first cache line) takes ~100 ns, an
+# entry of a run ~3 ns (measured at k = 3 and 8, 1M and 10M entries, on 2-core x86-64).
+SCAN_PER_PROBE = 32
 _LEVELS = 3
-_POSITION = np.uint64(0xFFFFFFFF)
+_POSITION = np.uint64(0xFFFFFFFF)  # a query's result: distance << 32 | position
 _INITIAL_CAPACITY = 1024
 _GROWTH = 1.125  # arrays grow by an eighth: amortised O(1) adds, little unused memory
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Tables as lists of (shift, width) key blocks, each probed within ``radius`` bits."""
+    """Tables as lists of (shift, width) key blocks; table ``i`` is probed within ``radii[i]`` bits."""
 
     tables: tuple[tuple[tuple[int, int], ...], ...]
-    radius: int
+    radii: tuple[int, ...]
 
     def widths(self) -> list[int]:
         return [sum(w for _, w in blocks) for blocks in self.tables]
 
-    def cost(self, max_distance: int, size: int) -> float:
-        """Expected work per query: probes, entries scanned, fingerprints read (cache misses)."""
-        total = 0.0
-        for width in self.widths():
-            key_bits = min(STORED_BITS, width)
-            probes = sum(comb(key_bits, i) for i in range(self.radius + 1))
-            scanned = probes * size / 2.0**key_bits
-            filter_bits = STORED_BITS - key_bits + self.radius
-            passing = sum(comb(filter_bits, i) for i in range(max_distance + 1)) / 2.0**filter_bits
-            total += probes + scanned / 20 + 2 * scanned * min(1.0, passing)
-        return total
+    def probes(self) -> list[int]:
+        """Per table, the key values a query looks up: its radius ball."""
+        return [sum(comb(width, i) for i in range(radius + 1)) for width, radius in zip(self.widths(), self.radii)]
+
+    def cost(self, size: int) -> float:
+        """Expected work per query, in probes: each probe's search, plus the entries it scans."""
+        return sum(p * (1 + size / 2.0**width / SCAN_PER_PROBE) for p, width in zip(self.probes(), self.widths()))
 
 
 def _blocks(count: int) -> list[tuple[int, int]]:
@@ -77,38 +76,43 @@ def _blocks(count: int) -> list[tuple[int, int]]:
     return list(zip(itertools.accumulate([0, *widths[:-1]]), widths))
 
 
-def choose_layout(max_distance: int, expected_size: int) -> Layout:
-    """The cheapest layout of at most ``MAX_TABLES`` tables for ``expected_size`` entries."""
+def layout_options(max_distance: int) -> list[Layout]:
+    """Every layout of at most ``MAX_TABLES`` tables that finds all fingerprints within ``max_distance``."""
     options = []
-    for b in range(max_distance + 1, 65):  # Manku: tables of b - k blocks, exact probes
-        if comb(b, max_distance) <= MAX_TABLES:
-            blocks = _blocks(b)
-            options.append(Layout(tuple(tuple(c) for c in itertools.combinations(blocks, b - max_distance)), 0))
-    for m in range(2, MAX_TABLES + 1):  # multi-index hashing: one block a table, probed within k // m
-        options.append(Layout(tuple((block,) for block in _blocks(m)), max_distance // m))
-    return min(options, key=lambda layout: layout.cost(max_distance, expected_size))
+    for b in range(max_distance + 1, max_distance + MAX_TABLES + 1):  # Manku: b - k blocks a table, exact
+        if 0 < max_distance and comb(b, max_distance) <= MAX_TABLES:  # (k = 0: one table, the whole fingerprint)
+            tables = tuple(itertools.combinations(_blocks(b), b - max_distance))
+            options.append(Layout(tables, (0,) * len(tables)))
+    for m in range(1, min(MAX_TABLES, max_distance + 1) + 1):  # one block a table, radii summing to k + 1 - m
+        base, extra = divmod(max_distance + 1 - m, m)
+        options.append(Layout(tuple((block,) for block in _blocks(m)), tuple(base + (i < extra) for i in range(m))))
+    return list(dict.fromkeys(options))  # (k = 3: Manku's 4 tables are also 4 blocks of radius 0)
+
+
+def choose_layout(max_distance: int, size: int) -> Layout:
+    """The cheapest layout for ``size`` entries."""
+    return min(layout_options(max_distance), key=lambda layout: layout.cost(size))
 
 
 class SimhashIndex:
-    """Integer keys with a 64-bit fingerprint each; ``query`` finds every key within ``max_distance``."""
+    """Integer keys with a 64-bit fingerprint each; ``query`` finds every key within ``max_distance``.
 
-    def __init__(self, max_distance: int = 3, expected_size: int = 10_000_000) -> None:
+    The layout is chosen for the number of entries, and again at each merge into level 0: what
+    is cheapest at 1M entries (k = 8: 4 tables of 16-bit keys) is not at 10M (3 tables of 21 or
+    22 bits).  A ``layout`` given (tests, benchmarks) is kept.
+    """
+
+    def __init__(self, max_distance: int = 3, layout: Layout | None = None) -> None:
         if not 0 <= max_distance <= 64:
             raise ValueError(f"max_distance must be within 0..64, got {max_distance}")
         self.max_distance = max_distance
-        self.layout = choose_layout(max_distance, expected_size)
-        self._recipes = _recipe_arrays(self.layout)
-        self._flips, self._flip_starts = _probe_arrays(self.layout)
-        self._scan_limit = 40 * len(self._flips)  # comparing a fingerprint costs ~1/40 of a probe of a level
-        self._fingerprints = np.empty(_INITIAL_CAPACITY, dtype=np.uint64)
+        self._fixed_layout = layout is not None
         self._keys: np.ndarray | None = None  # None while every key equals its position (a store's rows)
         self._size = 0
-        self._indexed = 0  # entries [0, _indexed) are in the levels, the rest is the buffer
-        # per table, per entry: permuted top 32 bits << 32 | position; each level sorted
-        self._entries = np.empty((self.tables, _INITIAL_CAPACITY), dtype=np.uint64)
+        self._indexed = 0  # entries [0, _indexed) are in the levels, the rest in the buffer
+        self._buffer = np.empty(BUFFER_SIZE, dtype=np.uint64)  # their fingerprints
         self._level_starts = np.zeros(_LEVELS + 1, dtype=np.int64)  # level i is [starts[i], starts[i + 1])
-        self._directory_bits = 0  # level 0 directory: per table, where each value of the top bits starts
-        self._directory = np.zeros((self.tables, 2), dtype=np.int64)
+        self._use(layout or choose_layout(max_distance, 0), _INITIAL_CAPACITY)
 
     def __len__(self) -> int:
         return self._size
@@ -119,40 +123,38 @@ class SimhashIndex:
 
     def memory_bytes(self) -> int:
         """Bytes of the index's arrays: what it costs, times ``len``, per fingerprint."""
-        arrays = (self._fingerprints, self._keys, self._entries)
+        arrays = (self._words, self._positions, self._keys, self._buffer, self._directory)
         return sum(a.nbytes for a in arrays if a is not None)
 
     def add(self, key: int, fingerprint: int) -> None:
-        if self._size == len(self._fingerprints):
-            self._grow_fingerprints(self._size + 1)
-        self._fingerprints[self._size] = fingerprint
+        pending = self._size - self._indexed  # < BUFFER_SIZE <= len(self._buffer)
+        self._buffer[pending] = fingerprint
         if self._keys is not None or key != self._size:
             self._store_keys(self._size, np.array([key], dtype=np.int64))
         self._size += 1
-        if self._size - self._indexed >= BUFFER_SIZE:
+        if pending + 1 >= BUFFER_SIZE:
             self._index_buffer()
 
     def add_many(self, keys: np.ndarray, fingerprints: np.ndarray) -> None:
-        """Add many entries at once.  A bulk load (at least as many as are indexed: opening a
-        store) is sorted into level 0 in one go; fewer go through the buffer, as single adds do."""
-        count = len(keys)
-        if self._size + count > len(self._fingerprints):
-            self._grow_fingerprints(self._size + count)
-        self._fingerprints[self._size : self._size + count] = fingerprints
+        """Add entries.  A bulk load (at least as many as are indexed: opening a store) is merged
+        into level 0 at once; fewer go through the buffer."""
+        count, pending = len(keys), self._size - self._indexed
+        if pending + count > len(self._buffer):
+            self._buffer = grown(self._buffer, pending, pending + count)
+        self._buffer[pending : pending + count] = fingerprints
         self._store_keys(self._size, np.asarray(keys, dtype=np.int64))
         self._size += count
         if count >= self._indexed:
-            self._index_buffer(presorted=False)
-            self._fold(0)
+            self._rebuild(self._best_layout())
         elif self._size - self._indexed >= BUFFER_SIZE:
             self._index_buffer()
 
     def query(self, fingerprint: int) -> list[tuple[int, int]]:
         """Every ``(key, distance)`` within ``max_distance``, nearest first."""
-        found = _query(
-            np.uint64(fingerprint), self.max_distance, self._fingerprints, self._scan_from(), self._size,
-            self._entries, self._level_starts, self._directory, self._directory_bits,
-            self._flips, self._flip_starts, *self._recipes,
+        found, _ = _query(
+            np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
+            self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
+            *self._recipes, self._buffer, self._size - self._indexed,
         )
         if not len(found):
             return []
@@ -161,10 +163,10 @@ class SimhashIndex:
         return list(zip(keys.tolist(), distances.tolist()))
 
     def _scan_from(self) -> int:
-        """Where the query stops probing and compares every fingerprint: the buffer, and the
-        small levels after level 0 when binary searches for every probe would cost more (large k:
-        hundreds of probes).  Levels hold consecutive positions, so this is one range."""
-        start = self._indexed
+        """Where the query stops probing and compares every entry of table 0: the small levels
+        after level 0 when binary searches for every probe would cost more (large k: hundreds of
+        probes).  Levels are consecutive, so this is one range."""
+        start = self._level_starts[-1]
         for level in (2, 1):
             if self._level_size(level) > self._scan_limit:
                 break
@@ -175,38 +177,52 @@ class SimhashIndex:
         if self._keys is None:
             if np.array_equal(keys, np.arange(start, start + len(keys))):
                 return
-            self._keys = np.arange(len(self._fingerprints), dtype=np.int64)
+            self._keys = np.arange(start, dtype=np.int64)
+        if start + len(keys) > len(self._keys):
+            self._keys = grown(self._keys, start, max(start + len(keys), int(_GROWTH * len(self._keys)) + 1))
         self._keys[start : start + len(keys)] = keys
 
-    # -- levels ---------------------------------------------------------------------------
+    # -- layout and levels ----------------------------------------------------------------
 
-    def _stored_bits(self, fingerprints: np.ndarray) -> np.ndarray:
-        """Per table, the top 32 bits of every fingerprint permuted for it (tables x fingerprints).
+    def _use(self, layout: Layout, capacity: int) -> None:
+        """Take ``layout``, with empty tables of ``capacity`` entries."""
+        self.layout = layout
+        self._recipes = _recipe_arrays(layout)
+        self._flips, self._flip_starts = _probe_arrays(layout)
+        self._scan_limit = SCAN_PER_PROBE * len(self._flips)
+        # per table, per entry: the permuted fingerprint and its position; each level sorted
+        self._words = np.empty((self.tables, capacity), dtype=np.uint64)
+        self._positions = np.empty((self.tables, capacity), dtype=np.uint32)
+        self._directory = np.zeros((self.tables, 2), dtype=np.uint32)  # see _index_level_zero
+        self._directory_bits = np.zeros(self.tables, dtype=np.uint64)
 
-        The same recipe arrays as the compiled query, so both always agree.
-        """
-        shifts, masks, lefts, _ = self._recipes
-        stored = np.zeros((self.tables, len(fingerprints)), dtype=np.uint64)
-        for table in range(self.tables):
-            for part in range(shifts.shape[1]):
-                stored[table] |= ((fingerprints >> shifts[table, part]) & masks[table, part]) << lefts[table, part]
-        return stored
+    def _rebuild(self, layout: Layout) -> None:
+        """Index every entry (levels and buffer) afresh into level 0 of ``layout``: a bulk load,
+        or a new layout for a grown index."""
+        indexed, pending = self._level_starts[-1], self._size - self._indexed
+        fingerprints = np.concatenate([_restored(self._words[0, :indexed], *self._recipes[:3]), self._buffer[:pending]])
+        positions = np.concatenate([self._positions[0, :indexed], np.arange(indexed, self._size, dtype=np.uint32)])
+        del self._words, self._positions
+        self._use(layout, max(self._size, _INITIAL_CAPACITY))
+        self._words[:, : self._size] = _permuted(fingerprints, *self._recipes[:3])
+        self._positions[:, : self._size] = positions
+        self._sort_run(0, self._size)
+        self._level_starts[1:] = self._indexed = self._size
+        self._buffer = np.empty(BUFFER_SIZE, dtype=np.uint64)
+        self._index_level_zero()
 
-    def _index_buffer(self, presorted: bool = True) -> None:
-        """Move the buffer into the smallest level, then fold levels that outgrew the next.
-
-        The smallest level is sorted, the buffer is small: a stable sort merges them in linear
-        time.  A bulk load (``presorted=False``) takes numpy's faster unstable sort instead.
-        """
-        stored = self._stored_bits(self._fingerprints[self._indexed : self._size])
-        positions = np.arange(self._indexed, self._size, dtype=np.uint64)
-        start, end = self._level_starts[2], self._level_starts[-1]
-        self._ensure_capacity(end + len(positions))
-        self._entries[:, end : end + len(positions)] = (stored << np.uint64(32)) | positions
-        self._level_starts[-1] = end + len(positions)
+    def _index_buffer(self) -> None:
+        """Move the buffer into the smallest level (sorted, then merged), then fold levels that
+        outgrew the next."""
+        count = self._size - self._indexed
+        end = self._level_starts[-1]
+        self._ensure_capacity(end + count)
+        self._words[:, end : end + count] = _permuted(self._buffer[:count], *self._recipes[:3])
+        self._positions[:, end : end + count] = np.arange(self._indexed, self._size, dtype=np.uint32)
+        self._sort_run(end, end + count)
+        self._level_starts[-1] = end + count
+        self._merge_runs([self._level_starts[2], end])
         self._indexed = self._size
-        for table in range(self.tables):
-            self._entries[table, start : self._level_starts[-1]].sort(kind="stable" if presorted else None)
         # levels grow by a ratio r = (n / buffer) ** (1/3): about 3r entries moved per add
         ratio = max(8.0, (self._size / BUFFER_SIZE) ** (1 / 3))
         if self._level_size(2) >= BUFFER_SIZE * ratio:
@@ -223,52 +239,78 @@ class SimhashIndex:
     def _level_size(self, level: int) -> int:
         return self._level_starts[level + 1] - self._level_starts[level]
 
+    def _sort_run(self, start: int, end: int) -> None:
+        """Sort every table's entries in ``[start, end)`` by permuted fingerprint."""
+        _radix_sort(self._words, self._positions, start, end)
+
+    def _merge_runs(self, starts: list[int]) -> None:
+        """Merge the sorted runs that start at ``starts`` (the last one ends the levels) into one."""
+        end = self._level_starts[-1]
+        for start, middle in reversed(list(itertools.pairwise(starts))):
+            _merge(self._words, self._positions, start, middle, end)
+
     def _fold(self, level: int) -> None:
         """Merge ``level`` (and the smaller ones) into ``level - 1`` (level 0 folds into itself)."""
         target = max(0, level - 1)
-        start, end = self._level_starts[target], self._level_starts[-1]
-        for table in range(self.tables):
-            self._entries[table, start:end].sort(kind="stable")  # sorted runs: a linear merge, in place
+        self._merge_runs(list(self._level_starts[target:_LEVELS]))
         for i in range(target + 1, _LEVELS):
-            self._level_starts[i] = end
+            self._level_starts[i] = self._level_starts[-1]
         if target == 0:
+            if self._best_layout() != self.layout:
+                self._rebuild(self._best_layout())
             self._index_level_zero()
 
+    def _best_layout(self) -> Layout:
+        return self.layout if self._fixed_layout else choose_layout(self.max_distance, self._size)
+
     def _index_level_zero(self) -> None:
-        """Per table, where each value of the top bits starts in level 0, ~16 entries a bucket: a
-        probe reads a bucket's bounds, then binary-searches a few cache lines, not the level."""
+        """Per table, where each value of the key's top bits starts in level 0, ~8 entries (a
+        cache line) a bucket, or the whole key: a probe reads its bucket's bounds, not the level."""
         size = self._level_starts[1]
-        shortest_key = min(min(STORED_BITS, width) for width in self.layout.widths())
-        bits = int(min(shortest_key, max(0, np.log2(max(1, size / 16)))))
-        buckets = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits) if bits else np.zeros(1, np.uint64)
-        self._directory = np.array(
-            [np.append(self._entries[t, :size].searchsorted(buckets), size) for t in range(self.tables)],
-            dtype=np.int64,
-        )
-        self._directory_bits = bits
+        widths = self.layout.widths()
+        bits = [int(min(width, max(0, np.log2(max(1, size / 8))))) for width in widths]
+        self._directory = np.full((self.tables, (1 << max(bits)) + 1), size, dtype=np.uint32)
+        for t, b in enumerate(bits):
+            buckets = np.arange(1 << b, dtype=np.uint64) << np.uint64(64 - b) if b else np.zeros(1, np.uint64)
+            self._directory[t, : len(buckets)] = self._words[t, :size].searchsorted(buckets)
+        self._directory_bits = np.array(bits, dtype=np.uint64)
 
     def _ensure_capacity(self, needed: int) -> None:
-        if needed > self._entries.shape[1]:
-            bigger = np.empty((self.tables, max(needed, int(_GROWTH * self._entries.shape[1]))), dtype=np.uint64)
+        if needed > self._words.shape[1]:
+            capacity = max(needed, int(_GROWTH * self._words.shape[1]))
             end = self._level_starts[-1]
-            bigger[:, :end] = self._entries[:, :end]
-            self._entries = bigger
+            self._words = grown(self._words, end, capacity, axis=1)
+            self._positions = grown(self._positions, end, capacity, axis=1)
             _release_freed_memory()
 
-    def _grow_fingerprints(self, needed: int) -> None:
-        capacity = max(needed, int(_GROWTH * len(self._fingerprints)))
-        self._fingerprints = grown(self._fingerprints, self._size, capacity)
-        if self._keys is not None:
-            self._keys = grown(self._keys, self._size, capacity)
-        _release_freed_memory()
+
+def _permuted(fingerprints: np.ndarray, shifts: np.ndarray, masks: np.ndarray, lefts: np.ndarray) -> np.ndarray:
+    """Per table, every fingerprint permuted so that its key comes first (tables x fingerprints);
+    the same recipe arrays as the compiled query's ``_permute``, so both always agree."""
+    words = np.zeros((len(shifts), len(fingerprints)), dtype=np.uint64)
+    for table in range(len(shifts)):
+        for part in range(shifts.shape[1]):
+            words[table] |= ((fingerprints >> shifts[table, part]) & masks[table, part]) << lefts[table, part]
+    return words
 
 
-def grown(array: np.ndarray, used: int, capacity: int) -> np.ndarray:
-    """A copy of ``array[:used]`` with room for ``capacity`` rows (not ``np.resize``: its result
-    keeps alive a base up to twice as big)."""
-    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
-    grown[:used] = array[:used]
-    return grown
+def _restored(words: np.ndarray, shifts: np.ndarray, masks: np.ndarray, lefts: np.ndarray) -> np.ndarray:
+    """The fingerprints of table 0's ``words``: ``_permuted`` undone."""
+    fingerprints = np.zeros(len(words), dtype=np.uint64)
+    for part in range(shifts.shape[1]):
+        fingerprints |= ((words >> lefts[0, part]) & masks[0, part]) << shifts[0, part]
+    return fingerprints
+
+
+def grown(array: np.ndarray, used: int, capacity: int, axis: int = 0) -> np.ndarray:
+    """A copy of the first ``used`` rows (along ``axis``) of ``array`` with room for ``capacity``
+    (not ``np.resize``: its result keeps alive a base up to twice as big)."""
+    shape = list(array.shape)
+    shape[axis] = capacity
+    bigger = np.empty(shape, dtype=array.dtype)
+    rows = (slice(None),) * axis + (slice(0, used),)
+    bigger[rows] = array[rows]
+    return bigger
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -293,27 +335,22 @@ def _release_freed_memory() -> None:
 
 
 def _recipe_arrays(layout: Layout) -> tuple[np.ndarray, ...]:
-    """Per table: the blocks (shift, mask, where it lands) of the top 32 bits of the permutation
-    that puts the key blocks first and the other bits after them; and the key's width."""
+    """Per table: the blocks (shift, mask, where it lands) of the permutation that puts the key
+    blocks first and the other bits after them; and the key's width."""
     recipes = []
     for blocks in layout.tables:
         rest = sorted(set(range(64)) - {s + i for s, w in blocks for i in range(w)})
-        runs = [(bits[0], len(bits)) for bits in _runs(rest)]
         parts, used = [], 0
-        for shift, width in [*blocks, *runs]:
-            take = min(width, STORED_BITS - used)
-            if take <= 0:
-                break
-            used += take
-            parts.append((shift + width - take, take, STORED_BITS - used))
+        for shift, width in [*blocks, *((bits[0], len(bits)) for bits in _runs(rest))]:
+            used += width
+            parts.append((shift, width, 64 - used))
         recipes.append(parts)
     most = max(len(parts) for parts in recipes)
     shifts, masks, lefts = (np.zeros((len(recipes), most), np.uint64) for _ in range(3))
     for t, parts in enumerate(recipes):
         for j, (shift, width, left) in enumerate(parts):
             shifts[t, j], masks[t, j], lefts[t, j] = shift, (1 << width) - 1, left
-    key_bits = np.array([min(STORED_BITS, w) for w in layout.widths()], np.uint64)
-    return shifts, masks, lefts, key_bits
+    return shifts, masks, lefts, np.array(layout.widths(), np.uint64)
 
 
 def _runs(bits: list[int]) -> list[list[int]]:
@@ -328,13 +365,11 @@ def _runs(bits: list[int]) -> list[list[int]]:
 
 
 def _probe_arrays(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """Every key value to flip per table (the radius ball, cut to the stored key), in one array."""
-    balls = []
-    for width in layout.widths():
-        cut = max(0, width - STORED_BITS)
-        balls.append(np.unique(_ball(width, layout.radius) >> np.uint64(cut)))
+    """Every key value to flip per table (its radius ball), in one array."""
+    balls = [_ball(width, radius) for width, radius in zip(layout.widths(), layout.radii)]
     starts = np.cumsum([0, *map(len, balls)]).astype(np.int64)
     return np.concatenate(balls), starts
+
 
 
 @numba.njit(cache=True)
@@ -346,43 +381,104 @@ def _popcount(x: np.uint64) -> int:
 
 
 @numba.njit(cache=True)
-def _query(query, max_distance, fingerprints, scan_from, size, entries, level_starts,
-           directory, directory_bits, flips, flip_starts, shifts, masks, lefts, key_bits):
+def _permute(fingerprint, t, shifts, masks, lefts):
+    word = np.uint64(0)
+    for j in range(shifts.shape[1]):
+        word |= ((fingerprint >> shifts[t, j]) & masks[t, j]) << lefts[t, j]
+    return word
+
+
+@numba.njit(cache=True)
+def _query(query, max_distance, words, positions, level_starts, scan_from, directory, directory_bits,
+           flips, flip_starts, shifts, masks, lefts, key_bits, buffer, buffered):
     """Every position within ``max_distance`` as ``distance << 32 | position``, sorted (nearest first)."""
     found = np.empty(16, np.uint64)
     count = 0
-    for t in range(entries.shape[0]):
-        stored = np.uint64(0)
-        for j in range(shifts.shape[1]):
-            stored |= ((query >> shifts[t, j]) & masks[t, j]) << lefts[t, j]
-        below = np.uint64(STORED_BITS) - key_bits[t]  # filter bits under the key
-        key = stored >> below
-        for i in range(flip_starts[t], flip_starts[t + 1]):
-            probe = key ^ flips[i]
-            for level in range(level_starts.shape[0] - 1):
-                lo, hi = level_starts[level], min(level_starts[level + 1], scan_from)
-                if lo >= hi:
-                    continue
-                if level == 0:  # the directory narrows the search to a bucket
-                    bucket = probe >> (key_bits[t] - np.uint64(directory_bits))
-                    lo, hi = directory[t, bucket], directory[t, bucket + 1]
-                if level > 0 or directory_bits < key_bits[t]:  # else the bucket is the key
-                    lo += np.searchsorted(entries[t, lo:hi], (probe << below) << np.uint64(32))
-                for j in range(lo, hi):
-                    entry = entries[t, j]
-                    if entry >> (below + np.uint64(32)) != probe:
+    los, his = np.empty(len(flips), np.int64), np.empty(len(flips), np.int64)  # per probe, where to search
+    touched = np.uint64(0)
+    for t in range(words.shape[0]):
+        permuted = _permute(query, t, shifts, masks, lefts)
+        below = np.uint64(64) - key_bits[t]  # bits under the key
+        probes = (permuted >> below) ^ flips[flip_starts[t] : flip_starts[t + 1]]
+        for level in range(level_starts.shape[0] - 1):
+            start, end = level_starts[level], min(level_starts[level + 1], scan_from)
+            if start >= end:
+                continue
+            # First every probe's range (level 0: its directory bucket) and, in level 0, every
+            # cache line of those; then the searches.  Independent memory reads, which the
+            # processor overlaps, rather than one cache miss after another.
+            for i in range(len(probes)):
+                los[i], his[i] = start, end
+                if level == 0:
+                    bucket = probes[i] >> (key_bits[t] - directory_bits[t])
+                    los[i], his[i] = directory[t, bucket], directory[t, bucket + 1]
+                    for j in range(los[i], his[i], 8):
+                        touched ^= words[t, j]
+            narrow = level > 0 or directory_bits[t] < key_bits[t]  # else a bucket is one key
+            for i in range(len(probes)):
+                lo = los[i]
+                if narrow:
+                    lo += np.searchsorted(words[t, lo : his[i]], probes[i] << below)
+                for j in range(lo, his[i]):  # the run of entries with the probe's key
+                    word = words[t, j]
+                    if word >> below != probes[i]:
                         break
-                    if _popcount((entry >> np.uint64(32)) ^ stored) > max_distance:
-                        continue  # already too far on the stored bits: no fingerprint read
-                    position = entry & _POSITION
-                    distance = _popcount(fingerprints[position] ^ query)
-                    if distance <= max_distance and not _contains(found, count, position):
+                    distance = _popcount(word ^ permuted)
+                    if distance > max_distance:
+                        continue
+                    position = np.uint64(positions[t, j])
+                    if not _contains(found, count, position):
                         found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | position)
-    for position in range(scan_from, size):  # the buffer (and small levels)
-        distance = _popcount(fingerprints[position] ^ query)
+    permuted = _permute(query, 0, shifts, masks, lefts)
+    for j in range(scan_from, level_starts[-1]):  # the small levels, if not probed: table 0 whole
+        distance = _popcount(words[0, j] ^ permuted)
         if distance <= max_distance:
-            found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(position))
-    return np.sort(found[:count])
+            found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(positions[0, j]))
+    first = level_starts[-1]  # the buffer: positions [first, first + buffered)
+    for n in range(buffered):
+        distance = _popcount(buffer[n] ^ query)
+        if distance <= max_distance:
+            found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(first + n))
+    return np.sort(found[:count]), touched  # (returned: keeps the reads of cache lines from being optimised away)
+
+
+@numba.njit(cache=True)
+def _radix_sort(words, positions, start, end):
+    """Sort every table's ``words[start:end]`` in place, ``positions`` along: LSD radix sort, 8
+    bits a pass.  Eight passes (even), so the result lands back in the arrays given."""
+    for t in range(words.shape[0]):
+        run_words, run_positions = words[t, start:end], positions[t, start:end]
+        spare_words, spare_positions = np.empty_like(run_words), np.empty_like(run_positions)
+        for shift in range(0, 64, 8):
+            starts = np.zeros(257, np.int64)
+            for word in run_words:
+                starts[((word >> np.uint64(shift)) & np.uint64(255)) + 1] += 1
+            for digit in range(256):
+                starts[digit + 1] += starts[digit]
+            for i in range(len(run_words)):
+                digit = (run_words[i] >> np.uint64(shift)) & np.uint64(255)
+                spare_words[starts[digit]], spare_positions[starts[digit]] = run_words[i], run_positions[i]
+                starts[digit] += 1
+            run_words, spare_words = spare_words, run_words
+            run_positions, spare_positions = spare_positions, run_positions
+
+
+@numba.njit(cache=True)
+def _merge(words, positions, start, middle, end):
+    """Merge every table's sorted runs ``[start, middle)`` and ``[middle, end)`` in place: from
+    the back, with a copy of the right run only (the smaller one: new entries)."""
+    for t in range(words.shape[0]):
+        right_words, right_positions = words[t, middle:end].copy(), positions[t, middle:end].copy()
+        i, j = middle - 1, end - middle - 1
+        for k in range(end - 1, start - 1, -1):
+            if j < 0:
+                break
+            if i >= start and words[t, i] > right_words[j]:
+                words[t, k], positions[t, k] = words[t, i], positions[t, i]
+                i -= 1
+            else:
+                words[t, k], positions[t, k] = right_words[j], right_positions[j]
+                j -= 1
 
 
 @numba.njit(cache=True)
