@@ -1,6 +1,7 @@
 """The shared Redis store: check-and-adds per second from 1 and 4 clients, and Redis memory per page.
 
     python -m bench.redis [--stored 1000000] [--checks 5000] [--batch 1] [--content-distance 8]
+                          [--kinds atomic check_then_insert sadd]
 
 Starts its own redis-server on a free port of 127.0.0.1 (no persistence),
 loads ``--stored`` kept pages through the store (random fingerprints, a 64-byte
@@ -41,6 +42,7 @@ from pipelines.stores import Match, Policy
 from tests.redis_server import RedisServer
 
 KEY = "bench:simhash_dedup"
+KINDS = ("atomic", "check_then_insert", "sadd")
 SCHEME = "bench"
 
 
@@ -123,6 +125,7 @@ def main() -> None:
     parser.add_argument("--checks", type=int, default=5_000, help="check-and-adds per client")
     parser.add_argument("--batch", type=int, default=1, help="pages per call (the pipeline batches pending items)")
     parser.add_argument("--content-distance", type=int, default=Policy().content_distance)
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--out", type=Path, default=Path("bench/results/redis.json"))
     args = parser.parse_args()
     policy = Policy(content_distance=args.content_distance)
@@ -143,7 +146,7 @@ def main() -> None:
             print(f"{kept:,} pages stored in {load_seconds:.0f} s; Redis used_memory {bytes_per_page:.1f} bytes/page",
                   flush=True)
             rows = []
-            for round_, kind in enumerate(("atomic", "check_then_insert", "sadd")):
+            for round_, kind in enumerate(args.kinds):
                 for count in (1, 4):
                     cpu = redis_cpu_seconds(connection)
                     rate, client_cpu = run_clients(
@@ -157,16 +160,17 @@ def main() -> None:
                     print(json.dumps(row), flush=True)
         finally:
             server.stop()
-    atomic4 = next(r for r in rows if r["kind"] == "atomic" and r["clients"] == 4)["per_second"]
     print("\n| store | 1 client | 4 clients | CPU µs per check, 1 / 4 clients: Redis | clients |\n|---|---|---|---|---|")
-    for kind in ("atomic", "check_then_insert", "sadd"):
+    for kind in args.kinds:
         one, four = (next(r for r in rows if r["kind"] == kind and r["clients"] == c) for c in (1, 4))
         print(f"| {kind} | {one['per_second']:,}/s | {four['per_second']:,}/s | "
               f"{one['redis_cpu_us_per_check']} / {four['redis_cpu_us_per_check']} | "
               f"{one['client_cpu_us_per_check']} / {four['client_cpu_us_per_check']} |")
-    for kind in ("check_then_insert", "sadd"):
-        other = next(r for r in rows if r["kind"] == kind and r["clients"] == 4)["per_second"]
-        print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
+    if "atomic" in args.kinds:
+        atomic4 = next(r for r in rows if r["kind"] == "atomic" and r["clients"] == 4)["per_second"]
+        for kind in (k for k in args.kinds if k != "atomic"):
+            other = next(r for r in rows if r["kind"] == kind and r["clients"] == 4)["per_second"]
+            print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
     command = "python -m bench.redis " + " ".join(sys.argv[1:])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"stored": kept, "load_seconds": round(load_seconds), "distance": args.content_distance,

@@ -111,15 +111,35 @@ local function compare(id, kept, entry, page, sketch)
           agreement and math.floor(agreement * 1000 + 0.5) or -1000000}
 end
 
+-- Records [first, last) of the log, one GETRANGE per chunk; a chunk that expired reads as zeros.
+local function read_records(first, last)
+  local parts, id = {}, first
+  while id < last do
+    local base = id - id % chunk
+    local from, to = id - base, math.min(chunk, last - base) - 1
+    local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), from * 24, to * 24 + 23)
+    parts[#parts + 1] = data .. string.rep("\0", (to - from + 1) * 24 - #data)
+    id = base + chunk
+  end
+  return table.concat(parts)
+end
+
+-- Could ``kept`` be near ``page``?  One popcount, of the high halves: most pairs end here.
+local function may_match(kept, page)
+  return (mode ~= "structure" and popcount(bxor(kept.ch, page.ch)) <= max_content)
+      or (mode ~= "content" and popcount(bxor(kept.sh, page.sh)) <= max_structure)
+end
+
 -- The tail: pages other processes kept since the caller's replica was read.
+local tail_records = read_records(seen, count)
 local tail = {}
-for id = seen, count - 1 do
-  local kept = redis.call("GETRANGE", prefix .. ":fp:" .. math.floor(id / chunk), (id % chunk) * 24,
-                          (id % chunk) * 24 + 23)
-  if #kept == 24 then tail[#tail + 1] = {id, decode(kept)} end
+for i = 0, count - seen - 1 do
+  local kept = decode(string.sub(tail_records, i * 24 + 1, i * 24 + 24))
+  if kept.flags ~= 0 then tail[#tail + 1] = {seen + i, kept} end
 end
 
 local results, kept_in_batch = {}, {}  -- batch position -> {id, record, entry} of the pages kept
+local new_records, new_entries, first_new = {}, {}, count  -- what this batch appends, from id first_new
 local position = 0
 for i = 11, #ARGV, 3 do
   local record, entry, candidates = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -127,8 +147,10 @@ for i = 11, #ARGV, 3 do
   position = position + 1
   local found
   for _, kept in ipairs(tail) do
-    found = compare(kept[1], kept[2], nil, page, sketch)
-    if found then break end
+    if may_match(kept[2], page) then
+      found = compare(kept[1], kept[2], nil, page, sketch)
+      if found then break end
+    end
   end
   -- earlier pages of this batch: only those the caller found near enough to matter
   for candidate in string.gmatch(found and "" or candidates, "%d+") do
@@ -141,33 +163,35 @@ for i = 11, #ARGV, 3 do
   if found then
     results[#results + 1] = found
   else
-    local fp_key, pages_key = prefix .. ":fp:" .. math.floor(count / chunk), prefix .. ":pages:" .. math.floor(count / chunk)
     -- the record's stamp is the server's clock: every process ages pages alike
-    redis.call("SETRANGE", fp_key, (count % chunk) * 24, string.sub(record, 1, 16) .. struct.pack(">I4", now) .. string.sub(record, 21))
-    for _ = redis.call("LLEN", pages_key), count % chunk - 1 do
-      redis.call("RPUSH", pages_key, "\0")  -- the chunk expired meanwhile: keep positions aligned
-    end
-    redis.call("RPUSH", pages_key, entry)
-    if ttl > 0 then
-      redis.call("EXPIRE", fp_key, ttl)
-      redis.call("EXPIRE", pages_key, ttl)
-    end
+    new_records[#new_records + 1] = string.sub(record, 1, 16) .. struct.pack(">I4", now) .. string.sub(record, 21)
+    new_entries[#new_entries + 1] = entry
     page.stamp = now
     kept_in_batch[position] = {count, page, entry}
     results[#results + 1] = {count}
     count = count + 1
   end
 end
+
+-- Append the pages kept, a chunk at a time: their records, and their entries to the chunk's list.
+local id = first_new
+while id < count do
+  local n = math.floor(id / chunk)
+  local last = math.min(count, (n + 1) * chunk)
+  local fp_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":pages:" .. n
+  local from, to = id - first_new + 1, last - first_new
+  redis.call("SETRANGE", fp_key, (id % chunk) * 24, table.concat(new_records, "", from, to))
+  for _ = redis.call("LLEN", pages_key), id % chunk - 1 do
+    redis.call("RPUSH", pages_key, "\0")  -- the chunk expired meanwhile: keep positions aligned
+  end
+  redis.call("RPUSH", pages_key, unpack(new_entries, from, to))
+  if ttl > 0 then
+    redis.call("EXPIRE", fp_key, ttl)
+    redis.call("EXPIRE", pages_key, ttl)
+  end
+  id = last
+end
 redis.call("HSET", meta, "count", count)
 
 -- Every record from ``seen`` on (the tail and this batch): the caller's replica catches up.
-local records = {}
-local id = seen
-while id < count do
-  local base = id - id % chunk
-  local first, last = id - base, math.min(chunk, count - base) - 1
-  local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), first * 24, last * 24 + 23)
-  records[#records + 1] = data .. string.rep("\0", (last - first + 1) * 24 - #data)  -- expired: empty records
-  id = base + chunk
-end
-return {results, table.concat(records), now}
+return {results, tail_records .. table.concat(new_records), now}

@@ -20,14 +20,19 @@ As in Manku's design, a table holds each fingerprint *permuted* so that its
 key comes first, sorted: the entries sharing a key are one run, and each one's
 distance to the query is a popcount of the entry itself, with no other memory
 read.  Numpy only, no Python object per entry: per table and entry, the
-permuted fingerprint (8 bytes) and the entry's position (4 bytes), plus the
-key (8 more) unless keys are the positions 0, 1, 2... as a store's rows are.
+permuted fingerprint (8 bytes) and the entry's 32-bit position (4 bytes; up to
+4G entries), plus the key (8 more) unless keys are the positions 0, 1, 2... as
+a store's rows are.  Which layout is cheapest depends on the size (a cost
+model below); the index takes another one as it grows.
 
 New entries go to a small buffer scanned by brute force, then to level 2,
-level 1 and level 0 (the bulk) of every table, each merged into the next when
-it outgrows it by a ratio that grows as the cube root of the size, so an add
-costs O(1) amortised.  A query is one compiled function (numba): per table and
-probe, a binary search in each level, a scan of the entries sharing the key.
+level 1 and level 0 (the bulk) of every table: sorted, and merged into the
+next level when it outgrows it by a ratio that grows as the cube root of the
+size, so an add costs O(1) amortised.  Level 0 has a directory: where each
+value of the key's top bits starts.  A query is one compiled function
+(numba): per table, the directory buckets of every probe and their cache
+lines first (independent reads, which the processor overlaps), then the scans
+of the runs; in the small levels, a binary search per probe.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
 # Cost model: a probe (a directory read, then its run's first cache line) takes ~100 ns, an
 # entry of a run ~3 ns (measured at k = 3 and 8, 1M and 10M entries, on 2-core x86-64).
 SCAN_PER_PROBE = 32
+RELAYOUT_GAIN = 0.8  # a growing index takes another layout when it costs queries 20% less
+MANY_PROBES = 16  # from this many probes a query scans the small levels, not a binary search per probe
 _LEVELS = 3
 _POSITION = np.uint64(0xFFFFFFFF)  # a query's result: distance << 32 | position
 _INITIAL_CAPACITY = 1024
@@ -145,7 +152,7 @@ class SimhashIndex:
         self._store_keys(self._size, np.asarray(keys, dtype=np.int64))
         self._size += count
         if count >= self._indexed:
-            self._rebuild(self._best_layout())
+            self._rebuild(self.layout if self._fixed_layout else choose_layout(self.max_distance, self._size))
         elif self._size - self._indexed >= BUFFER_SIZE:
             self._index_buffer()
 
@@ -163,15 +170,9 @@ class SimhashIndex:
         return list(zip(keys.tolist(), distances.tolist()))
 
     def _scan_from(self) -> int:
-        """Where the query stops probing and compares every entry of table 0: the small levels
-        after level 0 when binary searches for every probe would cost more (large k: hundreds of
-        probes).  Levels are consecutive, so this is one range."""
-        start = self._level_starts[-1]
-        for level in (2, 1):
-            if self._level_size(level) > self._scan_limit:
-                break
-            start = self._level_starts[level]
-        return start
+        """Where the query stops probing: with many probes (large k), after level 0; the small
+        levels are then scanned whole (table 0), cheaper than a binary search per probe."""
+        return self._level_starts[1] if len(self._flips) >= MANY_PROBES else self._level_starts[-1]
 
     def _store_keys(self, start: int, keys: np.ndarray) -> None:
         if self._keys is None:
@@ -189,7 +190,6 @@ class SimhashIndex:
         self.layout = layout
         self._recipes = _recipe_arrays(layout)
         self._flips, self._flip_starts = _probe_arrays(layout)
-        self._scan_limit = SCAN_PER_PROBE * len(self._flips)
         # per table, per entry: the permuted fingerprint and its position; each level sorted
         self._words = np.empty((self.tables, capacity), dtype=np.uint64)
         self._positions = np.empty((self.tables, capacity), dtype=np.uint32)
@@ -229,11 +229,11 @@ class SimhashIndex:
             self._fold(2)
         if self._level_size(1) >= BUFFER_SIZE * ratio**2:
             self._fold(1)
-        # With hundreds of probes (large k) every query scans levels 1 and 2 whole (`_scan_from`):
-        # keep them near sqrt(30 n) entries, where that scan costs a query about what merging
-        # them into level 0 costs an add.
-        small = (30 * self._size) ** 0.5
-        if self._scan_limit >= small and self._level_starts[-1] - self._level_starts[1] > small:
+        # With many probes (large k) every query scans levels 1 and 2 whole (`_scan_from`): keep
+        # them under sqrt(100 n) entries, where that scan (~0.3 ns an entry) costs a query about
+        # what merging them into level 0 (~3 ns an entry and table) costs an add.
+        many_probes = len(self._flips) >= MANY_PROBES
+        if many_probes and self._level_starts[-1] - self._level_starts[1] > (100 * self._size) ** 0.5:
             self._fold(1)
 
     def _level_size(self, level: int) -> int:
@@ -252,28 +252,25 @@ class SimhashIndex:
     def _fold(self, level: int) -> None:
         """Merge ``level`` (and the smaller ones) into ``level - 1`` (level 0 folds into itself)."""
         target = max(0, level - 1)
+        if target == 0 and not self._fixed_layout:
+            best = choose_layout(self.max_distance, self._size)
+            if best.cost(self._size) < RELAYOUT_GAIN * self.layout.cost(self._size):
+                self._rebuild(best)  # everything sorted afresh
+                return
         self._merge_runs(list(self._level_starts[target:_LEVELS]))
         for i in range(target + 1, _LEVELS):
             self._level_starts[i] = self._level_starts[-1]
         if target == 0:
-            if self._best_layout() != self.layout:
-                self._rebuild(self._best_layout())
             self._index_level_zero()
-
-    def _best_layout(self) -> Layout:
-        return self.layout if self._fixed_layout else choose_layout(self.max_distance, self._size)
 
     def _index_level_zero(self) -> None:
         """Per table, where each value of the key's top bits starts in level 0, ~8 entries (a
         cache line) a bucket, or the whole key: a probe reads its bucket's bounds, not the level."""
         size = self._level_starts[1]
-        widths = self.layout.widths()
-        bits = [int(min(width, max(0, np.log2(max(1, size / 8))))) for width in widths]
-        self._directory = np.full((self.tables, (1 << max(bits)) + 1), size, dtype=np.uint32)
-        for t, b in enumerate(bits):
-            buckets = np.arange(1 << b, dtype=np.uint64) << np.uint64(64 - b) if b else np.zeros(1, np.uint64)
-            self._directory[t, : len(buckets)] = self._words[t, :size].searchsorted(buckets)
+        bits = [int(min(width, max(0, np.log2(max(1, size / 8))))) for width in self.layout.widths()]
         self._directory_bits = np.array(bits, dtype=np.uint64)
+        self._directory = np.empty((self.tables, (1 << max(bits)) + 1), dtype=np.uint32)
+        _fill_directory(self._words, size, self._directory_bits, self._directory)
 
     def _ensure_capacity(self, needed: int) -> None:
         if needed > self._words.shape[1]:
@@ -461,6 +458,21 @@ def _radix_sort(words, positions, start, end):
                 starts[digit] += 1
             run_words, spare_words = spare_words, run_words
             run_positions, spare_positions = spare_positions, run_positions
+
+
+@numba.njit(cache=True)
+def _fill_directory(words, size, bits, directory):
+    """Per table ``t``, ``directory[t, v]``: where the first of ``words[t, :size]`` (sorted) whose
+    top ``bits[t]`` bits are at least ``v`` is; ``size`` past the last bucket."""
+    for t in range(words.shape[0]):
+        below = np.uint64(64) - bits[t]
+        bucket = 0
+        for i in range(size):
+            value = words[t, i] >> below if bits[t] else np.uint64(0)
+            while bucket <= value:
+                directory[t, bucket] = i
+                bucket += 1
+        directory[t, bucket:] = size
 
 
 @numba.njit(cache=True)

@@ -113,8 +113,10 @@ class RedisStore(MemoryStore):
         the records the replica misses."""
         if self._epoch is None:
             self._open()
+        read: list[np.ndarray] = []  # appended at once: one sort of the replica, not one per chunk
+        rows = self._rows
         while True:
-            chunk, offset = divmod(self._rows, CHUNK)
+            chunk, offset = divmod(rows, CHUNK)
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(self._meta, "epoch", "count")
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
@@ -123,13 +125,20 @@ class RedisStore(MemoryStore):
             self._set_clock(seconds)
             if epoch != self._epoch:  # Redis lost the store (restart without persistence, reset): start over
                 self._start_over()
+                read, rows = [], self._rows
                 continue
             count = int(count or 0)
-            missing = min(count, (chunk + 1) * CHUNK) - self._rows
-            if missing > 0:
-                self._append_records(np.frombuffer(data[: missing * RECORD.itemsize], dtype=RECORD), missing)
-            if self._rows >= count:
-                return
+            missing = min(count, (chunk + 1) * CHUNK) - rows
+            if missing > 0:  # a chunk that expired reads short: its pages become rows that never match
+                records = np.zeros(missing, dtype=RECORD)
+                data = data[: missing * RECORD.itemsize]
+                records[: len(data) // RECORD.itemsize] = np.frombuffer(data, dtype=RECORD)
+                read.append(records)
+                rows += missing
+            if rows >= count:
+                break
+        if read:
+            self._append_records(np.concatenate(read))
 
     def close(self) -> None:
         self.client.close()
@@ -157,11 +166,9 @@ class RedisStore(MemoryStore):
         self._stamps = array("I")
         self._open()
 
-    def _append_records(self, records: np.ndarray, count: int) -> None:
-        """Rows for ``count`` pages of the log; pages whose chunk expired become rows that never match."""
-        if len(records) < count:
-            records = np.concatenate([records, np.zeros(count - len(records), dtype=RECORD)])
-        if not count:
+    def _append_records(self, records: np.ndarray) -> None:
+        """Rows for pages of the log (all zeros: a page whose chunk expired, never matched)."""
+        if not len(records):
             return
         flags = records["flags"]
         self._load_rows(
@@ -195,7 +202,7 @@ class RedisStore(MemoryStore):
             return None
         answers, records, seconds = reply
         self._set_clock(seconds)
-        self._append_records(np.frombuffer(records, dtype=RECORD), len(records) // RECORD.itemsize)
+        self._append_records(np.frombuffer(records, dtype=RECORD))
         for i, answer in zip(pending, answers):
             if answer[0] == -1:
                 _, _, url, reason, content, structure, agreement = answer

@@ -58,7 +58,8 @@ def test_a_growing_index_changes_layout_and_stays_exact() -> None:
     for key, fingerprint in enumerate(fingerprints.tolist()):
         index.add(key, fingerprint)
     assert index.layout != first
-    assert index.layout == choose_layout(8, len(fingerprints))
+    best = choose_layout(8, len(fingerprints))
+    assert index.layout.cost(len(fingerprints)) <= best.cost(len(fingerprints)) / 0.8
     assert_exact(index, fingerprints, step=397)
 
 
@@ -69,7 +70,7 @@ def test_empty_index_and_buffer_only() -> None:
     assert index.query(0b0011) == [(7, 1)]
 
 
-@pytest.mark.parametrize("max_distance", range(0, 9))
+@pytest.mark.parametrize("max_distance", range(9))
 def test_chosen_layouts_stay_within_the_memory_budget(max_distance: int) -> None:
     for size in (0, 10**6, 10**8):
         assert len(choose_layout(max_distance, size).tables) <= MAX_TABLES
