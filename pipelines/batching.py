@@ -11,10 +11,8 @@ from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
 from .fingerprint import Fingerprint
-from .redis_store import RedisStore
+from .redis_store import MAX_BATCH, RedisStore
 from .stores import Match
-
-MAX_BATCH = 100  # pages per script call
 
 
 class StoreBatcher:

@@ -9,8 +9,9 @@
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never),
 --          mode, content distance, structure distance, min similarity, longest tail to check,
---          then per page: record (24 bytes), page entry (sketch length byte, sketch, url), and
---          the positions (1-based, space-separated) of earlier pages of the batch near enough to it
+--          then one argument per page: its record (24 bytes); how many earlier pages of the batch
+--          are near enough to it (a byte) and their positions (1-based, a byte each); its entry
+--          in the pages list (sketch length byte, sketch, url)
 -- Returns  {"epoch"} when the store was created again (restart, reset), {"behind"} when the
 --          caller's replica misses more than the longest tail, else {answers, records, now}:
 --          per page {id} when kept, {-1, id, url, reason, content d, structure d, similarity*1000};
@@ -141,8 +142,9 @@ end
 local results, kept_in_batch = {}, {}  -- batch position -> {id, record, entry} of the pages kept
 local new_records, new_entries, first_new = {}, {}, count  -- what this batch appends, from id first_new
 local position = 0
-for i = 11, #ARGV, 3 do
-  local record, entry, candidates = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+for i = 11, #ARGV do
+  local record, near = string.sub(ARGV[i], 1, 24), string.byte(ARGV[i], 25)
+  local candidates, entry = {string.byte(ARGV[i], 26, 25 + near)}, string.sub(ARGV[i], 26 + near)
   local page, sketch = decode(record), sketch_of(entry)
   position = position + 1
   local found
@@ -153,8 +155,8 @@ for i = 11, #ARGV, 3 do
     end
   end
   -- earlier pages of this batch: only those the caller found near enough to matter
-  for candidate in string.gmatch(found and "" or candidates, "%d+") do
-    local kept = kept_in_batch[tonumber(candidate)]
+  for _, candidate in ipairs(found and {} or candidates) do
+    local kept = kept_in_batch[candidate]
     if kept then
       found = compare(kept[1], kept[2], kept[3], page, sketch)
       if found then break end

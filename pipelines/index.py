@@ -158,13 +158,19 @@ class SimhashIndex:
 
     def query(self, fingerprint: int) -> list[tuple[int, int]]:
         """Every ``(key, distance)`` within ``max_distance``, nearest first."""
-        found, _ = _query(
-            np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
-            self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
-            *self._recipes, self._buffer, self._size - self._indexed,
-        )
-        if not len(found):
+        found = np.empty(16, dtype=np.uint64)
+        while True:
+            count, _ = _query(
+                np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
+                self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
+                *self._recipes, self._buffer, self._size - self._indexed, found,
+            )
+            if count <= len(found):
+                break
+            found = np.empty(count, dtype=np.uint64)  # more matches than room: once more, with room
+        if not count:
             return []
+        found = np.sort(found[:count])
         positions, distances = (found & _POSITION).astype(np.int64), found >> np.uint64(32)
         keys = positions if self._keys is None else self._keys[positions]
         return list(zip(keys.tolist(), distances.tolist()))
@@ -257,20 +263,24 @@ class SimhashIndex:
             if best.cost(self._size) < RELAYOUT_GAIN * self.layout.cost(self._size):
                 self._rebuild(best)  # everything sorted afresh
                 return
+        added = self._words[:, self._level_starts[1] : self._level_starts[-1]].copy() if target == 0 else None
         self._merge_runs(list(self._level_starts[target:_LEVELS]))
         for i in range(target + 1, _LEVELS):
             self._level_starts[i] = self._level_starts[-1]
         if target == 0:
-            self._index_level_zero()
+            self._index_level_zero(added)
 
-    def _index_level_zero(self) -> None:
+    def _index_level_zero(self, added: np.ndarray | None = None) -> None:
         """Per table, where each value of the key's top bits starts in level 0, ~8 entries (a
-        cache line) a bucket, or the whole key: a probe reads its bucket's bounds, not the level."""
+        cache line) a bucket, or the whole key: a probe reads its bucket's bounds, not the level.
+        Updated with the entries ``added`` by a merge, unless the buckets change (or none given)."""
         size = self._level_starts[1]
-        bits = [int(min(width, max(0, np.log2(max(1, size / 8))))) for width in self.layout.widths()]
-        self._directory_bits = np.array(bits, dtype=np.uint64)
-        self._directory = np.empty((self.tables, (1 << max(bits)) + 1), dtype=np.uint32)
-        _fill_directory(self._words, size, self._directory_bits, self._directory)
+        bits = np.array([min(w, max(0, int(np.log2(max(1, size / 8))))) for w in self.layout.widths()], np.uint64)
+        if added is None or not np.array_equal(bits, self._directory_bits):
+            self._directory_bits = bits
+            self._directory = np.zeros((self.tables, (1 << int(bits.max())) + 1), dtype=np.uint32)
+            added = self._words[:, :size]
+        _count_into_directory(added, self._directory_bits, self._directory)
 
     def _ensure_capacity(self, needed: int) -> None:
         if needed > self._words.shape[1]:
@@ -387,9 +397,10 @@ def _permute(fingerprint, t, shifts, masks, lefts):
 
 @numba.njit(cache=True)
 def _query(query, max_distance, words, positions, level_starts, scan_from, directory, directory_bits,
-           flips, flip_starts, shifts, masks, lefts, key_bits, buffer, buffered):
-    """Every position within ``max_distance`` as ``distance << 32 | position``, sorted (nearest first)."""
-    found = np.empty(16, np.uint64)
+           flips, flip_starts, shifts, masks, lefts, key_bits, buffer, buffered, found):
+    """Every position within ``max_distance``, written to ``found`` as ``distance << 32 |
+    position``; returns how many there are (more than fit in ``found``: call again, bigger).
+    Also returns a value folded from the cache lines read ahead, so they are not optimised away."""
     count = 0
     los, his = np.empty(len(flips), np.int64), np.empty(len(flips), np.int64)  # per probe, where to search
     touched = np.uint64(0)
@@ -421,22 +432,37 @@ def _query(query, max_distance, words, positions, level_starts, scan_from, direc
                     if word >> below != probes[i]:
                         break
                     distance = _popcount(word ^ permuted)
-                    if distance > max_distance:
-                        continue
-                    position = np.uint64(positions[t, j])
-                    if not _contains(found, count, position):
-                        found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | position)
+                    if distance <= max_distance:
+                        count = _record(found, count, distance, positions[t, j])
+    # The small levels, if not probed: table 0 whole.  Distances first, in a loop the compiler
+    # vectorises, then the few matches.
     permuted = _permute(query, 0, shifts, masks, lefts)
-    for j in range(scan_from, level_starts[-1]):  # the small levels, if not probed: table 0 whole
-        distance = _popcount(words[0, j] ^ permuted)
-        if distance <= max_distance:
-            found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(positions[0, j]))
+    scanned = words[0, scan_from : level_starts[-1]]  # (a 1-d view: 2-d indexing is not vectorised)
+    distances = np.empty(len(scanned), np.uint8)
+    for j in range(len(scanned)):
+        distances[j] = _popcount(scanned[j] ^ permuted)
+    for j in range(len(scanned)):
+        if distances[j] <= max_distance:
+            count = _record(found, count, distances[j], positions[0, scan_from + j])
     first = level_starts[-1]  # the buffer: positions [first, first + buffered)
     for n in range(buffered):
         distance = _popcount(buffer[n] ^ query)
         if distance <= max_distance:
-            found, count = _append(found, count, np.uint64(distance) << np.uint64(32) | np.uint64(first + n))
-    return np.sort(found[:count]), touched  # (returned: keeps the reads of cache lines from being optimised away)
+            count = _record(found, count, distance, first + n)
+    return count, touched
+
+
+@numba.njit(cache=True)
+def _record(found, count, distance, position):
+    """Add a match unless already found (through another table); past ``found``'s end it is
+    only counted.  ``found`` is never reallocated here: that would slow every loop above."""
+    entry = np.uint64(distance) << np.uint64(32) | np.uint64(position)
+    for c in range(min(count, len(found))):
+        if found[c] & _POSITION == np.uint64(position):
+            return count
+    if count < len(found):
+        found[count] = entry
+    return count + 1
 
 
 @numba.njit(cache=True)
@@ -461,18 +487,18 @@ def _radix_sort(words, positions, start, end):
 
 
 @numba.njit(cache=True)
-def _fill_directory(words, size, bits, directory):
-    """Per table ``t``, ``directory[t, v]``: where the first of ``words[t, :size]`` (sorted) whose
-    top ``bits[t]`` bits are at least ``v`` is; ``size`` past the last bucket."""
-    for t in range(words.shape[0]):
+def _count_into_directory(added, bits, directory):
+    """Entries ``added`` to level 0, per table: every directory bound past their bucket moves up
+    by one (a directory of zeros and all of level 0 make the whole directory)."""
+    for t in range(added.shape[0]):
+        counts = np.zeros(directory.shape[1], np.int64)
         below = np.uint64(64) - bits[t]
-        bucket = 0
-        for i in range(size):
-            value = words[t, i] >> below if bits[t] else np.uint64(0)
-            while bucket <= value:
-                directory[t, bucket] = i
-                bucket += 1
-        directory[t, bucket:] = size
+        for word in added[t]:
+            counts[np.int64(word >> below) + 1 if below < 64 else 1] += 1
+        running = 0
+        for bound in range(directory.shape[1]):
+            running += counts[bound]
+            directory[t, bound] += running
 
 
 @numba.njit(cache=True)
@@ -491,23 +517,6 @@ def _merge(words, positions, start, middle, end):
             else:
                 words[t, k], positions[t, k] = right_words[j], right_positions[j]
                 j -= 1
-
-
-@numba.njit(cache=True)
-def _contains(found, count, position):
-    """Already found (through another table)?"""
-    for c in range(count):
-        if found[c] & _POSITION == position:
-            return True
-    return False
-
-
-@numba.njit(cache=True)
-def _append(found, count, value):
-    if count == found.shape[0]:
-        found = np.concatenate((found, np.empty(count, np.uint64)))
-    found[count] = value
-    return found, count + 1
 
 
 def _ball(width: int, radius: int) -> np.ndarray:

@@ -39,7 +39,7 @@ CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired toge
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
-UNCHECKED_BATCH = 100
+MAX_BATCH = 100  # pages per script call (<= 255: a page names the near ones before it by a byte each)
 MAX_TAIL = 5_000  # pages kept by others that one script call may compare; a replica further behind reads the log first
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
@@ -65,6 +65,7 @@ class RedisStore(MemoryStore):
         self._clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._retry_at = 0.0
         self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
+        self._others_writing = False  # did other processes append during the last call?
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         return self.check_and_add_many([(url, fingerprint)])[0]
@@ -78,8 +79,8 @@ class RedisStore(MemoryStore):
         """
         try:
             while self._unchecked:  # kept while Redis was down: added first, a batch at a time
-                self._guarded(self._check_all, self._unchecked[:UNCHECKED_BATCH])
-                del self._unchecked[:UNCHECKED_BATCH]
+                self._guarded(self._check_all, self._unchecked[:MAX_BATCH])
+                del self._unchecked[:MAX_BATCH]
             return self._guarded(self._check_all, pages)
         except StoreUnavailable:
             self._unchecked = (self._unchecked + pages)[-MAX_UNCHECKED:]
@@ -101,10 +102,13 @@ class RedisStore(MemoryStore):
     def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
         if self._epoch is None:
             self.sync()
-        while True:
-            results = self._check(pages)
-            if results is not None:
-                return results
+        results: list[Match | None] = []
+        for start in range(0, len(pages), MAX_BATCH):
+            checked = None
+            while checked is None:  # None: the replica was brought up to date first
+                checked = self._check(pages[start : start + MAX_BATCH])
+            results += checked
+        return results
 
     def sync(self) -> None:
         """Read the log into the replica up to its end (and start over if the store was created again).
@@ -178,7 +182,14 @@ class RedisStore(MemoryStore):
         self._stamps.extend(records["stamp"].tolist())
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
-        """Pages matched in the replica; the others through the script. ``None``: start over."""
+        """Pages matched in the replica; the others through the script. ``None``: start over.
+
+        While other processes are writing, the replica reads the log first (one more round trip):
+        the script then compares each page only with what they kept in that short while, not
+        with all they kept since this process's last call, work that would grow with their number.
+        """
+        if self._others_writing:
+            self.sync()
         results: list[Match | None] = [self._find(page) for _, page in pages]
         pending = [i for i, match in enumerate(results) if match is None]
         if not pending:
@@ -191,7 +202,7 @@ class RedisStore(MemoryStore):
         ]
         batch = [pages[i] for i in pending]
         for (url, page), near in zip(batch, self._near_earlier(batch)):
-            args += [pack_record(page), pack_entry(url, page.sketch), " ".join(map(str, near))]
+            args.append(pack_record(page) + bytes([len(near), *near]) + pack_entry(url, page.sketch))
         reply = self._script(keys=[self._meta], args=args)
         if reply == [b"epoch"]:
             logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
@@ -203,6 +214,7 @@ class RedisStore(MemoryStore):
         answers, records, seconds = reply
         self._set_clock(seconds)
         self._append_records(np.frombuffer(records, dtype=RECORD))
+        self._others_writing = len(records) // RECORD.itemsize > sum(answer[0] != -1 for answer in answers)
         for i, answer in zip(pending, answers):
             if answer[0] == -1:
                 _, _, url, reason, content, structure, agreement = answer
@@ -216,13 +228,17 @@ class RedisStore(MemoryStore):
     def _near_earlier(self, batch: list[tuple[str, Fingerprint]]) -> list[list[int]]:
         """Per page, the earlier pages of the batch (1-based) within a distance: the only ones of
         the batch the script compares it with, so a batch costs Redis no quadratic work."""
-        policy = self.policy
-        return [
-            [i + 1 for i, (_, earlier) in enumerate(batch[:j])
-             if _within(earlier.content, page.content, policy.content_distance)
-             or _within(earlier.structure, page.structure, policy.structure_distance)]
-            for j, (_, page) in enumerate(batch)
-        ]
+        near = np.zeros((len(batch), len(batch)), dtype=bool)
+        for part, distance in (("content", self.policy.content_distance), ("structure", self.policy.structure_distance)):
+            values = [getattr(page, part) for _, page in batch]
+            present = np.array([value is not None for value in values])
+            fingerprints = np.array([value or 0 for value in values], dtype=np.uint64)
+            both = present[:, None] & present
+            near |= both & (np.bitwise_count(fingerprints[:, None] ^ fingerprints) <= distance)
+        earlier: list[list[int]] = [[] for _ in batch]
+        for page, other in zip(*np.nonzero(np.tril(near, k=-1))):
+            earlier[page].append(int(other) + 1)
+        return earlier
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
@@ -251,10 +267,6 @@ def remove_redis_store(client: redis.Redis, key: str) -> int:
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
     return len(keys)
-
-
-def _within(a: int | None, b: int | None, distance: int) -> bool:
-    return a is not None and b is not None and (a ^ b).bit_count() <= distance
 
 
 def pack_record(page: Fingerprint) -> bytes:
