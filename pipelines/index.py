@@ -236,10 +236,10 @@ class SimhashIndex:
         if self._level_size(1) >= BUFFER_SIZE * ratio**2:
             self._fold(1)
         # With many probes (large k) every query scans levels 1 and 2 whole (`_scan_from`): keep
-        # them under sqrt(100 n) entries, where that scan (~0.3 ns an entry) costs a query about
-        # what merging them into level 0 (~3 ns an entry and table) costs an add.
+        # them under sqrt(300 n) entries, where that scan (~0.3 ns an entry) costs a query about
+        # what merging them into level 0 (~3 ns an entry and table) costs a few adds.
         many_probes = len(self._flips) >= MANY_PROBES
-        if many_probes and self._level_starts[-1] - self._level_starts[1] > (100 * self._size) ** 0.5:
+        if many_probes and self._level_starts[-1] - self._level_starts[1] > (300 * self._size) ** 0.5:
             self._fold(1)
 
     def _level_size(self, level: int) -> int:

@@ -144,6 +144,13 @@ class RedisStore(MemoryStore):
         if read:
             self._append_records(np.concatenate(read))
 
+    def _read_ahead(self) -> None:
+        """Append what the log's current chunk holds past the replica: one GETRANGE, the
+        cheapest round trip (the script brings the rest, and checks the epoch)."""
+        chunk, offset = divmod(self._rows, CHUNK)
+        data = self.client.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
+        self._append_records(np.frombuffer(data, dtype=RECORD))
+
     def close(self) -> None:
         self.client.close()
 
@@ -189,7 +196,7 @@ class RedisStore(MemoryStore):
         with all they kept since this process's last call, work that would grow with their number.
         """
         if self._others_writing:
-            self.sync()
+            self._read_ahead()
         results: list[Match | None] = [self._find(page) for _, page in pages]
         pending = [i for i, match in enumerate(results) if match is None]
         if not pending:
