@@ -69,7 +69,7 @@ class CheckThenInsertStore(RedisStore):
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
                 pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
-                pipe.rpush(f"{self.key}:pages:{chunk}", pack_entry(url, page.sketch))
+                pipe.rpush(f"{self.key}:pages:{chunk}", pack_entry(url, page))
                 pipe.execute()
         return results
 

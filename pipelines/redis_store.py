@@ -6,14 +6,16 @@ fingerprints, the time kept, which parts exist) and ``<key>:pages:<n>`` (a
 list of sketch + URL), with ``<key>:meta`` (epoch, count, scheme).
 
 Each process reads the log's fingerprints at open into a replica: the same
-in-memory index as ``MemoryStore``.  The search, the expensive part at large
-distances, runs in the crawler processes against their replica; Redis then
-runs one Lua script per batch (``check_and_add.lua``) that compares each page
-with the pages kept since the replica was last brought up to date, appends it
-unless one of them is a near-duplicate, and returns the records the replica
-misses.  Redis runs scripts one at a time, so the decision is atomic across
+in-memory index as ``MemoryStore``.  The decision runs in the crawler
+processes: a batch of pages is compared with the replica and with the pages
+before it in the batch, and those found unique go to one Lua script
+(``check_and_add.lua``) that appends them only if the log still ends where
+the replica does.  If it grew, the script returns the new records instead;
+the process compares its pages with them (a few, by brute force) and tries
+again.  Redis runs scripts one at a time, so the decision is atomic across
 processes and machines: of two near-duplicates checked at once by two
-processes, exactly one is kept.  One round trip per batch.
+processes, exactly one is kept.  Redis's one thread only appends, whatever
+the distances and however many processes share it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import numpy as np
 import redis
 
 from .fingerprint import Fingerprint
-from .stores import Match, MemoryStore, Policy
+from .stores import Match, MemoryStore, Policy, fingerprint_row
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +41,8 @@ CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired toge
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
-MAX_BATCH = 100  # pages per script call (<= 255: a page names the near ones before it by a byte each)
-MAX_TAIL = 5_000  # pages kept by others that one script call may compare; a replica further behind reads the log first
+MAX_BATCH = 100  # pages per script call
+MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -65,7 +67,7 @@ class RedisStore(MemoryStore):
         self._clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._retry_at = 0.0
         self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
-        self._others_writing = False  # did other processes append during the last call?
+        self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         return self.check_and_add_many([(url, fingerprint)])[0]
@@ -144,13 +146,6 @@ class RedisStore(MemoryStore):
         if read:
             self._append_records(np.concatenate(read))
 
-    def _read_ahead(self) -> None:
-        """Append what the log's current chunk holds past the replica: one GETRANGE, the
-        cheapest round trip (the script brings the rest, and checks the epoch)."""
-        chunk, offset = divmod(self._rows, CHUNK)
-        data = self.client.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
-        self._append_records(np.frombuffer(data, dtype=RECORD))
-
     def close(self) -> None:
         self.client.close()
 
@@ -189,63 +184,55 @@ class RedisStore(MemoryStore):
         self._stamps.extend(records["stamp"].tolist())
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
-        """Pages matched in the replica; the others through the script. ``None``: start over.
-
-        While other processes are writing, the replica reads the log first (one more round trip):
-        the script then compares each page only with what they kept in that short while, not
-        with all they kept since this process's last call, work that would grow with their number.
-        """
-        if self._others_writing:
-            self._read_ahead()
+        """Pages matched in the replica or earlier in the batch; the others appended through the
+        script, once no other process appended since the replica's last read.  ``None``: the
+        replica started over or read the log, check again."""
         results: list[Match | None] = [self._find(page) for _, page in pages]
-        pending = [i for i, match in enumerate(results) if match is None]
-        if not pending:
-            return results
-        policy = self.policy
-        args: list[bytes | str | int | float] = [
-            self.key, self._epoch, self._rows, CHUNK, self.expire_seconds,
-            policy.mode.value, policy.content_distance, policy.structure_distance, policy.min_similarity,
-            MAX_TAIL,
-        ]
-        batch = [pages[i] for i in pending]
-        for (url, page), near in zip(batch, self._near_earlier(batch)):
-            args.append(pack_record(page) + bytes([len(near), *near]) + pack_entry(url, page.sketch))
-        reply = self._script(keys=[self._meta], args=args)
-        if reply == [b"epoch"]:
-            logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
-            self._start_over()
-            return None
-        if reply == [b"behind"]:
-            self.sync()
-            return None
-        answers, records, seconds = reply
-        self._set_clock(seconds)
-        self._append_records(np.frombuffer(records, dtype=RECORD))
-        self._others_writing = len(records) // RECORD.itemsize > sum(answer[0] != -1 for answer in answers)
-        for i, answer in zip(pending, answers):
-            if answer[0] == -1:
-                _, _, url, reason, content, structure, agreement = answer
-                results[i] = Match(
-                    url.decode(), reason.decode(),
-                    None if content < 0 else content, None if structure < 0 else structure,
-                    None if agreement < -1000 else agreement / 1000,
-                )
+        while True:
+            seen = self._rows
+            pending = [i for i, match in enumerate(results) if match is None]
+            in_batch = self._match_in_batch([pages[i] for i in pending])
+            kept = [i for i, match in zip(pending, in_batch) if match is None]
+            if not kept:
+                break
+            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL]
+            args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
+            status, *reply = self._script(keys=[self._meta], args=args)
+            if status == b"epoch":
+                logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
+                self._start_over()
+                return None
+            if status == b"behind":
+                self.sync()
+                return None
+            if status == b"kept":
+                self._set_clock(reply[0])
+                records = np.frombuffer(b"".join(pack_record(pages[i][1]) for i in kept), dtype=RECORD).copy()
+                records["stamp"] = reply[0]
+                self._append_records(records)
+                break
+            self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages
+            for i in pending:
+                results[i] = self._find(pages[i][1], since=seen)
+        for i, match in zip(pending, in_batch):
+            results[i] = results[i] or match
         return results
 
-    def _near_earlier(self, batch: list[tuple[str, Fingerprint]]) -> list[list[int]]:
-        """Per page, the earlier pages of the batch (1-based) within a distance: the only ones of
-        the batch the script compares it with, so a batch costs Redis no quadratic work."""
-        near = np.zeros((len(batch), len(batch)), dtype=bool)
-        for part, distance in (("content", self.policy.content_distance), ("structure", self.policy.structure_distance)):
-            values = [getattr(page, part) for _, page in batch]
-            present = np.array([value is not None for value in values])
-            fingerprints = np.array([value or 0 for value in values], dtype=np.uint64)
-            both = present[:, None] & present
-            near |= both & (np.bitwise_count(fingerprints[:, None] ^ fingerprints) <= distance)
-        earlier: list[list[int]] = [[] for _ in batch]
-        for page, other in zip(*np.nonzero(np.tril(near, k=-1))):
-            earlier[page].append(int(other) + 1)
-        return earlier
+    def _match_in_batch(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        """Each page's match among the pages before it in the batch that were not matched:
+        rows appended for the while (the same decision as for kept rows), then removed."""
+        first, matches = self._rows, []
+        stamp = int(time.time() + self._clock_offset)
+        for url, page in batch:
+            matches.append(self._find(page, since=first))
+            if matches[-1] is None:
+                self._batch_pages[self._rows] = (url, page.sketch)
+                self._stamps.append(stamp)
+                self._append_rows(*fingerprint_row(page))
+        self._rows = first
+        del self._stamps[first:]
+        self._batch_pages.clear()
+        return matches
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
@@ -260,10 +247,14 @@ class RedisStore(MemoryStore):
         return entry if entry and entry != b"\0" else None
 
     def _url(self, row: int) -> str:
+        if row in self._batch_pages:
+            return self._batch_pages[row][0]
         entry = self._entry(row) or b"\0"
         return entry[1 + entry[0] :].decode()
 
     def _sketch(self, row: int) -> bytes | None:
+        if row in self._batch_pages:
+            return self._batch_pages[row][1]
         entry = self._entry(row)
         return entry[1 : 1 + entry[0]] if entry and entry[0] else None
 
@@ -282,7 +273,8 @@ def pack_record(page: Fingerprint) -> bytes:
     return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
 
 
-def pack_entry(url: str, sketch: bytes | None) -> bytes:
+def pack_entry(url: str, page: Fingerprint) -> bytes:
     """The page's entry in a ``pages`` list: sketch length (0 or 64), sketch, URL."""
-    sketch = sketch or b""
+    sketch = page.sketch or b""
     return bytes([len(sketch)]) + sketch + url.encode()
+

@@ -94,10 +94,11 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to write for memory; persistent stores flush here."""
 
-    def _find(self, page: Fingerprint) -> Match | None:
+    def _find(self, page: Fingerprint, since: int | None = None) -> Match | None:
+        """The kept page ``page`` duplicates, if any; only the rows from ``since`` on if given."""
         mode = self.policy.mode
         if self._content is not None and page.content is not None:
-            for row, _ in self._content.query(page.content):
+            for row in self._near(self._content, page.content, since):
                 if not self._alive(row):
                     continue
                 agreement = self._similarity(row, page)
@@ -106,10 +107,20 @@ class MemoryStore:
                 if mode is not Mode.BOTH or self._structure_near(row, page):
                     return self._match(row, page, "both" if mode is Mode.BOTH else "content", agreement)
         if self._structure is not None and page.structure is not None:
-            for row, _ in self._structure.query(page.structure):
+            for row in self._near(self._structure, page.structure, since):
                 if self._alive(row):
                     return self._match(row, page, "structure", self._similarity(row, page))
         return None
+
+    def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[int]:
+        """Rows within the index's distance of ``fingerprint``, nearest first: through the index,
+        or by brute force over the rows from ``since`` on (a few recent ones)."""
+        if since is None:
+            return [row for row, _ in index.query(fingerprint)]
+        part = 0 if index is self._content else 1
+        distances = np.bitwise_count(self._fingerprints[since : self._rows, part] ^ np.uint64(fingerprint))
+        near = np.flatnonzero((distances <= index.max_distance) & self._present[since : self._rows, part])
+        return (since + near[np.argsort(distances[near], kind="stable")]).tolist()
 
     def _alive(self, row: int) -> bool:
         """Does the kept page still count?  Always, but where pages expire (``RedisStore``)."""
@@ -142,10 +153,7 @@ class MemoryStore:
 
     def _add(self, url: str, page: Fingerprint) -> None:
         row = self._rows
-        self._append_rows(
-            np.array([[page.content or 0, page.structure or 0]], dtype=np.uint64),
-            np.array([[page.content is not None, page.structure is not None]]),
-        )
+        self._append_rows(*fingerprint_row(page))
         for index, fingerprint in ((self._content, page.content), (self._structure, page.structure)):
             if index is not None and fingerprint is not None:
                 index.add(row, fingerprint)
@@ -283,6 +291,14 @@ CREATE TABLE IF NOT EXISTS batches (
     first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL
 );
 """
+
+
+def fingerprint_row(page: Fingerprint) -> tuple[np.ndarray, np.ndarray]:
+    """The page's row of fingerprints (content, structure) and of which it has, as stores keep them."""
+    return (
+        np.array([[page.content or 0, page.structure or 0]], dtype=np.uint64),
+        np.array([[page.content is not None, page.structure is not None]]),
+    )
 
 
 def _distance(a: int | None, b: int | None) -> int | None:
