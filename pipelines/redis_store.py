@@ -212,27 +212,49 @@ class RedisStore(MemoryStore):
                 self._append_records(records)
                 break
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages
-            for i in pending:
-                results[i] = self._find(pages[i][1], since=seen)
+            near = self._near_pairs([pages[i][1] for i in pending], self._fingerprints[seen : self._rows],
+                                    self._present[seen : self._rows]).any(axis=1)
+            for i, maybe in zip(pending, near):
+                results[i] = self._find(pages[i][1], since=seen) if maybe else None
         for i, match in zip(pending, in_batch):
             results[i] = results[i] or match
         return results
 
     def _match_in_batch(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        """Each page's match among the pages before it in the batch that were not matched:
-        rows appended for the while (the same decision as for kept rows), then removed."""
+        """Each page's match among the pages before it in the batch that were not matched.  Only
+        pages near an earlier one need the decision, made on rows appended for the while (the
+        same decision as for kept rows), then removed."""
+        if len(batch) < 2:
+            return [None] * len(batch)
+        rows = [fingerprint_row(page) for _, page in batch]
+        fingerprints, present = (np.concatenate(column) for column in zip(*rows))
+        maybe = np.tril(self._near_pairs([page for _, page in batch], fingerprints, present), k=-1).any(axis=1)
+        if not maybe.any():
+            return [None] * len(batch)
         first, matches = self._rows, []
         stamp = int(time.time() + self._clock_offset)
-        for url, page in batch:
-            matches.append(self._find(page, since=first))
+        for (url, page), row, near_earlier in zip(batch, rows, maybe):
+            matches.append(self._find(page, since=first) if near_earlier else None)
             if matches[-1] is None:
                 self._batch_pages[self._rows] = (url, page.sketch)
                 self._stamps.append(stamp)
-                self._append_rows(*fingerprint_row(page))
+                self._append_rows(*row)
         self._rows = first
         del self._stamps[first:]
         self._batch_pages.clear()
         return matches
+
+    def _near_pairs(self, pages: list[Fingerprint], fingerprints: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """(pages x rows): whether a page and a row (``fingerprints``, ``present``: as stores keep
+        them) are within the content or the structure distance.  Most pages are near none, and
+        need no closer look."""
+        near = np.zeros((len(pages), len(fingerprints)), dtype=bool)
+        for part, distance in enumerate((self.policy.content_distance, self.policy.structure_distance)):
+            values = [(page.content, page.structure)[part] for page in pages]
+            mine = np.array([value or 0 for value in values], dtype=np.uint64)
+            has = np.array([value is not None for value in values], dtype=bool)
+            near |= (np.bitwise_count(mine[:, None] ^ fingerprints[:, part]) <= distance) & has[:, None] & present[:, part]
+        return near
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
