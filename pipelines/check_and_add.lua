@@ -1,50 +1,89 @@
--- Append a batch of pages to the log, atomically, if no page was appended since the caller read it.
+-- Append a batch of pages to the log, atomically, unless a page kept since the caller read it
+-- may be a near-duplicate of one of them.
 --
 -- The caller has compared each page with every kept page of the log up to ARGV[3] (its
 -- replica) and with the pages of the batch before it: what it sends was not a near-duplicate
--- of any of them.  Redis runs one script at a time, so if the log still ends at ARGV[3], no
--- other process can have kept a near-duplicate meanwhile, and the pages are appended.  If it
--- grew, nothing is appended: the caller gets the new records, compares its pages with them and
--- tries again.  The decision itself stays in the callers (the search at large distances is
--- what costs), so Redis's single thread does only this bookkeeping.
+-- of any of them.  Redis runs one script at a time, so if the log still ends at ARGV[3], or no
+-- page kept since is within the distances of one sent, the pages are appended.  Else nothing
+-- is: the caller gets the new records, decides again and retries.  The decision itself
+-- (sketches, modes) stays in the callers, where the search at large distances is paid for;
+-- Redis's single thread only compares a short tail, on fingerprints.  Lua's bit operations
+-- are 32-bit: a fingerprint is two halves.
 --
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never), longest tail to return,
---          then one argument per page: its record (24 bytes) then its entry in the pages list
---          (sketch length byte, sketch, url)
+--          most pairs (tail page, sent page) to compare, content distance, structure distance
+--          (-1: not compared), then one argument per page: its record (24 bytes) then its
+--          entry in the pages list (sketch length byte, sketch, url)
 -- Returns  {"epoch"} when the store was created again (restart, reset); {"behind"} when the
 --          log grew by more than the longest tail; {"moved", records} with the records from
---          ``seen`` on when it grew; else {"kept", now}: the pages were appended from id ``seen``
---          on, stamped with the server's clock ``now``.
+--          ``seen`` on when a page kept since may be near a sent one (or too many to compare);
+--          else {"kept", now, records}: the records from ``seen`` on, then the pages sent,
+--          appended after them and stamped with the server's clock ``now``.
 
 local meta, prefix = KEYS[1], ARGV[1]
 if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
   return {"epoch"}
 end
 local seen, chunk, ttl, max_tail = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local max_pairs, max_content, max_structure = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local first_page = 10
 local count = tonumber(redis.call("HGET", meta, "count") or "0")
+if count - seen > max_tail then
+  return {"behind"}  -- the caller reads the log first: this script's work stays small
+end
 
-if count ~= seen then
-  if count - seen > max_tail then
-    return {"behind"}  -- the caller reads the log first: this script's work stays small
+local band, bxor, rshift = bit.band, bit.bxor, bit.rshift
+local function popcount(x)
+  x = x - band(rshift(x, 1), 0x55555555)
+  x = band(x, 0x33333333) + band(rshift(x, 2), 0x33333333)
+  x = band(x + rshift(x, 4), 0x0F0F0F0F)
+  x = x + rshift(x, 8)
+  x = x + rshift(x, 16)
+  return band(x, 0x3F)
+end
+
+-- Are the fingerprints at ``a`` and ``b`` (offsets of records) within ``limit``?  Both must have
+-- it (``flag``); most pairs stop at the first half.
+local function near(a_record, a, b_record, b, offset, flag, limit)
+  if limit < 0 or band(string.byte(a_record, a + 21), flag) == 0 or band(string.byte(b_record, b + 21), flag) == 0 then
+    return false
   end
-  -- Records [seen, count), one GETRANGE per chunk; a chunk that expired reads as zeros.
-  local parts, id = {}, seen
-  while id < count do
-    local base = id - id % chunk
-    local from, to = id - base, math.min(chunk, count - base) - 1
-    local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), from * 24, to * 24 + 23)
-    parts[#parts + 1] = data .. string.rep("\0", (to - from + 1) * 24 - #data)
-    id = base + chunk
+  local a_hi, a_lo = struct.unpack(">I4I4", a_record, a + offset)
+  local b_hi, b_lo = struct.unpack(">I4I4", b_record, b + offset)
+  local d = popcount(bxor(a_hi, b_hi))
+  return d <= limit and d + popcount(bxor(a_lo, b_lo)) <= limit
+end
+
+-- Records [seen, count), one GETRANGE per chunk; a chunk that expired reads as zeros.
+local parts, id = {}, seen
+while id < count do
+  local base = id - id % chunk
+  local from, to = id - base, math.min(chunk, count - base) - 1
+  local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), from * 24, to * 24 + 23)
+  parts[#parts + 1] = data .. string.rep("\0", (to - from + 1) * 24 - #data)
+  id = base + chunk
+end
+local tail = table.concat(parts)
+
+if count > seen then
+  if (count - seen) * (#ARGV - first_page + 1) > max_pairs then
+    return {"moved", tail}
   end
-  return {"moved", table.concat(parts)}
+  for t = 0, count - seen - 1 do
+    for i = first_page, #ARGV do
+      if near(tail, t * 24, ARGV[i], 0, 1, 1, max_content) or near(tail, t * 24, ARGV[i], 0, 9, 2, max_structure) then
+        return {"moved", tail}
+      end
+    end
+  end
 end
 
 -- The records' stamp is the server's clock: every process ages pages alike.
 local now = tonumber(redis.call("TIME")[1])
 local stamp = struct.pack(">I4", now)
 local records, entries = {}, {}
-for i = 7, #ARGV do
+for i = first_page, #ARGV do
   records[#records + 1] = string.sub(ARGV[i], 1, 16) .. stamp .. string.sub(ARGV[i], 21, 24)
   entries[#entries + 1] = string.sub(ARGV[i], 25)
 end
@@ -68,4 +107,4 @@ while id < last_id do
   id = last
 end
 redis.call("HSET", meta, "count", last_id)
-return {"kept", now}
+return {"kept", now, tail}

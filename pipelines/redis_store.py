@@ -33,7 +33,7 @@ import numpy as np
 import redis
 
 from .fingerprint import Fingerprint
-from .stores import Match, MemoryStore, Policy, fingerprint_row
+from .stores import Match, MemoryStore, Mode, Policy, fingerprint_row
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a ti
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
+MAX_PAIRS = 200  # (new record, page) pairs the script compares; more, and the caller compares them
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -68,6 +69,11 @@ class RedisStore(MemoryStore):
         self._retry_at = 0.0
         self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
+        # the distances the script compares new records with pages at (-1: that part is not)
+        self._limits = (
+            policy.content_distance if policy.mode is not Mode.STRUCTURE else -1,
+            policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
+        )
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         return self.check_and_add_many([(url, fingerprint)])[0]
@@ -195,7 +201,7 @@ class RedisStore(MemoryStore):
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
-            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL]
+            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, MAX_PAIRS, *self._limits]
             args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
             status, *reply = self._script(keys=[self._meta], args=args)
             if status == b"epoch":
@@ -205,13 +211,14 @@ class RedisStore(MemoryStore):
             if status == b"behind":
                 self.sync()
                 return None
-            if status == b"kept":
-                self._set_clock(reply[0])
+            if status == b"kept":  # after the pages others kept meanwhile, not near these
+                seconds, tail = reply
+                self._set_clock(seconds)
                 records = np.frombuffer(b"".join(pack_record(pages[i][1]) for i in kept), dtype=RECORD).copy()
-                records["stamp"] = reply[0]
-                self._append_records(records)
+                records["stamp"] = seconds
+                self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), records]))
                 break
-            self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages
+            self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
             near = self._near_pairs([pages[i][1] for i in pending], self._fingerprints[seen : self._rows],
                                     self._present[seen : self._rows]).any(axis=1)
             for i, maybe in zip(pending, near):
