@@ -33,7 +33,7 @@ import numpy as np
 import redis
 
 from .fingerprint import Fingerprint
-from .stores import Match, MemoryStore, Mode, Policy, fingerprint_row
+from .stores import Match, MemoryStore, Mode, Policy, fingerprint_rows
 
 logger = logging.getLogger(__name__)
 
@@ -219,8 +219,8 @@ class RedisStore(MemoryStore):
                 self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), records]))
                 break
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
-            near = self._near_pairs([pages[i][1] for i in pending], self._fingerprints[seen : self._rows],
-                                    self._present[seen : self._rows]).any(axis=1)
+            new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
+            near = self._near_pairs(fingerprint_rows([pages[i][1] for i in pending]), new_rows).any(axis=1)
             for i, maybe in zip(pending, near):
                 results[i] = self._find(pages[i][1], since=seen) if maybe else None
         for i, match in zip(pending, in_batch):
@@ -231,36 +231,32 @@ class RedisStore(MemoryStore):
         """Each page's match among the pages before it in the batch that were not matched.  Only
         pages near an earlier one need the decision, made on rows appended for the while (the
         same decision as for kept rows), then removed."""
-        if len(batch) < 2:
-            return [None] * len(batch)
-        rows = [fingerprint_row(page) for _, page in batch]
-        fingerprints, present = (np.concatenate(column) for column in zip(*rows))
-        maybe = np.tril(self._near_pairs([page for _, page in batch], fingerprints, present), k=-1).any(axis=1)
+        rows = fingerprint_rows([page for _, page in batch])
+        maybe = np.tril(self._near_pairs(rows, rows), k=-1).any(axis=1)
         if not maybe.any():
             return [None] * len(batch)
         first, matches = self._rows, []
         stamp = int(time.time() + self._clock_offset)
-        for (url, page), row, near_earlier in zip(batch, rows, maybe):
+        for n, ((url, page), near_earlier) in enumerate(zip(batch, maybe)):
             matches.append(self._find(page, since=first) if near_earlier else None)
             if matches[-1] is None:
                 self._batch_pages[self._rows] = (url, page.sketch)
                 self._stamps.append(stamp)
-                self._append_rows(*row)
+                self._append_rows(rows[0][n : n + 1], rows[1][n : n + 1])
         self._rows = first
         del self._stamps[first:]
         self._batch_pages.clear()
         return matches
 
-    def _near_pairs(self, pages: list[Fingerprint], fingerprints: np.ndarray, present: np.ndarray) -> np.ndarray:
-        """(pages x rows): whether a page and a row (``fingerprints``, ``present``: as stores keep
-        them) are within the content or the structure distance.  Most pages are near none, and
+    def _near_pairs(self, rows: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """(rows x other rows), rows as stores keep them (fingerprints, which exist): whether the
+        two are within the content or the structure distance.  Most pages are near none, and
         need no closer look."""
-        near = np.zeros((len(pages), len(fingerprints)), dtype=bool)
+        (mine, has), (theirs, they_have) = rows, other
+        near = np.zeros((len(mine), len(theirs)), dtype=bool)
         for part, distance in enumerate((self.policy.content_distance, self.policy.structure_distance)):
-            values = [(page.content, page.structure)[part] for page in pages]
-            mine = np.array([value or 0 for value in values], dtype=np.uint64)
-            has = np.array([value is not None for value in values], dtype=bool)
-            near |= (np.bitwise_count(mine[:, None] ^ fingerprints[:, part]) <= distance) & has[:, None] & present[:, part]
+            both = has[:, part, None] & they_have[:, part]
+            near |= both & (np.bitwise_count(mine[:, part, None] ^ theirs[:, part]) <= distance)
         return near
 
     def _set_clock(self, server_seconds: int) -> None:

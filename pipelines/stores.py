@@ -153,7 +153,7 @@ class MemoryStore:
 
     def _add(self, url: str, page: Fingerprint) -> None:
         row = self._rows
-        self._append_rows(*fingerprint_row(page))
+        self._append_rows(*fingerprint_rows([page]))
         for index, fingerprint in ((self._content, page.content), (self._structure, page.structure)):
             if index is not None and fingerprint is not None:
                 index.add(row, fingerprint)
@@ -293,11 +293,11 @@ CREATE TABLE IF NOT EXISTS batches (
 """
 
 
-def fingerprint_row(page: Fingerprint) -> tuple[np.ndarray, np.ndarray]:
-    """The page's row of fingerprints (content, structure) and of which it has, as stores keep them."""
+def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
+    """The pages' rows of fingerprints (content, structure) and of which they have, as stores keep them."""
     return (
-        np.array([[page.content or 0, page.structure or 0]], dtype=np.uint64),
-        np.array([[page.content is not None, page.structure is not None]]),
+        np.array([(page.content or 0, page.structure or 0) for page in pages], dtype=np.uint64).reshape(-1, 2),
+        np.array([(page.content is not None, page.structure is not None) for page in pages], dtype=bool).reshape(-1, 2),
     )
 
 
