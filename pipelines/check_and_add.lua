@@ -12,7 +12,7 @@
 --
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never), longest tail to return,
---          most pairs (tail page, sent page) to compare, content distance, structure distance
+--          most pairs (tail page, sent page) to compare (-1: all), content distance, structure distance
 --          (-1: not compared), then one argument per page: its record (24 bytes) then its
 --          entry in the pages list (sketch length byte, sketch, url)
 -- Returns  {"epoch"} when the store was created again (restart, reset); {"behind"} when the
@@ -67,7 +67,7 @@ end
 local tail = table.concat(parts)
 
 if count > seen then
-  if (count - seen) * (#ARGV - first_page + 1) > max_pairs then
+  if max_pairs >= 0 and (count - seen) * (#ARGV - first_page + 1) > max_pairs then
     return {"moved", tail}
   end
   for t = 0, count - seen - 1 do

@@ -43,7 +43,7 @@ _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a ti
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
-MAX_PAIRS = 200  # (new record, page) pairs the script compares; more, and the caller compares them
+MAX_PAIRS = 200  # (new record, page) pairs the script compares on a first try; more, the caller does
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -194,6 +194,7 @@ class RedisStore(MemoryStore):
         script, once no other process appended since the replica's last read.  ``None``: the
         replica started over or read the log, check again."""
         results: list[Match | None] = [self._find(page) for _, page in pages]
+        max_pairs = MAX_PAIRS
         while True:
             seen = self._rows
             pending = [i for i, match in enumerate(results) if match is None]
@@ -201,7 +202,7 @@ class RedisStore(MemoryStore):
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
-            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, MAX_PAIRS, *self._limits]
+            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits]
             args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
             status, *reply = self._script(keys=[self._meta], args=args)
             if status == b"epoch":
@@ -219,6 +220,7 @@ class RedisStore(MemoryStore):
                 self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), records]))
                 break
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
+            max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
             near = self._near_pairs(fingerprint_rows([pages[i][1] for i in pending]), new_rows).any(axis=1)
             for i, maybe in zip(pending, near):

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import RETRY_SECONDS, RedisStore, StoreUnavailable, remove_redis_store
+from pipelines.redis_store import MAX_BATCH, RETRY_SECONDS, RedisStore, StoreUnavailable, remove_redis_store
 from pipelines.stores import MemoryStore, Mode, Policy
 
 from .redis_server import RedisServer, free_port
@@ -248,6 +248,16 @@ def test_a_batch_of_near_duplicates_keeps_one(redis_url: str) -> None:
     remove_redis_store(store.client, "batch")
     kept = [match is None for match in store.check_and_add_many(cluster + other)]
     assert kept == [True, False, False, False, False] * 2
+
+
+def test_a_batch_longer_than_a_script_call_decides_as_the_memory_store(redis_url: str) -> None:
+    pages = mixed_pages(seed=4)
+    assert len(pages) > MAX_BATCH  # split into script calls, the later ones with earlier pages kept
+    memory = MemoryStore(Policy())
+    expected = [memory.check_and_add(url, page) is None for url, page in pages]
+    store = new_store(redis_url, "long-batch")
+    remove_redis_store(store.client, "long-batch")
+    assert [match is None for match in store.check_and_add_many(pages)] == expected
 
 
 def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path) -> None:
