@@ -13,11 +13,23 @@ import pytest
 import redis
 
 from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import MAX_BATCH, RETRY_SECONDS, RedisStore, StoreUnavailable, remove_redis_store
+from pipelines.redis_store import (
+    MAX_BATCH,
+    RETRY_SECONDS,
+    RedisStore,
+    StoreUnavailable,
+    remove_redis_store,
+)
 from pipelines.stores import MemoryStore, Mode, Policy
 
 from .redis_server import RedisServer, free_port
-from .test_persistence import ARTICLES, crawl_to_end, start_crawl, wait_for_kept, write_clusters
+from .test_persistence import (
+    ARTICLES,
+    crawl_to_end,
+    start_crawl,
+    wait_for_kept,
+    write_clusters,
+)
 
 SCHEME = "test-scheme"
 PIPELINE = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
