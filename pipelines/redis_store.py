@@ -202,8 +202,9 @@ class RedisStore(MemoryStore):
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
+            records = [pack_record(pages[i][1]) for i in kept]
             args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits]
-            args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
+            args += [record + pack_entry(*pages[i]) for record, i in zip(records, kept)]
             status, *reply = self._script(keys=[self._meta], args=args)
             if status == b"epoch":
                 logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
@@ -215,16 +216,17 @@ class RedisStore(MemoryStore):
             if status == b"kept":  # after the pages others kept meanwhile, not near these
                 seconds, tail = reply
                 self._set_clock(seconds)
-                records = np.frombuffer(b"".join(pack_record(pages[i][1]) for i in kept), dtype=RECORD).copy()
-                records["stamp"] = seconds
-                self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), records]))
+                own = np.frombuffer(b"".join(records), dtype=RECORD).copy()
+                own["stamp"] = seconds
+                self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), own]))
                 break
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
             near = self._near_pairs(fingerprint_rows([pages[i][1] for i in pending]), new_rows).any(axis=1)
             for i, maybe in zip(pending, near):
-                results[i] = self._find(pages[i][1], since=seen) if maybe else None
+                if maybe:
+                    results[i] = self._find(pages[i][1], since=seen)
         for i, match in zip(pending, in_batch):
             results[i] = results[i] or match
         return results
