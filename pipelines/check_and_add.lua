@@ -43,16 +43,24 @@ local function popcount(x)
   return band(x, 0x3F)
 end
 
--- Are the fingerprints at ``a`` and ``b`` (offsets of records) within ``limit``?  Both must have
--- it (``flag``); most pairs stop at the first half.
-local function near(a_record, a, b_record, b, offset, flag, limit)
-  if limit < 0 or band(string.byte(a_record, a + 21), flag) == 0 or band(string.byte(b_record, b + 21), flag) == 0 then
+-- A record's fingerprints as 32-bit halves (content high, low, structure high, low) and which
+-- it has (flags: 1 content, 2 structure), read once for all the pairs it is compared in.
+local function halves(record, at)
+  local content_hi, content_lo, structure_hi, structure_lo = struct.unpack(">I4I4I4I4", record, at + 1)
+  return {content_hi, content_lo, structure_hi, structure_lo, string.byte(record, at + 21)}
+end
+
+-- Are two records within the content or the structure distance (-1: not compared), on a
+-- part both have?  Most pairs stop at the first half.
+local function within(a, b, hi, flag, limit)
+  if limit < 0 or band(a[5], b[5], flag) == 0 then
     return false
   end
-  local a_hi, a_lo = struct.unpack(">I4I4", a_record, a + offset)
-  local b_hi, b_lo = struct.unpack(">I4I4", b_record, b + offset)
-  local d = popcount(bxor(a_hi, b_hi))
-  return d <= limit and d + popcount(bxor(a_lo, b_lo)) <= limit
+  local d = popcount(bxor(a[hi], b[hi]))
+  return d <= limit and d + popcount(bxor(a[hi + 1], b[hi + 1])) <= limit
+end
+local function near(a, b)
+  return within(a, b, 1, 1, max_content) or within(a, b, 3, 2, max_structure)
 end
 
 -- Records [seen, count), one GETRANGE per chunk; a chunk that expired reads as zeros.
@@ -70,9 +78,14 @@ if count > seen then
   if max_pairs >= 0 and (count - seen) * (#ARGV - first_page + 1) > max_pairs then
     return {"moved", tail}
   end
+  local sent = {}
+  for i = first_page, #ARGV do
+    sent[#sent + 1] = halves(ARGV[i], 0)
+  end
   for t = 0, count - seen - 1 do
-    for i = first_page, #ARGV do
-      if near(tail, t * 24, ARGV[i], 0, 1, 1, max_content) or near(tail, t * 24, ARGV[i], 0, 9, 2, max_structure) then
+    local kept = halves(tail, t * 24)
+    for _, page in ipairs(sent) do
+      if near(kept, page) then
         return {"moved", tail}
       end
     end

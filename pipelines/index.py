@@ -380,7 +380,7 @@ def _probe_arrays(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(cache=True)
-def _popcount(x: np.uint64) -> int:
+def popcount(x: np.uint64) -> int:
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -431,22 +431,23 @@ def _query(query, max_distance, words, positions, level_starts, scan_from, direc
                     word = words[t, j]
                     if word >> below != probes[i]:
                         break
-                    distance = _popcount(word ^ permuted)
+                    distance = popcount(word ^ permuted)
                     if distance <= max_distance:
                         count = _record(found, count, distance, positions[t, j])
     # The small levels, if not probed: table 0 whole.  Distances first, in a loop the compiler
     # vectorises, then the few matches.
     permuted = _permute(query, 0, shifts, masks, lefts)
     scanned = words[0, scan_from : level_starts[-1]]  # (a 1-d view: 2-d indexing is not vectorised)
-    distances = np.empty(len(scanned), np.uint8)
+    distances, hits = np.empty(len(scanned), np.uint8), 0
     for j in range(len(scanned)):
-        distances[j] = _popcount(scanned[j] ^ permuted)
-    for j in range(len(scanned)):
+        distances[j] = popcount(scanned[j] ^ permuted)
+        hits += distances[j] <= max_distance
+    for j in range(len(scanned) if hits else 0):  # (a loop that records is not vectorised)
         if distances[j] <= max_distance:
             count = _record(found, count, distances[j], positions[0, scan_from + j])
     first = level_starts[-1]  # the buffer: positions [first, first + buffered)
     for n in range(buffered):
-        distance = _popcount(buffer[n] ^ query)
+        distance = popcount(buffer[n] ^ query)
         if distance <= max_distance:
             count = _record(found, count, distance, first + n)
     return count, touched

@@ -29,10 +29,12 @@ from collections.abc import Callable
 from importlib.resources import files
 from typing import Any, TypeVar
 
+import numba
 import numpy as np
 import redis
 
 from .fingerprint import Fingerprint
+from .index import popcount
 from .stores import Match, MemoryStore, Mode, Policy, fingerprint_rows
 
 logger = logging.getLogger(__name__)
@@ -43,7 +45,7 @@ _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a ti
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
-MAX_PAIRS = 200  # (new record, page) pairs the script compares on a first try; more, the caller does
+MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try; more, the caller does
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -70,10 +72,10 @@ class RedisStore(MemoryStore):
         self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
         # the distances the script compares new records with pages at (-1: that part is not)
-        self._limits = (
+        self._limits = np.array([
             policy.content_distance if policy.mode is not Mode.STRUCTURE else -1,
             policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
-        )
+        ])
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         return self.check_and_add_many([(url, fingerprint)])[0]
@@ -194,16 +196,17 @@ class RedisStore(MemoryStore):
         script, once no other process appended since the replica's last read.  ``None``: the
         replica started over or read the log, check again."""
         results: list[Match | None] = [self._find(page) for _, page in pages]
+        rows = fingerprint_rows([page for _, page in pages])
         max_pairs = MAX_PAIRS
         while True:
             seen = self._rows
             pending = [i for i, match in enumerate(results) if match is None]
-            in_batch = self._match_in_batch([pages[i] for i in pending])
+            in_batch = self._match_in_batch([pages[i] for i in pending], (rows[0][pending], rows[1][pending]))
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
             records = [pack_record(pages[i][1]) for i in kept]
-            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits]
+            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist()]
             args += [record + pack_entry(*pages[i]) for record, i in zip(records, kept)]
             status, *reply = self._script(keys=[self._meta], args=args)
             if status == b"epoch":
@@ -223,7 +226,7 @@ class RedisStore(MemoryStore):
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
-            near = self._near_pairs(fingerprint_rows([pages[i][1] for i in pending]), new_rows).any(axis=1)
+            near = near_any(rows[0][pending], rows[1][pending], *new_rows, self._limits, False)
             for i, maybe in zip(pending, near):
                 if maybe:
                     results[i] = self._find(pages[i][1], since=seen)
@@ -231,12 +234,13 @@ class RedisStore(MemoryStore):
             results[i] = results[i] or match
         return results
 
-    def _match_in_batch(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+    def _match_in_batch(
+        self, batch: list[tuple[str, Fingerprint]], rows: tuple[np.ndarray, np.ndarray]
+    ) -> list[Match | None]:
         """Each page's match among the pages before it in the batch that were not matched.  Only
         pages near an earlier one need the decision, made on rows appended for the while (the
         same decision as for kept rows), then removed."""
-        rows = fingerprint_rows([page for _, page in batch])
-        maybe = np.tril(self._near_pairs(rows, rows), k=-1).any(axis=1)
+        maybe = near_any(*rows, *rows, self._limits, True)
         if not maybe.any():
             return [None] * len(batch)
         first, matches = self._rows, []
@@ -251,17 +255,6 @@ class RedisStore(MemoryStore):
         del self._stamps[first:]
         self._batch_pages.clear()
         return matches
-
-    def _near_pairs(self, rows: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-        """(rows x other rows), rows as stores keep them (fingerprints, which exist): whether the
-        two are within the content or the structure distance.  Most pages are near none, and
-        need no closer look."""
-        (mine, has), (theirs, they_have) = rows, other
-        near = np.zeros((len(mine), len(theirs)), dtype=bool)
-        for part, distance in enumerate((self.policy.content_distance, self.policy.structure_distance)):
-            both = has[:, part, None] & they_have[:, part]
-            near |= both & (np.bitwise_count(mine[:, part, None] ^ theirs[:, part]) <= distance)
-        return near
 
     def _set_clock(self, server_seconds: int) -> None:
         self._clock_offset = int(server_seconds) - time.time()
@@ -307,3 +300,18 @@ def pack_entry(url: str, page: Fingerprint) -> bytes:
     sketch = page.sketch or b""
     return bytes([len(sketch)]) + sketch + url.encode()
 
+
+
+@numba.njit(cache=True)
+def near_any(fingerprints, present, other, other_present, limits, earlier_only):  # noqa: ANN001, ANN201
+    """Per row (fingerprints, which exist: as stores keep them): is a row of ``other`` (or, with
+    ``earlier_only``, an earlier row of the same rows) within ``limits`` on a part both have
+    (-1: that part is not compared)?  Most pages are near none, and need no closer look."""
+    near = np.zeros(len(fingerprints), dtype=np.bool_)
+    for i in range(len(fingerprints)):
+        for j in range(i if earlier_only else len(other)):
+            for part in range(2):
+                if (present[i, part] and other_present[j, part]
+                        and popcount(fingerprints[i, part] ^ other[j, part]) <= limits[part]):
+                    near[i] = True
+    return near
