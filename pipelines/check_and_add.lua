@@ -120,4 +120,4 @@ while id < last_id do
   id = last
 end
 redis.call("HSET", meta, "count", last_id)
-return {"kept", now, tail}
+return {"kept", now, tail .. table.concat(records)}

@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
+_PARTS = np.array([1, 2], dtype=np.uint8)  # a record's flags: has content, has structure
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
@@ -184,11 +185,9 @@ class RedisStore(MemoryStore):
         """Rows for pages of the log (all zeros: a page whose chunk expired, never matched)."""
         if not len(records):
             return
-        flags = records["flags"]
-        self._load_rows(
-            np.stack([records["content"], records["structure"]], axis=1).astype(np.uint64),
-            np.stack([flags & 1 != 0, flags & 2 != 0], axis=1),
-        )
+        fingerprints = np.empty((len(records), 2), dtype=np.uint64)
+        fingerprints[:, 0], fingerprints[:, 1] = records["content"], records["structure"]
+        self._load_rows(fingerprints, records["flags"][:, None] & _PARTS != 0)
         self._stamps.extend(records["stamp"].tolist())
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
@@ -205,9 +204,8 @@ class RedisStore(MemoryStore):
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
-            records = [pack_record(pages[i][1]) for i in kept]
             args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist()]
-            args += [record + pack_entry(*pages[i]) for record, i in zip(records, kept)]
+            args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
             status, *reply = self._script(keys=[self._meta], args=args)
             if status == b"epoch":
                 logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
@@ -216,12 +214,10 @@ class RedisStore(MemoryStore):
             if status == b"behind":
                 self.sync()
                 return None
-            if status == b"kept":  # after the pages others kept meanwhile, not near these
-                seconds, tail = reply
+            if status == b"kept":  # after the pages others kept meanwhile (not near these), stamped
+                seconds, appended = reply
                 self._set_clock(seconds)
-                own = np.frombuffer(b"".join(records), dtype=RECORD).copy()
-                own["stamp"] = seconds
-                self._append_records(np.concatenate([np.frombuffer(tail, dtype=RECORD), own]))
+                self._append_records(np.frombuffer(appended, dtype=RECORD))
                 break
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
