@@ -299,7 +299,7 @@ def pack_entry(url: str, page: Fingerprint) -> bytes:
 
 
 @numba.njit(cache=True)
-def near_any(fingerprints, present, other, other_present, limits, earlier_only):  # noqa: ANN001, ANN201
+def near_any(fingerprints, present, other, other_present, limits, earlier_only):
     """Per row (fingerprints, which exist: as stores keep them): is a row of ``other`` (or, with
     ``earlier_only``, an earlier row of the same rows) within ``limits`` on a part both have
     (-1: that part is not compared)?  Most pages are near none, and need no closer look."""

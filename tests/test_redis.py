@@ -15,12 +15,14 @@ import redis
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import (
     MAX_BATCH,
+    MAX_PAIRS,
     RETRY_SECONDS,
     RedisStore,
     StoreUnavailable,
+    near_any,
     remove_redis_store,
 )
-from pipelines.stores import MemoryStore, Mode, Policy
+from pipelines.stores import MemoryStore, Mode, Policy, fingerprint_rows
 
 from .redis_server import RedisServer, free_port
 from .test_persistence import (
@@ -270,6 +272,47 @@ def test_a_batch_longer_than_a_script_call_decides_as_the_memory_store(redis_url
     store = new_store(redis_url, "long-batch")
     remove_redis_store(store.client, "long-batch")
     assert [match is None for match in store.check_and_add_many(pages)] == expected
+
+
+@pytest.mark.parametrize("behind", [20, MAX_PAIRS // 10 + 50])
+def test_a_replica_behind_finds_the_pages_kept_meanwhile(redis_url: str, behind: int) -> None:
+    """Another process kept ``behind`` pages since this one's last read, one of them near a page
+    it sends: with few pairs the script finds it; with more than ``MAX_PAIRS`` the worker does."""
+    (centre, copy), *others = clusters(behind + 9, 2, seed=behind)
+    others = [pages[0] for pages in others]
+    early, late = new_store(redis_url, f"behind-{behind}"), new_store(redis_url, f"behind-{behind}")
+    remove_redis_store(early.client, f"behind-{behind}")
+    early.open()
+    assert late.check_and_add_many([centre] + others[: behind - 1]) == [None] * behind
+    batch = [copy] + others[behind - 1 :]  # 10 pages: one copy of a page kept meanwhile, 9 new
+    matches = early.check_and_add_many(batch)
+    assert matches[0] is not None and matches[0].url == centre[0]
+    assert matches[1:] == [None] * 9
+    assert len(early) == len(late) + 9 == behind + 9
+
+
+def near(a: Fingerprint, b: Fingerprint, limits: list[int]) -> bool:
+    """Within the limit (-1: not compared) on a part both pages have: ``near_any``'s rule, pair by pair."""
+    parts = ((a.content, b.content, limits[0]), (a.structure, b.structure, limits[1]))
+    return any(x is not None and y is not None and (x ^ y).bit_count() <= limit for x, y, limit in parts)
+
+
+def test_near_any_agrees_with_pairwise_distances() -> None:
+    rng = np.random.default_rng(8)
+    base = [int(v) for v in rng.integers(0, 2**64, size=6, dtype=np.uint64)]
+    pages = [  # near pairs, far pages, and pages lacking a part
+        Fingerprint(base[n % 3] ^ (1 << n) ^ (n % 2 << 40), base[3 + n % 3] ^ (3 << n) if n != 4 else None)
+        for n in range(12)
+    ]
+    pages += [Fingerprint(None, base[3]), Fingerprint(base[0] ^ 0xFFFF, None), pages[1]]  # the last: a copy
+    rows, first = fingerprint_rows(pages), fingerprint_rows(pages[:5])
+    for limits in ([3, -1], [-1, 2], [2, 3], [0, 0]):
+        earlier = [any(near(page, other, limits) for other in pages[:n]) for n, page in enumerate(pages)]
+        assert near_any(*rows, *rows, np.array(limits), True).tolist() == earlier
+        assert near_any(*rows, *first, np.array(limits), False).tolist() == [
+            any(near(page, other, limits) for other in pages[:5]) for page in pages
+        ]
+        assert any(earlier)
 
 
 def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path) -> None:
