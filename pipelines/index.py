@@ -52,6 +52,7 @@ MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
 # entry of a run ~3 ns (measured at k = 3 and 8, 1M and 10M entries, on 2-core x86-64).
 SCAN_PER_PROBE = 32
 RELAYOUT_GAIN = 0.8  # a growing index takes another layout when it costs queries 20% less
+SHORT_RUN = 32  # entries a query checks one by one, without counting matches first
 MANY_PROBES = 16  # from this many probes a query scans the small levels, not a binary search per probe
 _LEVELS = 3
 _POSITION = np.uint64(0xFFFFFFFF)  # a query's result: distance << 32 | position
@@ -405,6 +406,7 @@ def _query(query, max_distance, words, positions, level_starts, scan_from, direc
     los, his = np.empty(len(flips), np.int64), np.empty(len(flips), np.int64)  # per probe, where to search
     touched = np.uint64(0)
     for t in range(words.shape[0]):
+        table_words, table_positions = words[t], positions[t]  # (1-d views: 2-d indexing is not vectorised)
         permuted = _permute(query, t, shifts, masks, lefts)
         below = np.uint64(64) - key_bits[t]  # bits under the key
         probes = (permuted >> below) ^ flips[flip_starts[t] : flip_starts[t + 1]]
@@ -421,36 +423,47 @@ def _query(query, max_distance, words, positions, level_starts, scan_from, direc
                     bucket = probes[i] >> (key_bits[t] - directory_bits[t])
                     los[i], his[i] = directory[t, bucket], directory[t, bucket + 1]
                     for j in range(los[i], his[i], 8):
-                        touched ^= words[t, j]
+                        touched ^= table_words[j]
             narrow = level > 0 or directory_bits[t] < key_bits[t]  # else a bucket is one key
             for i in range(len(probes)):
-                lo = los[i]
-                if narrow:
-                    lo += np.searchsorted(words[t, lo : his[i]], probes[i] << below)
-                for j in range(lo, his[i]):  # the run of entries with the probe's key
-                    word = words[t, j]
+                if not narrow:  # the bucket is the run of entries with the probe's key
+                    count = _scan(table_words, table_positions, los[i], his[i], permuted, max_distance, found, count)
+                    continue
+                lo = los[i] + np.searchsorted(table_words[los[i] : his[i]], probes[i] << below)
+                for j in range(lo, his[i]):  # the run, found by a search: short, checked one by one
+                    word = table_words[j]
                     if word >> below != probes[i]:
                         break
                     distance = popcount(word ^ permuted)
                     if distance <= max_distance:
-                        count = _record(found, count, distance, positions[t, j])
-    # The small levels, if not probed: table 0 whole.  Distances first, in a loop the compiler
-    # vectorises, then the few matches.
+                        count = _record(found, count, distance, table_positions[j])
+    # The small levels, if not probed: table 0 whole.
     permuted = _permute(query, 0, shifts, masks, lefts)
-    scanned = words[0, scan_from : level_starts[-1]]  # (a 1-d view: 2-d indexing is not vectorised)
-    distances, hits = np.empty(len(scanned), np.uint8), 0
-    for j in range(len(scanned)):
-        distances[j] = popcount(scanned[j] ^ permuted)
-        hits += distances[j] <= max_distance
-    for j in range(len(scanned) if hits else 0):  # (a loop that records is not vectorised)
-        if distances[j] <= max_distance:
-            count = _record(found, count, distances[j], positions[0, scan_from + j])
+    count = _scan(words[0], positions[0], scan_from, level_starts[-1], permuted, max_distance, found, count)
     first = level_starts[-1]  # the buffer: positions [first, first + buffered)
     for n in range(buffered):
         distance = popcount(buffer[n] ^ query)
         if distance <= max_distance:
             count = _record(found, count, distance, first + n)
     return count, touched
+
+
+@numba.njit(cache=True, inline="always")  # (called per probe: no call overhead)
+def _scan(words, positions, start, end, permuted, max_distance, found, count):
+    """Record every entry of ``words[start:end]`` within ``max_distance`` of ``permuted``.  Many
+    entries are counted first, in a loop the compiler vectorises; the loop that records (not
+    vectorised) runs only when there are matches."""
+    if end - start > SHORT_RUN:
+        run, hits = words[start:end], 0  # (indexed from 0: a loop the compiler can vectorise)
+        for j in range(len(run)):
+            hits += popcount(run[j] ^ permuted) <= max_distance
+        if not hits:
+            return count
+    for j in range(start, end):
+        distance = popcount(words[j] ^ permuted)
+        if distance <= max_distance:
+            count = _record(found, count, distance, positions[j])
+    return count
 
 
 @numba.njit(cache=True)
