@@ -297,7 +297,6 @@ def pack_entry(url: str, page: Fingerprint) -> bytes:
     return bytes([len(sketch)]) + sketch + url.encode()
 
 
-
 @numba.njit(cache=True)
 def near_any(fingerprints, present, other, other_present, limits, earlier_only):
     """Per row (fingerprints, which exist: as stores keep them): is a row of ``other`` (or, with
