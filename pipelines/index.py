@@ -165,7 +165,7 @@ class SimhashIndex:
             count, _ = _query(
                 np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
                 self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
-                *self._recipes, self._buffer, self._size - self._indexed, found,
+                *self._permutation, self._key_bits, self._buffer, self._size - self._indexed, found,
             )
             if count <= len(found):
                 break
@@ -196,7 +196,8 @@ class SimhashIndex:
     def _use(self, layout: Layout, capacity: int) -> None:
         """Take ``layout``, with empty tables of ``capacity`` entries."""
         self.layout = layout
-        self._recipes = _recipe_arrays(layout)
+        *permutation, self._key_bits = _recipe_arrays(layout)
+        self._permutation = tuple(permutation)  # per table: shifts, masks, lefts
         self._flips, self._flip_starts = _probe_arrays(layout)
         # per table, per entry: the permuted fingerprint and its position; each level sorted
         self._words = np.empty((self.tables, capacity), dtype=np.uint64)
@@ -208,11 +209,11 @@ class SimhashIndex:
         """Index every entry (levels and buffer) afresh into level 0 of ``layout``: a bulk load,
         or a new layout for a grown index."""
         indexed, pending = self._level_starts[-1], self._size - self._indexed
-        fingerprints = np.concatenate([_restored(self._words[0, :indexed], *self._recipes[:3]), self._buffer[:pending]])
+        fingerprints = np.concatenate([_restored(self._words[0, :indexed], *self._permutation), self._buffer[:pending]])
         positions = np.concatenate([self._positions[0, :indexed], np.arange(indexed, self._size, dtype=np.uint32)])
         del self._words, self._positions
         self._use(layout, max(self._size, _INITIAL_CAPACITY))
-        self._words[:, : self._size] = _permuted(fingerprints, *self._recipes[:3])
+        self._words[:, : self._size] = _permuted(fingerprints, *self._permutation)
         self._positions[:, : self._size] = positions
         self._sort_run(0, self._size)
         self._level_starts[1:] = self._indexed = self._size
@@ -225,7 +226,7 @@ class SimhashIndex:
         count = self._size - self._indexed
         end = self._level_starts[-1]
         self._ensure_capacity(end + count)
-        self._words[:, end : end + count] = _permuted(self._buffer[:count], *self._recipes[:3])
+        self._words[:, end : end + count] = _permuted(self._buffer[:count], *self._permutation)
         self._positions[:, end : end + count] = np.arange(self._indexed, self._size, dtype=np.uint32)
         self._sort_run(end, end + count)
         self._level_starts[-1] = end + count
