@@ -13,8 +13,9 @@ key with it, and checks those on all 64 bits.  Nothing is missed.
   principle (Qin et al. 2018): cut into ``m`` blocks probed within radii
   ``r_i`` with ``sum(r_i + 1) > k``; some block is then within its radius, so
   one table per block, probed with every key value within its radius.  Best
-  for large ``k`` (k = 8: 4 tables of 16-bit keys, radii 2, 1, 1, 1: 188
-  probes in all, where radius 2 on 3 tables takes 718).
+  for large ``k`` (k = 8: 5 tables of 12- and 13-bit keys, radii 1, 1, 1, 1,
+  0: 57 probes in all; 4 tables of 16 bits, radii 2, 1, 1, 1: 188 probes of
+  shorter runs; radius 2 on 3 tables: 718).
 
 As in Manku's design, a table holds each fingerprint *permuted* so that its
 key comes first, sorted: the entries sharing a key are one run, and each one's
@@ -107,8 +108,8 @@ class SimhashIndex:
     """Integer keys with a 64-bit fingerprint each; ``query`` finds every key within ``max_distance``.
 
     The layout is chosen for the number of entries, and again at each merge into level 0: what
-    is cheapest at 1M entries (k = 8: 4 tables of 16-bit keys) is not at 10M (3 tables of 21 or
-    22 bits).  A ``layout`` given (tests, benchmarks) is kept.
+    is cheapest at 1M entries (k = 8: 5 tables of 12- and 13-bit keys) is not at 10M (4 tables of
+    16 bits).  A ``layout`` given (tests, benchmarks) is kept.
     """
 
     def __init__(self, max_distance: int = 3, layout: Layout | None = None) -> None:
