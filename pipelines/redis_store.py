@@ -200,7 +200,8 @@ class RedisStore(MemoryStore):
         while True:
             seen = self._rows
             pending = [i for i, match in enumerate(results) if match is None]
-            in_batch = self._match_in_batch([pages[i] for i in pending], (rows[0][pending], rows[1][pending]))
+            pending_rows = (rows[0][pending], rows[1][pending])
+            in_batch = self._match_in_batch([pages[i] for i in pending], pending_rows)
             kept = [i for i, match in zip(pending, in_batch) if match is None]
             if not kept:
                 break
@@ -222,7 +223,7 @@ class RedisStore(MemoryStore):
             self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
-            near = near_any(rows[0][pending], rows[1][pending], *new_rows, self._limits, False)
+            near = near_any(*pending_rows, *new_rows, self._limits, False)
             for i, maybe in zip(pending, near):
                 if maybe:
                     results[i] = self._find(pages[i][1], since=seen)
