@@ -47,13 +47,16 @@ class PageResult:
     language: str
 
 
-def fingerprint_page(item: tuple[str, bytes]) -> tuple[str, PageResult]:
-    page_id, html = item
-    ours = Fingerprinter().fingerprint(html)
+def ours(html: bytes) -> dict:
+    fingerprint = Fingerprinter().fingerprint(html)
+    return {"content": fingerprint.content, "structure": fingerprint.structure, "sketch": fingerprint.sketch}
+
+
+def anchors_and_language(html: bytes) -> dict:
     text = visible_text(html)
     han = sum("\u4e00" <= ch <= "\u9fff" for ch in text)
     language = "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
-    return page_id, PageResult(ours.content, ours.structure, ours.sketch, anchor_fingerprints(text), language)
+    return {"anchors": anchor_fingerprints(text), "language": language}
 
 
 @dataclass
@@ -247,27 +250,48 @@ def results_missing(s: Scored, name: str) -> bool:
     return s.anchors[name] is None
 
 
-#: The modules a fingerprint depends on: the cache is keyed on their bytes.
-FINGERPRINT_CODE = ("simhash.py", "document.py", "content.py", "structure.py", "sketch.py", "fingerprint.py", "data")
+#: The code each kind of result depends on (paths under ``pipelines/`` and ``bench/``): the cache is keyed on its bytes.
+CODE = {
+    "ours": ["pipelines/" + name for name in ("simhash.py", "document.py", "content.py", "structure.py", "sketch.py",
+                                               "fingerprint.py", "data")],
+    "anchors": ["bench/anchors.py", "pipelines/document.py", "pipelines/simhash.py"],
+}
+COMPUTE = {"ours": ours, "anchors": anchors_and_language}
+
+
+def code_version(paths: list[str]) -> str:
+    root = Path(pipelines.__file__).parents[1]
+    digest = xxhash.xxh3_64()
+    for name in paths:
+        path = root / name
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _compute(job: tuple[str, bytes]) -> dict:
+    kind, html = job
+    return COMPUTE[kind](html)
 
 
 def fingerprint_all(pages: sets.Pages, workers: int, cache_path: Path | None) -> dict[str, PageResult]:
-    """Every page's fingerprints, from the cache where the page and the code are unchanged."""
-    package = Path(pipelines.__file__).parent
-    code = xxhash.xxh3_64()
-    for name in FINGERPRINT_CODE:
-        for path in sorted((package / name).rglob("*")) if (package / name).is_dir() else [package / name]:
-            code.update(path.read_bytes())
-    keys = {page_id: f"{code.hexdigest()}/{page_id}/{xxhash.xxh3_64_hexdigest(html)}" for page_id, html in pages.html.items()}
+    """Every page's fingerprints and anchors: each distinct HTML once, from the cache where it and
+    the code that makes that result are unchanged (ours and the anchors are cached apart)."""
+    hashes = {page_id: xxhash.xxh3_64_hexdigest(html) for page_id, html in pages.html.items()}
+    distinct = {hashes[page_id]: html for page_id, html in pages.html.items()}
     cached = pickle.loads(cache_path.read_bytes()) if cache_path and cache_path.exists() else {}
-    todo = [(page_id, html) for page_id, html in pages.html.items() if keys[page_id] not in cached]
+    keys = {kind: {h: f"{kind}/{code_version(paths)}/{h}" for h in distinct} for kind, paths in CODE.items()}
+    todo = [(kind, h) for kind in CODE for h in distinct if keys[kind][h] not in cached]
     with ProcessPoolExecutor(workers) as pool:
-        for page_id, result in pool.map(fingerprint_page, todo, chunksize=16):
-            cached[keys[page_id]] = vars(result)  # plain dicts: readable whichever module runs this
+        jobs = ((kind, distinct[h]) for kind, h in todo)
+        for (kind, h), result in zip(todo, pool.map(_compute, jobs, chunksize=16)):
+            cached[keys[kind][h]] = result
     if cache_path:
         cache_path.parent.mkdir(parents=True, exist_ok=True)
-        cache_path.write_bytes(pickle.dumps({key: cached[key] for key in keys.values()}))
-    return {page_id: PageResult(**cached[key]) for page_id, key in keys.items()}
+        cache_path.write_bytes(pickle.dumps({key: cached[key] for kind in CODE for key in keys[kind].values()}))
+    return {
+        page_id: PageResult(**cached[keys["ours"][h]], **cached[keys["anchors"][h]]) for page_id, h in hashes.items()
+    }
 
 
 def main() -> None:
@@ -289,6 +313,9 @@ def main() -> None:
         *sets.content_same_structure_different(args.data, pages),
         *sets.handbook(args.data, pages),
         *sets.realistic_changes(args.data, pages),
+        *sets.copies_of_every_page(args.data, pages),
+        *sets.form_wrapped(args.data, pages),
+        *sets.short_pages(args.data, pages),
     ]
     print(f"{len(pairs):,} pairs over {len(pages.html):,} pages; fingerprinting...", file=sys.stderr)
     results = fingerprint_all(pages, args.workers, args.cache)

@@ -74,12 +74,6 @@ class Pages:
         self.html[page_id] = html
         return page_id
 
-    def language(self, page_id: str) -> str:
-        """'zh' when most letters are Chinese, else 'en+' (English and other spaced languages)."""
-        text = page_text(self.html[page_id])
-        han = len(HAN.findall(text))
-        return "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
-
 
 def page_text(html: bytes) -> str:
     root = load(html, 1 << 30).root
@@ -97,17 +91,22 @@ def all_pairs(ids: list[str], group: str, source: str, positives: dict) -> Itera
         yield Pair(a, b, reason is not None, "positive" if reason else group, source)
 
 
-def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
-    """Different articles of one site: newspaper pairs, gne sites, gerapy pages."""
+def site_groups(data: Path) -> Iterator[tuple[str, str, dict[str, bytes]]]:
+    """(source, language, page id -> HTML) for each site of newspaper (its pair) and of gne."""
     html_dir = data / "newspaper-test-pages" / "tests" / "data" / "html"
     for first in sorted(html_dir.glob("*1.html")):
         second = first.with_name(first.name[:-6] + "2.html")
         if second.exists():
-            ids = [pages.add(f"newspaper/{p.name}", p.read_bytes()) for p in (first, second)]
-            yield from all_pairs(ids, "same-site", "newspaper", SAME_ARTICLE_TWICE)
+            yield "newspaper", "en+", {f"newspaper/{p.name}": p.read_bytes() for p in (first, second)}
     for site in sorted((data / "gne-chinese-news" / "tests").iterdir()):
-        ids = [pages.add(f"gne/{site.name}/{p.name}", p.read_bytes()) for p in sorted(site.glob("*.html"))]
-        yield from all_pairs(ids, "same-site", "gne", SAME_ARTICLE_TWICE)
+        yield "gne", "zh", {f"gne/{site.name}/{p.name}": p.read_bytes() for p in sorted(site.glob("*.html"))}
+
+
+def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Different articles of one site: newspaper pairs, gne sites, gerapy pages."""
+    for source, _, group in site_groups(data):
+        ids = [pages.add(page_id, html) for page_id, html in group.items()]
+        yield from all_pairs(ids, "same-site", source, SAME_ARTICLE_TWICE)
     for kind in ("detail", "list"):
         folder = data / "gerapy-chinese-samples" / "samples" / kind
         ids = [pages.add(f"gerapy/{kind}/{p.name}", p.read_bytes()) for p in sorted(folder.glob("*.html"))]
@@ -157,6 +156,96 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
             result[(a, b)] = f"paragraph overlap {overlap:.2f}"
     pages.notes += [f"copy in an unrelated pool, counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in result.items()]
     return result
+
+
+def copies_of_every_page(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Each page of newspaper, gne, readability (every source page) and goose3 vs a byte-identical copy."""
+    files = [
+        *sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*.html")),
+        *sorted((data / "gne-chinese-news" / "tests").glob("*/*.html")),
+        *sorted((data / "readability-test-pages").glob("*/source.html")),
+        *sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html")),
+    ]
+    for path in files:
+        page_id = str(path.relative_to(data))
+        body = path.read_bytes()
+        yield Pair(pages.add(page_id, body), pages.add(f"copy/{page_id}", body), True, "positive", "copies")
+
+
+#: Text shared by every page of a site, outside the main content (at least 20 words).
+SHARED_NOTICE = {
+    "en+": "We use cookies and similar technologies to give you the best experience on our website, to personalise "
+           "content and advertising and to analyse our traffic. By continuing to browse this site you agree to our "
+           "use of cookies as described in our privacy policy.",
+    "zh": "本网站使用cookie等技术为您提供更好的浏览体验、个性化内容和广告并分析网站流量。继续浏览本网站即表示您同意我们按照隐私政策"
+          "使用cookie。本站所有内容未经书面授权不得转载，违者必究。",
+}
+
+
+def wrap_in_form(html: bytes, language: str) -> bytes:
+    """The page as an ASP.NET WebForms page: the whole body inside one ``<form>``, a shared notice outside it."""
+    root = load(html, 1 << 30).root
+    form = lxml.html.fragment_fromstring(
+        '<form method="post" action="./Default.aspx" id="aspnetForm">'
+        '<input type="hidden" name="__VIEWSTATE" id="__VIEWSTATE" value="/wEPDwUKMTY1NDU2MTA1Mg9kFgJmD2QWAgIDD2QWAg"></form>'
+    )
+    body = root.body
+    if body.text:
+        form[0].tail, body.text = body.text, None
+    for child in list(body):
+        form.append(child)
+    body.append(form)
+    body.append(lxml.html.fragment_fromstring(f'<div class="site-notice"><p>{SHARED_NOTICE[language]}</p></div>'))
+    return lxml.html.tostring(root, encoding="utf-8")
+
+
+def form_wrapped(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Each site group re-templated with ``wrap_in_form``: its pages must stay apart, a copy of each is a duplicate."""
+    for _, language, group in site_groups(data):
+        ids = []
+        for page_id, html in group.items():
+            body = wrap_in_form(html, language)
+            ids.append(pages.add(f"form/{page_id}", body))
+            yield Pair(ids[-1], pages.add(f"form/{page_id}/copy", body), True, "positive", "form-wrapped")
+        yield from all_pairs(ids, "same-site", "form-wrapped", _prefixed("form/", SAME_ARTICLE_TWICE))
+
+
+#: A short page's article: this many words of its first paragraph (characters in Chinese).
+SHORT_PAGE = {"en+": 15, "zh": 30}
+
+
+def short_pages(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Each site group with its articles cut to one sentence, too short for SimHash.
+
+    The article keeps the first ``SHORT_PAGE`` words (characters in Chinese)
+    of its first paragraph; the template stays.  Pages of one site must stay
+    apart; a byte-identical copy of each, and a copy whose links carry
+    tracking parameters, are duplicates.
+    """
+    for _, language, group in site_groups(data):
+        ids = []
+        for page_id, html in group.items():
+            root = load(html, 1 << 30).root
+            paragraphs = _article_paragraphs(root)
+            if not paragraphs:
+                continue
+            for paragraph in paragraphs[1:]:
+                paragraph.drop_tree()
+            text = paragraphs[0].text_content()
+            for child in list(paragraphs[0]):
+                paragraphs[0].remove(child)
+            paragraphs[0].text = text[: SHORT_PAGE[language]] if language == "zh" else " ".join(text.split()[: SHORT_PAGE[language]])
+            short_id = pages.add(f"short/{page_id}", lxml.html.tostring(root, encoding="utf-8"))
+            ids.append(short_id)
+            yield Pair(short_id, pages.add(f"{short_id}/copy", pages.html[short_id]), True, "positive", "short")
+            tracking_parameters(root, random.Random(short_id), language, 1)
+            tracked = pages.add(f"{short_id}/tracked", lxml.html.tostring(root, encoding="utf-8"))
+            yield Pair(short_id, tracked, True, "positive", "short")
+        yield from all_pairs(ids, "same-site", "short", _prefixed("short/", SAME_ARTICLE_TWICE))
+
+
+def _prefixed(prefix: str, listed: dict[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    return {(prefix + a, prefix + b): why for (a, b), why in listed.items()}
 
 
 def webis(data: Path, pages: Pages) -> Iterator[Pair]:
@@ -322,6 +411,90 @@ def changed_sidebar(root, rng, language, variant):
     ))
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def _reword(sentence: str, rng: random.Random, language: str) -> str:
+    """A paraphrase as a copy editor makes one: the two halves swapped, a third of the words replaced."""
+    if language == "zh":
+        chars = list(sentence.rstrip("。！？"))
+        half = len(chars) // 2
+        chars = chars[half:] + chars[:half]
+        for i in range(0, len(chars) - 1, 6):
+            chars[i : i + 2] = list(_phrase(rng, language, 2))
+        return "".join(chars) + "。"
+    words = sentence.rstrip(".!?").split()
+    half = len(words) // 2
+    words = words[half:] + words[:half]
+    for i in range(1, len(words), 3):
+        words[i] = rng.choice(FILLER[language])
+    return " ".join(words) + "."
+
+
+def _reword_one_sentence(paragraphs: list[lxml.html.HtmlElement], rng: random.Random, language: str) -> None:
+    """One sentence of at least 8 words (16 characters in Chinese) of ``paragraphs`` reworded."""
+    minimum = 16 if language == "zh" else 8
+    found = []
+    for element in paragraphs:
+        text = element.text or ""
+        for sentence in _SENTENCE_END.split(text):
+            if len(sentence) >= minimum if language == "zh" else len(sentence.split()) >= minimum:
+                found.append((element, sentence))
+    if found:
+        element, sentence = rng.choice(found)
+        element.text = element.text.replace(sentence, _reword(sentence, rng, language), 1)
+
+
+def reworded_sentence(root, rng, language, variant):
+    """One sentence of the article reworded (a third of its words replaced, its halves swapped)."""
+    if variant == 1:
+        _reword_one_sentence(_article_paragraphs(root), rng, language)
+
+
+#: A short article keeps its first paragraphs up to this many words (characters in Chinese).
+SHORT_ARTICLE = {"en+": 100, "zh": 200}
+
+
+def _shorten_article(root: lxml.html.HtmlElement, language: str) -> list[lxml.html.HtmlElement]:
+    """The article cut after its first paragraphs of ``SHORT_ARTICLE`` words; returns those kept."""
+    kept, size = [], 0
+    for paragraph in _article_paragraphs(root):
+        if size >= SHORT_ARTICLE[language]:
+            paragraph.drop_tree()
+            continue
+        kept.append(paragraph)
+        text = paragraph.text_content()
+        size += len(text) if language == "zh" else len(text.split())
+    return kept
+
+
+def short_article_reworded(root, rng, language, variant):
+    """A short article (its first ~100 words) with one sentence reworded."""
+    kept = _shorten_article(root, language)
+    if variant == 1:
+        _reword_one_sentence(kept, rng, language)
+
+
+def timestamp_in_text(root, rng, language, variant):
+    """A timestamp at the start of the article's first paragraph, another one in each version."""
+    paragraphs = _article_paragraphs(root)
+    if not paragraphs:
+        return
+    year, month, day = rng.randint(2010, 2023), rng.randint(1, 12), rng.randint(1, 28)
+    hour, minute = rng.randint(1, 12), rng.randint(0, 59)
+    if language == "zh":
+        stamp = f"（更新时间：{year}年{month}月{day}日 {hour:02d}:{minute:02d}）"
+    else:
+        months = "January February March April May June July August September October November December".split()
+        stamp = f"Updated {months[month - 1]} {day}, {year} at {hour}:{minute:02d} {rng.choice(['a.m.', 'p.m.'])} ET."
+    first = paragraphs[0]
+    first.text = f"{stamp} {first.text or ''}"
+
+
+def exact_copy(root, rng, language, variant):
+    """Nothing changes: the same page under another URL."""
+
+
 CHANGES: dict[str, Callable] = {
     "dates_counters": dates_and_counters,
     "ad_block": ad_block,
@@ -330,24 +503,55 @@ CHANGES: dict[str, Callable] = {
     "added_sentence": added_sentence,
     "comments_section": comments_section,
     "changed_sidebar": changed_sidebar,
+    "reworded_sentence": reworded_sentence,
+    "short_article_reworded": short_article_reworded,
+    "timestamp_in_text": timestamp_in_text,
+    "exact_copy": exact_copy,
 }
+
+
+def change_bases(data: Path) -> list[tuple[str, str, bytes]]:
+    """Real article pages the changes are applied to: (page id, language, HTML).
+
+    Newspaper's first page of each site, gne's first page of each site, and
+    every page of goose3, readability (real pages only) and the article
+    extraction benchmark (126 hosts): pages of many templates, most of them
+    never looked at while the extraction was written.
+    """
+    found = [(f"newspaper/{p.name}", p.read_bytes())
+             for p in sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*1.html"))]
+    found += [(f"gne/{p.parent.name}/{p.name}", p.read_bytes())
+              for p in sorted((data / "gne-chinese-news" / "tests").glob("*/1.html"))]
+    found += [(f"goose3/{p.name}", p.read_bytes())
+              for p in sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html"))]
+    found += [(f"readability/{p.parent.name}", p.read_bytes())
+              for p in sorted((data / "readability-test-pages").glob("*/source.html"))
+              if p.parent.name not in READABILITY_FIXTURES]
+    found += [(f"aeb/{p.name}", gzip.decompress(p.read_bytes()))
+              for p in sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
+    return [(page_id, language_of(html), html) for page_id, html in found]
+
+
+def language_of(html: bytes) -> str:
+    """'zh' when most letters are Chinese, else 'en+' (English and other spaced languages)."""
+    text = page_text(html)
+    han = len(HAN.findall(text))
+    return "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
 
 
 def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
     """Two versions of each real article page (variant 0 and 1) per kind of change."""
-    html_dir = data / "newspaper-test-pages" / "tests" / "data" / "html"
-    bases = [("en+", p) for p in sorted(html_dir.glob("*1.html"))]
-    bases += [("zh", p) for p in sorted((data / "gne-chinese-news" / "tests").glob("*/1.html"))]
-    for (language, path), (kind, change) in itertools.product(bases, CHANGES.items()):
-        body = path.read_bytes()
+    for (base_id, language, body), (kind, change) in itertools.product(change_bases(data), CHANGES.items()):
         versions = []
         for variant in (0, 1):
             root = load(body, 1 << 30).root
             if root is None or root.body is None:
                 break
-            rng = random.Random(f"{path.name}/{kind}/{variant}")
+            rng = random.Random(f"{base_id}/{kind}/{variant}")
             change(root, rng, language, variant)
             versions.append(lxml.html.tostring(root, encoding="utf-8"))
         if len(versions) == 2:
-            page_id = f"change/{kind}/{path.parent.name}/{path.name}"
+            page_id = f"change/{kind}/{base_id}"
             yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True, f"change:{kind}", "changes")
+
+
