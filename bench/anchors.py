@@ -34,6 +34,12 @@ def visible_text(html: str | bytes) -> str:
     return " ".join(root.itertext())
 
 
+def language_of(text: str) -> str:
+    """'zh' when most letters of ``text`` are Chinese, else 'en+' (English and other spaced languages)."""
+    han = sum("\u4e00" <= ch <= "\u9fff" for ch in text)
+    return "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
+
+
 def anchor_fingerprints(text: str) -> dict[str, int | None]:
     return {
         "simhash_package": _simhash_package(text),

@@ -13,6 +13,7 @@ Chinese and other languages.  Takes about ten minutes on two cores.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pickle
@@ -27,11 +28,14 @@ import xxhash
 
 import pipelines
 from bench import quality_sets as sets
-from bench.anchors import ANCHORS, anchor_fingerprints, visible_text
+from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
 from pipelines import SCHEME_VERSION, Fingerprinter, hamming
+from pipelines.content import PageText, content_features, tokens
+from pipelines.document import load
 from pipelines.settings import DedupSettings
+from pipelines.simhash import simhash
 from pipelines.sketch import similarity
-from pipelines.stores import Mode
+from pipelines.stores import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
 DISTANCES = range(0, 17)
@@ -43,20 +47,25 @@ class PageResult:
     content: int | None
     structure: int | None
     sketch: bytes | None
+    short: bool
+    visible_simhash: int | None  # short pages: a SimHash of the visible text, for the rules not chosen
     anchors: dict[str, int | None]
     language: str
 
 
 def ours(html: bytes) -> dict:
     fingerprint = Fingerprinter().fingerprint(html)
-    return {"content": fingerprint.content, "structure": fingerprint.structure, "sketch": fingerprint.sketch}
+    visible = None
+    if fingerprint.short:
+        root = load(html, DedupSettings().max_html_bytes).root
+        visible = simhash(content_features([tokens(PageText.read(root).visible_text())]))
+    return {"content": fingerprint.content, "structure": fingerprint.structure, "sketch": fingerprint.sketch,
+            "short": fingerprint.short, "visible_simhash": visible}
 
 
 def anchors_and_language(html: bytes) -> dict:
     text = visible_text(html)
-    han = sum("\u4e00" <= ch <= "\u9fff" for ch in text)
-    language = "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
-    return {"anchors": anchor_fingerprints(text), "language": language}
+    return {"anchors": anchor_fingerprints(text), "language": language_of(text)}
 
 
 @dataclass
@@ -68,15 +77,14 @@ class Scored:
     content: int | None
     structure: int | None
     similarity: float | None
+    sketches: tuple[bytes | None, bytes | None]
+    short: tuple[bool, bool]
+    visible: int | None  # distance of the visible-text SimHashes, when both pages are short
     anchors: dict[str, int | None]
 
     def ours(self, mode: str, content_distance: int, structure_distance: int, min_similarity: float) -> bool:
-        content = (
-            self.content is not None
-            and self.content <= content_distance
-            and self.similarity is not None
-            and self.similarity >= min_similarity
-        )
+        policy = _policy(mode, content_distance, structure_distance, min_similarity)
+        content = self.content is not None and policy.content_match(self.content, self.sketches, *self.short)
         structure = self.structure is not None and self.structure <= structure_distance
         return {"both": content and structure, "content": content, "structure": structure, "either": content or structure}[mode]
 
@@ -88,18 +96,27 @@ class Scored:
         return value is not None and value <= (0 if name == "exact" else distance)
 
 
+@functools.cache
+def _policy(mode: str, content_distance: int, structure_distance: int, min_similarity: float) -> Policy:
+    return Policy(Mode(mode), content_distance, structure_distance, min_similarity)
+
+
 def score(pairs: list[sets.Pair], results: dict[str, PageResult]) -> list[Scored]:
     scored = []
     for pair in pairs:
         a, b = results[pair.a], results[pair.b]
         content = None if a.content is None or b.content is None else hamming(a.content, b.content)
-        near = content is not None and content <= max(DISTANCES)
+        both_short = a.short and b.short
+        near = content is not None and (content <= max(DISTANCES) or both_short)
         scored.append(Scored(
             pair,
             "zh" if "zh" in (a.language, b.language) else "en+",
             content,
             None if a.structure is None or b.structure is None else hamming(a.structure, b.structure),
             similarity(a.sketch, b.sketch) if near and a.sketch and b.sketch else None,
+            (a.sketch, b.sketch),
+            (a.short, b.short),
+            hamming(a.visible_simhash, b.visible_simhash) if both_short else None,
             {n: None if a.anchors[n] is None or b.anchors[n] is None else hamming(a.anchors[n], b.anchors[n]) for n in ANCHORS},
         ))
     return scored
@@ -135,6 +152,8 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
 
     rows, out["sets"] = [], {}
     for (source, group), items in sorted(by_source.items()):
+        if source == "changes":
+            continue  # their own table below
         incomparable = sum(s.content is None for s in items)
         items = [s for s in items if s.content is not None] if group != "unrelated" else items
         truth = [s.pair.duplicate for s in items]
@@ -144,8 +163,10 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
         near = [s.similarity for s in negatives if s.content is not None and s.content <= DEFAULTS.content_distance]
         sketch_margin = max((x for x in near if x is not None), default=None)
         dropped_wrongly = [f"{s.pair.a} ~ {s.pair.b}" for s in negatives if s.default()]
+        missed = [f"{s.pair.a} ~ {s.pair.b} (content distance {s.content}, similarity {s.similarity}, short {s.short})"
+                  for s in items if s.pair.duplicate and not s.default()]
         out["sets"][f"{source}/{group}"] = r | {"content_margin": margin, "similarity_margin": sketch_margin,
-                                                 "false_drop_pairs": dropped_wrongly[:20]}
+                                                 "false_drop_pairs": dropped_wrongly[:20], "missed_pairs": missed[:40]}
         rows.append([source, group, r["pairs"], incomparable, r["duplicates"], r["false_drops"],
                      f"{100_000 * r['false_drops'] / max(1, r['pairs'] - r['duplicates']):.2f}",
                      "" if r["duplicates"] == 0 else f"{r['recall']:.3f}", margin,
@@ -179,17 +200,22 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
     rows, out["changes"] = [], {}
     for group, items in sorted(changes.items()):
         for language in ("en+", "zh"):
-            part = [s for s in items if s.language == language and s.content is not None]
+            part = [s for s in items if s.language == language and has_own_text(s)]
+            short = [s for s in items if s.language == language and any(s.short)]
             if not part:
                 continue
             recall = {"ours_default": sum(s.default() for s in part) / len(part)}
             recall |= {n: sum(s.anchor(n, 3) for s in part) / len(part) for n in ANCHORS}
-            incomparable = sum(s.language == language and s.content is None for s in items)
-            out["changes"][f"{group}/{language}"] = recall | {"pairs": len(part), "not_comparable": incomparable}
-            rows.append([group.removeprefix("change:"), language, len(part), incomparable] + [f"{v:.3f}" for v in recall.values()])
-    table("Realistic changes: recall over comparable pairs (ours at the defaults; anchors at distance 3, "
-          "exact at 0)", ["change", "language", "pairs", "not comparable", "ours", *ANCHORS], rows)
+            caught = sum(s.default() for s in short)
+            out["changes"][f"{group}/{language}"] = recall | {"pairs": len(part), "short_pairs": len(short),
+                                                              "short_caught": caught}
+            rows.append([group.removeprefix("change:"), language, len(part)] + [f"{v:.3f}" for v in recall.values()]
+                        + [f"{caught} of {len(short)}"])
+    table("Realistic changes: recall over the pairs of pages with own text (ours at the defaults; anchors at "
+          "distance 3, exact at 0), and short pages apart (compared by their exact visible text)",
+          ["change", "language", "pairs", "ours", *ANCHORS, "short pages caught"], rows)
 
+    out["short_rules"] = short_page_rules(scored)
     out["grid"] = choosing_defaults(scored)
 
     pool = [s for s in scored if s.pair.source != "webis"]
@@ -213,7 +239,69 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
     table("Every labelled pair but Webis: precision, recall, false drops per 10,000 non-duplicate pairs "
           "(distance is the content distance; the structure distance for mode structure; the other at its default)",
           ["language", "mode", "distance", "precision", "recall", "false drops /10k"], rows)
+    out["bars"] = bars(out, by_source)
     return out
+
+
+#: Rules for comparing two short pages (own text too short for SimHash), the first one the pipeline's.
+SHORT_RULES = {
+    "the same visible words (the rule)": lambda s: s.content == 0,
+    "visible-text SimHash within 3, sketch >= 0.90": lambda s: s.visible <= 3 and s.similarity >= 0.9,
+    "visible-text SimHash within 8, sketch >= 0.65": lambda s: s.visible <= 8 and s.similarity >= 0.65,
+}
+
+
+def has_own_text(s: Scored) -> bool:
+    """Both pages of the pair have a content SimHash (neither is short nor without content)."""
+    return s.content is not None and not any(s.short)
+
+
+def short_page_rules(scored: list[Scored]) -> list[dict]:
+    """How each rule for short pages does on the pairs of two short pages."""
+    both_short = [s for s in scored if s.visible is not None and s.pair.source != "webis"]
+    groups = {
+        "same-site different pages": [s for s in both_short if s.pair.group == "same-site" and not s.pair.duplicate],
+        "unrelated pages": [s for s in both_short if s.pair.group == "unrelated" and not s.pair.duplicate],
+        "duplicates": [s for s in both_short if s.pair.duplicate],
+    }
+    found, rows = [], []
+    for name, rule in SHORT_RULES.items():
+        counts = {group: sum(map(rule, items)) for group, items in groups.items()}
+        found.append({"rule": name} | {group: [counts[group], len(items)] for group, items in groups.items()})
+        rows.append([name] + [f"{counts[g]} of {len(items)}" for g, items in groups.items()])
+    table("Short pages (both pages of a pair short): pairs each rule calls duplicates",
+          ["rule", "same-site different pages (false drops)", "unrelated pages (false drops)", "duplicates (caught)"],
+          rows)
+    return found
+
+
+def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]]) -> dict[str, dict]:
+    """The acceptance bars at the default settings, each with its figure and whether it holds."""
+    same_site = {key: r for key, r in out["sets"].items() if key.endswith("/same-site")}
+    default_webis = next(row["ours"] for row in out["webis_curve"] if row["distance"] == DEFAULTS.content_distance)
+    changes = {}
+    for (source, group), items in by_source.items():
+        own = [s for s in items if has_own_text(s)]
+        if source == "changes" and own:
+            changes[group.removeprefix("change:")] = sum(s.default() for s in own) / len(own)
+    copies = {f"{source}/{group}": out["sets"][f"{source}/{group}"]["recall"]
+              for source, group in (("copies", "positive"), ("form-wrapped", "positive"), ("short", "positive"))}
+    found = {
+        "0 false drops on every same-site set": {
+            "figure": {key: r["false_drops"] for key, r in same_site.items()},
+            "holds": all(r["false_drops"] == 0 for r in same_site.values())},
+        "Webis precision >= 0.90 at recall >= 0.80": {
+            "figure": {"precision": default_webis["precision"], "recall": default_webis["recall"]},
+            "holds": default_webis["precision"] >= 0.90 and default_webis["recall"] >= 0.80},
+        "realistic changes: recall >= 0.98 for every kind (pages with own text)": {
+            "figure": changes, "holds": all(r >= 0.98 for r in changes.values())},
+        "exact copies: every one caught": {"figure": copies, "holds": all(r == 1.0 for r in copies.values())},
+    }
+    print("\n## Bars at the default settings\n")
+    for name, bar in found.items():
+        figure = ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in bar["figure"].items())
+        print(f"- {'holds' if bar['holds'] else 'FAILS'}: {name} ({figure})")
+    return found
 
 
 GRID_DISTANCES = (3, 4, 5, 6, 7, 8, 10)
@@ -225,7 +313,7 @@ def choosing_defaults(scored: list[Scored]) -> list[dict]:
     webis = [s for s in scored if s.pair.source == "webis" and s.content is not None]
     changes = defaultdict(list)
     for s in scored:
-        if s.pair.group.startswith("change:") and s.content is not None:
+        if s.pair.group.startswith("change:") and has_own_text(s):
             changes[(s.pair.group, s.language)].append(s)
     hard = [s for s in scored if s.pair.group == "same-site" and not s.pair.duplicate]
     unrelated = [s for s in scored if s.pair.group == "unrelated" and not s.pair.duplicate]
@@ -303,28 +391,33 @@ def main() -> None:
                         help="reuse fingerprints of unchanged pages and code (default: %(default)s)")
     args = parser.parse_args()
     started = time.time()
-    pages = sets.Pages()
-    pairs = [
-        *sets.same_site(args.data, pages),
-        *sets.unrelated(args.data, pages, "trafilatura"),
-        *sets.unrelated(args.data, pages, "article-extraction-benchmark"),
-        *sets.chinese_cross_site(pages),
-        *sets.webis(args.data, pages),
-        *sets.content_same_structure_different(args.data, pages),
-        *sets.handbook(args.data, pages),
-        *sets.realistic_changes(args.data, pages),
-        *sets.copies_of_every_page(args.data, pages),
-        *sets.form_wrapped(args.data, pages),
-        *sets.short_pages(args.data, pages),
-    ]
-    print(f"{len(pairs):,} pairs over {len(pages.html):,} pages; fingerprinting...", file=sys.stderr)
-    results = fingerprint_all(pages, args.workers, args.cache)
-    out = report(score(pairs, results), pages.notes)
+    scored, notes = labelled_pairs(args.data, args.workers, args.cache)
+    out = report(scored, notes)
     out["command"] = "python -m bench.quality " + " ".join(sys.argv[1:])
     out["seconds"] = round(time.time() - started)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
     print(f"\nwritten {args.out} in {out['seconds']} s; reproduce with: {out['command']}")
+
+
+def labelled_pairs(data: Path, workers: int, cache: Path | None) -> tuple[list[Scored], list[str]]:
+    """Every labelled pair, scored, and what the set loaders decided about the truth."""
+    pages = sets.Pages()
+    pairs = [
+        *sets.same_site(data, pages),
+        *sets.unrelated(data, pages, "trafilatura"),
+        *sets.unrelated(data, pages, "article-extraction-benchmark"),
+        *sets.chinese_cross_site(pages),
+        *sets.webis(data, pages),
+        *sets.content_same_structure_different(data, pages),
+        *sets.handbook(data, pages),
+        *sets.realistic_changes(data, pages),
+        *sets.copies_of_every_page(data, pages),
+        *sets.form_wrapped(data, pages),
+        *sets.short_pages(data, pages),
+    ]
+    print(f"{len(pairs):,} pairs over {len(pages.html):,} pages; fingerprinting...", file=sys.stderr)
+    return score(pairs, fingerprint_all(pages, workers, cache)), pages.notes
 
 
 if __name__ == "__main__":

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import lxml.html
 
+from bench.anchors import language_of, visible_text
 from pipelines.document import load
 
-HAN = re.compile(r"[\u4e00-\u9fff]")
 
 #: Readability's hand-made fixtures: not real pages, left out (see shared/data/README.md).
 READABILITY_FIXTURES = set(
@@ -73,11 +73,6 @@ class Pages:
     def add(self, page_id: str, html: bytes) -> str:
         self.html[page_id] = html
         return page_id
-
-
-def page_text(html: bytes) -> str:
-    root = load(html, 1 << 30).root
-    return "" if root is None else root.text_content()
 
 
 def text_as_html(text: str) -> bytes:
@@ -432,17 +427,22 @@ def _reword(sentence: str, rng: random.Random, language: str) -> str:
 
 
 def _reword_one_sentence(paragraphs: list[lxml.html.HtmlElement], rng: random.Random, language: str) -> None:
-    """One sentence of at least 8 words (16 characters in Chinese) of ``paragraphs`` reworded."""
-    minimum = 16 if language == "zh" else 8
+    """One sentence of 8 to 30 words (16 to 90 characters in Chinese) of ``paragraphs`` reworded.
+
+    Sentences are looked for in every text node of the paragraphs (an element's
+    text, and the tails of the elements inside them).
+    """
+    low, high = (16, 90) if language == "zh" else (8, 30)
     found = []
-    for element in paragraphs:
-        text = element.text or ""
-        for sentence in _SENTENCE_END.split(text):
-            if len(sentence) >= minimum if language == "zh" else len(sentence.split()) >= minimum:
-                found.append((element, sentence))
+    for paragraph in paragraphs:
+        for node in paragraph.iter():
+            for field in ("text", "tail") if node is not paragraph else ("text",):
+                for sentence in _SENTENCE_END.split(getattr(node, field) or ""):
+                    if low <= (len(sentence) if language == "zh" else len(sentence.split())) <= high:
+                        found.append((node, field, sentence))
     if found:
-        element, sentence = rng.choice(found)
-        element.text = element.text.replace(sentence, _reword(sentence, rng, language), 1)
+        node, field, sentence = rng.choice(found)
+        setattr(node, field, getattr(node, field).replace(sentence, _reword(sentence, rng, language), 1))
 
 
 def reworded_sentence(root, rng, language, variant):
@@ -452,7 +452,7 @@ def reworded_sentence(root, rng, language, variant):
 
 
 #: A short article keeps its first paragraphs up to this many words (characters in Chinese).
-SHORT_ARTICLE = {"en+": 100, "zh": 200}
+SHORT_ARTICLE = {"en+": 150, "zh": 300}
 
 
 def _shorten_article(root: lxml.html.HtmlElement, language: str) -> list[lxml.html.HtmlElement]:
@@ -469,7 +469,7 @@ def _shorten_article(root: lxml.html.HtmlElement, language: str) -> list[lxml.ht
 
 
 def short_article_reworded(root, rng, language, variant):
-    """A short article (its first ~100 words) with one sentence reworded."""
+    """A short article (its first paragraphs, about 150 words) with one sentence reworded."""
     kept = _shorten_article(root, language)
     if variant == 1:
         _reword_one_sentence(kept, rng, language)
@@ -529,14 +529,7 @@ def change_bases(data: Path) -> list[tuple[str, str, bytes]]:
               if p.parent.name not in READABILITY_FIXTURES]
     found += [(f"aeb/{p.name}", gzip.decompress(p.read_bytes()))
               for p in sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
-    return [(page_id, language_of(html), html) for page_id, html in found]
-
-
-def language_of(html: bytes) -> str:
-    """'zh' when most letters are Chinese, else 'en+' (English and other spaced languages)."""
-    text = page_text(html)
-    han = len(HAN.findall(text))
-    return "zh" if han > 0.3 * max(1, sum(ch.isalpha() for ch in text)) else "en+"
+    return [(page_id, language_of(visible_text(html)), html) for page_id, html in found]
 
 
 def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:

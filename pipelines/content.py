@@ -1,11 +1,18 @@
 """Content: the page's own text, as weighted words (for SimHash) and shingles (for the sketch).
 
-The page's own text is its paragraph-like blocks of at least
-``MIN_BLOCK_WORDS`` words, leaving out what a reader never sees (scripts,
-hidden elements), the site's chrome (nav, header, footer, aside, forms,
-elements whose class, id or role says menu, sidebar, comments, related,
-sponsor... as Mozilla Readability decides) and link text, which is what
-menus and related-article lists are made of.
+The own text is the page's main content, wherever it sits.  One walk over the
+tree reads the visible text as blocks, one per paragraph-like element, never
+reading what a reader does not see (scripts, styles, the options of a list
+box, elements hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline
+``display: none`` / ``visibility: hidden``).  Each block notes its link text,
+the element that holds it and the nearest *furniture* around it: ``nav``,
+``header``, ``footer``, ``aside``, ``button``, or an element whose class, id or
+role says menu, sidebar, comments, related, sponsor... (Mozilla Readability's
+lists).  Then, as Readability does, the main content is found where the text
+mass is (``PageText.main_content``), and its own text is its blocks of at
+least ``MIN_BLOCK_WORDS`` words, less their links and less the furniture
+*inside* it.  Furniture *around* it does not matter: an article inside a page-wide
+``<form>`` (ASP.NET), a ``<nav>`` left open or an ``<aside>`` is read.
 
 Chinese runs are segmented with jieba (its own dictionary, in a private
 tokenizer so that words a project adds to the global jieba never change our
@@ -13,7 +20,9 @@ fingerprints) and weighted with jieba's IDF table; kana, Thai and other
 scripts without spaces become character bigrams.  Every other script is split
 into words and weighted with ``data/word_idf.tsv.gz`` (wordfreq frequencies,
 see ``tools/build_idf.py``).  One-character words and numbers (dates,
-counters, prices) are not SimHash features; shingles keep every token.
+counters, prices) are not SimHash features; shingles keep every token (people
+judge two pages whose figures differ as different pages: counting numbers as
+one token in shingles cost 6 false drops of 358 Webis pairs).
 """
 
 from __future__ import annotations
@@ -26,19 +35,26 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 import jieba
 import lxml.etree
 import lxml.html
 
-#: Elements whose text is not the page's own content: never shown (script,
-#: style...), or the site's chrome (navigation, header, footer, asides, forms)
-#: and links, which are what navigation and related-article lists are made of.
-NOT_CONTENT_TAGS = frozenset({
-    "script", "style", "noscript", "template", "svg", "math",
-    "nav", "header", "footer", "aside", "form", "select", "button", "a",
+#: Elements whose text a reader never sees (or that are not text: a list box's options).
+INVISIBLE_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math", "select", "datalist"})
+#: The page's furniture by tag: its text is never the own text of a main content that holds it.
+FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "button"})
+#: Elements that start a new block of text (the rest are inline).
+BLOCK_TAGS = frozenset({
+    "html", "body", "title", "div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th",
+    "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "main", "blockquote", "pre", "figure",
+    "figcaption", "br", "hr", "center", "form", "fieldset", "legend", "address", "details", "summary",
+    "caption", "menu", "hgroup", "dialog", "textarea", *FURNITURE_TAGS,
 })
+#: Block boundaries that are not elements holding content of their own.
+_SEPARATORS = frozenset({"br", "hr"})
 
 #: Class or id of page furniture, and the exceptions (Mozilla Readability's lists).
 UNLIKELY_NAMES = re.compile(
@@ -49,17 +65,29 @@ UNLIKELY_NAMES = re.compile(
 )
 MAYBE_CONTENT_NAMES = re.compile(r"and|article|body|column|content|main|mathjax|shadow", re.IGNORECASE)
 UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
+#: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
+POSITIVE_NAMES = re.compile(r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
+                            re.IGNORECASE)
+NEGATIVE_NAMES = re.compile(
+    r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta"
+    r"|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
+    re.IGNORECASE,
+)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_COMMAS = re.compile("[,\u060c\ufe50\ufe10\ufe11\u2e41\u2e34\u2e32\uff0c\u3001]")
 
-#: Elements that start a new block of text (the rest are inline).
-BLOCK_TAGS = frozenset({
-    "html", "body", "title", "div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr",
-    "td", "th", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "main",
-    "blockquote", "pre", "figure", "figcaption", "br", "hr", "center",
-})
+#: How a candidate's tag sets its starting score (Readability's).
+TAG_SCORES = {
+    "div": 5, "pre": 3, "td": 3, "blockquote": 3, "address": -3, "ol": -3, "ul": -3, "dl": -3, "dd": -3,
+    "dt": -3, "li": -3, "form": -3, "h1": -5, "h2": -5, "h3": -5, "h4": -5, "h5": -5, "h6": -5, "th": -5,
+}
+#: A block scores the elements above it to this many levels, divided by these.
+SCORE_DIVIDERS = (1, 2, 6, 9, 12)
+#: Blocks with fewer characters (links included) score nothing.
+MIN_SCORED_CHARS = 25
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
 MIN_BLOCK_WORDS = 8
-#: Pages whose long blocks hold fewer distinct words fall back to all their blocks.
+#: Own text with fewer distinct words is read again, letting furniture hold the main content.
 MIN_OWN_WORDS = 20
 #: Tokens per shingle in the sketch.
 SHINGLE_SIZE = 3
@@ -71,55 +99,271 @@ _TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
-def text_blocks(root: lxml.html.HtmlElement, skip_furniture: bool = True) -> list[str]:
-    """The page's own text as blocks: one string per paragraph-like element.
+@dataclass(slots=True)
+class Block:
+    """The text between two block boundaries: one paragraph-like element's, or a run inside a container."""
 
-    Walks the tree iteratively (any depth); text under ``NOT_CONTENT_TAGS`` is
-    left out, inline elements do not split a block.
+    text: str  # outside links
+    link_text: str
+    owner: int  # the block-level element holding it (its number in ``PageText.elements``)
+    furniture: int  # the innermost furniture element around it (by tag or name), -1 if none
+    named_furniture: int  # the innermost element named as furniture (class, id or role) around it, -1 if none
+    leaf: bool  # the owner holds no other block: the block is its paragraph, scored from its parent up
+
+
+@dataclass(slots=True)
+class _Open:
+    """A block-level element while the walk is inside it."""
+
+    number: int
+    furniture: int
+    named_furniture: int
+    chars: int  # characters read before it: outside links, in links
+    link_chars: int
+    leaf: bool = True
+
+
+@dataclass
+class PageText:
+    """A page's visible text as blocks, with the block-level elements that hold them.
+
+    Block-level elements are numbered in document order (``elements``); those
+    inside element ``n`` are numbered ``n + 1`` to ``ends[n] - 1``.  ``chars``
+    and ``link_chars`` count the visible characters inside each of them.
     """
-    blocks: list[str] = []
-    current: list[str] = []
 
-    def flush() -> None:
-        if current:
-            blocks.append(" ".join(current))
-            current.clear()
+    title: str = ""
+    blocks: list[Block] = field(default_factory=list)
+    elements: list[lxml.html.HtmlElement] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
+    link_chars: list[int] = field(default_factory=list)
 
-    hidden_depth = 0
-    for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
-        tag = element.tag
-        if event == "start":
-            if hidden_depth or tag in NOT_CONTENT_TAGS or (skip_furniture and _is_furniture(element)):
-                hidden_depth += 1
+    @classmethod
+    def read(cls, root: lxml.html.HtmlElement) -> PageText:
+        """Read the tree in one iterative walk (any depth).  Inline elements do not split a block."""
+        page = cls()
+        text: list[str] = []
+        links: list[str] = []
+        counts = [0, 0]  # characters read so far: outside links, in links
+        stack = [_Open(-1, -1, -1, 0, 0)]  # the block-level elements the walk is inside
+        invisible = 0  # depth inside an invisible element
+        in_link = 0  # depth inside links
+
+        def add(piece: str | None) -> None:
+            if piece and (piece := piece.strip()):
+                (links if in_link else text).append(piece)
+                counts[bool(in_link)] += len(piece)
+
+        def flush() -> None:
+            if text or links:
+                owner = stack[-1]
+                page.blocks.append(Block(" ".join(text), " ".join(links), owner.number, owner.furniture,
+                                         owner.named_furniture, owner.leaf))
+                text.clear()
+                links.clear()
+
+        for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
+            tag = element.tag
+            if event == "start":
+                if invisible or tag in INVISIBLE_TAGS or _is_hidden(element):
+                    invisible += 1
+                    continue
+                if tag == "title":  # shown in the tab, not in the page: never a block
+                    page.title = page.title or element.text_content().strip()
+                    invisible += 1
+                    continue
+                furniture = _furniture(element)
+                if tag in _SEPARATORS:
+                    flush()
+                elif furniture or tag in BLOCK_TAGS or element is root:
+                    outer = stack[-1]
+                    outer.leaf = False
+                    flush()
+                    number = len(page.elements)
+                    page.elements.append(element)
+                    page.parents.append(outer.number)
+                    page.ends.append(number + 1)
+                    page.chars.append(0)
+                    page.link_chars.append(0)
+                    stack.append(_Open(
+                        number,
+                        number if furniture else outer.furniture,
+                        number if furniture == "named" else outer.named_furniture,
+                        counts[0], counts[1],
+                    ))
+                if tag == "a":
+                    in_link += 1
+                add(element.text)
                 continue
-            if tag in BLOCK_TAGS:
-                flush()
-            if element.text:
-                current.append(element.text)
-            continue
-        if hidden_depth:
-            hidden_depth -= 1
-            if hidden_depth:
+            if invisible:
+                invisible -= 1
+                if invisible:
+                    continue
+            else:
+                if stack[-1].number >= 0 and page.elements[stack[-1].number] is element:
+                    flush()
+                    closed = stack.pop()
+                    page.ends[closed.number] = len(page.elements)
+                    page.chars[closed.number] = counts[0] - closed.chars
+                    page.link_chars[closed.number] = counts[1] - closed.link_chars
+                if tag == "a":
+                    in_link -= 1
+            if element is not root:
+                add(element.tail)
+        flush()
+        return page
+
+    def own_blocks(self) -> list[list[str]]:
+        """The tokens of the own text's blocks, in page order; empty when the page has no main content.
+
+        The own text is the main content's blocks of at least ``MIN_BLOCK_WORDS``
+        words, less the furniture inside it, and every other such block outside
+        any furniture.  The main content is looked for first among the blocks
+        outside named furniture, then, when its blocks hold fewer than
+        ``MIN_OWN_WORDS`` distinct words, among all blocks (some sites wrap the
+        article in a "header" element); when they still do, its short blocks
+        count too (lists, captions).
+        """
+        for with_furniture in (False, True):
+            containers = self.main_content(with_furniture)
+            main = [self._inside(block, containers) for block in self.blocks]
+            own = [tokens(block.text) if inside or block.furniture < 0 else [] for block, inside in zip(self.blocks, main)]
+            own = [block if sum(map(is_word, block)) >= MIN_BLOCK_WORDS else [] for block in own]
+            if _distinct_words(block for block, inside in zip(own, main) if inside) >= MIN_OWN_WORDS:
+                return [tokens(self.title)] + [block for block in own if block]
+        main_text = [tokens(block.text) for block, inside in zip(self.blocks, main) if inside]
+        return main_text if _distinct_words(main_text) >= MIN_OWN_WORDS else []
+
+    def visible_text(self) -> str:
+        """Every visible word of the page, the title, links and furniture included, in document order."""
+        return " ".join([self.title, *(f"{block.text} {block.link_text}" for block in self.blocks)])
+
+    def main_content(self, with_furniture: bool) -> list[int]:
+        """The elements holding the main content, found as Mozilla Readability does.
+
+        Every block of at least ``MIN_SCORED_CHARS`` characters scores 1, plus
+        its commas, plus one per 100 characters (at most 3), to each of the five
+        elements above it, divided by ``SCORE_DIVIDERS``; an element starts from
+        a score set by its tag and name, and ends multiplied by the share of its
+        text that is not links.  The best one is taken, or the element above it
+        when several good ones share it or when it scores higher; then the
+        siblings that score at least a fifth of it, and sibling paragraphs of
+        text.
+        """
+        scores: dict[int, float] = {}
+        for block in self.blocks:
+            length = len(block.text) + len(block.link_text)
+            if length < MIN_SCORED_CHARS or (block.named_furniture >= 0 and not with_furniture):
                 continue
-        elif tag in BLOCK_TAGS:
-            flush()
-        if element.tail and element is not root:
-            current.append(element.tail)
-    flush()
-    return blocks
+            points = 1 + len(_COMMAS.findall(block.text)) + len(_COMMAS.findall(block.link_text)) + min(length // 100, 3)
+            node = self.parents[block.owner] if block.leaf else block.owner
+            for divider in SCORE_DIVIDERS:
+                if node < 0:
+                    break
+                if node not in scores:
+                    scores[node] = self._starting_score(node)
+                scores[node] += points / divider
+                node = self.parents[node]
+        if not scores:
+            return []
+        for node in scores:
+            scores[node] *= 1 - self._link_density(node)
+        top = self._climb(max(scores, key=scores.__getitem__), scores)
+        scores.setdefault(top, self._starting_score(top))  # an element above the candidates
+        return self._with_siblings(top, scores)
+
+    def _inside(self, block: Block, containers: list[int]) -> bool:
+        """Is ``block`` in one of ``containers``, and outside the furniture inside it?"""
+        return any(c <= block.owner < self.ends[c] and block.furniture <= c for c in containers)
+
+    def _starting_score(self, node: int) -> float:
+        element = self.elements[node]
+        attrib = element.attrib
+        weight = 0
+        for name in (attrib.get("class"), attrib.get("id")):
+            if name:
+                weight += 25 * (bool(POSITIVE_NAMES.search(name)) - bool(NEGATIVE_NAMES.search(name)))
+        return TAG_SCORES.get(element.tag, 0) + weight
+
+    def _link_density(self, node: int) -> float:
+        total = self.chars[node] + self.link_chars[node]
+        return self.link_chars[node] / total if total else 0.0
+
+    def _climb(self, top: int, scores: dict[int, float]) -> int:
+        """Readability's steps up from the best element: to an element above it that at least three
+        other good candidates share, else to the first one above it that scores higher."""
+        best = scores[top]
+        others = sorted((n for n in scores if n != top and scores[n] >= 0.75 * best), key=scores.__getitem__)[-4:]
+        if len(others) >= 3:
+            ancestors = [set(self._ancestors(n)) for n in others]
+            for node in self._ancestors(top):
+                if sum(node in above for above in ancestors) >= 3:
+                    return node
+        last = best
+        for node in self._ancestors(top):
+            if node not in scores:
+                continue
+            if scores[node] < best / 3:
+                break
+            if scores[node] > last:
+                return node
+            last = scores[node]
+        return top
+
+    def _ancestors(self, node: int) -> Iterator[int]:
+        """The block-level elements above ``node``, nearest first, below ``body``."""
+        node = self.parents[node]
+        while node >= 0 and self.elements[node].tag not in ("body", "html"):
+            yield node
+            node = self.parents[node]
+
+    def _with_siblings(self, top: int, scores: dict[int, float]) -> list[int]:
+        """``top`` and the siblings that belong with it: those scoring at least a fifth of it (its class
+        counting for a fifth), and sibling paragraphs of text with few links."""
+        parent, best = self.parents[top], scores[top]
+        name = self.elements[top].get("class")
+        chosen = []
+        for node in range(parent + 1, self.ends[parent] if parent >= 0 else len(self.elements)):
+            if self.parents[node] != parent:
+                continue
+            bonus = 0.2 * best if name and self.elements[node].get("class") == name else 0.0
+            total = self.chars[node] + self.link_chars[node]
+            if (
+                node == top
+                or scores.get(node, -1e9) + bonus >= max(10.0, 0.2 * best)
+                or (self.elements[node].tag == "p" and total > 80 and self._link_density(node) < 0.25)
+            ):
+                chosen.append(node)
+        return chosen
 
 
-def _is_furniture(element: lxml.html.HtmlElement) -> bool:
-    """Hidden, or named as menu, sidebar, comments... (never body, never the main column)."""
+def _is_hidden(element: lxml.html.HtmlElement) -> bool:
+    """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells)."""
     attrib = element.attrib
-    if not attrib or element.tag == "body":
-        return False
-    if "hidden" in attrib or attrib.get("aria-hidden") == "true" or attrib.get("role") in UNLIKELY_ROLES:
-        return True
-    if _HIDDEN_STYLE.search(attrib.get("style", "")):
-        return True
-    names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
-    return bool(UNLIKELY_NAMES.search(names)) and not MAYBE_CONTENT_NAMES.search(names)
+    return bool(attrib) and (
+        "hidden" in attrib
+        or attrib.get("aria-hidden") == "true"
+        or bool(_HIDDEN_STYLE.search(attrib.get("style", "")))
+    )
+
+
+def _furniture(element: lxml.html.HtmlElement) -> str | None:
+    """``"named"`` for an element named as menu, sidebar, comments... by class, id or role (never body,
+    never one also named as the main column), ``"tag"`` for nav, header, footer, aside, button; else None."""
+    attrib = element.attrib
+    if attrib and element.tag != "body":
+        if attrib.get("role") in UNLIKELY_ROLES:
+            return "named"
+        names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
+        if UNLIKELY_NAMES.search(names) and not MAYBE_CONTENT_NAMES.search(names):
+            return "named"
+    return "tag" if element.tag in FURNITURE_TAGS else None
+
+
+def _distinct_words(blocks: Iterable[list[str]]) -> int:
+    return len({token for block in blocks for token in block if is_word(token)})
 
 
 def tokens(text: str) -> list[str]:
@@ -147,20 +391,8 @@ def words(text: str) -> list[str]:
 
 
 def own_blocks(root: lxml.html.HtmlElement) -> list[list[str]]:
-    """The tokens of the page's own blocks: those of at least ``MIN_BLOCK_WORDS`` words.
-
-    Menus, labels and bylines shared by every page of a site would otherwise
-    outweigh the article.  Like Readability, when too little is left the page
-    is read again keeping elements named as furniture (some sites wrap the
-    article in a "header"), and then keeping short blocks too.
-    """
-    blocks: list[list[str]] = []
-    for skip_furniture in (True, False):
-        blocks = [tokens(block) for block in text_blocks(root, skip_furniture)]
-        own = [block for block in blocks if sum(map(is_word, block)) >= MIN_BLOCK_WORDS]
-        if len({token for block in own for token in block if is_word(token)}) >= MIN_OWN_WORDS:
-            return own
-    return blocks
+    """The tokens of the page's own text, block by block (see ``PageText.own_blocks``)."""
+    return PageText.read(root).own_blocks()
 
 
 def content_features(blocks: list[list[str]]) -> dict[str, float]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .content import content_features, own_blocks, shingles
+import xxhash
+
+from .content import PageText, content_features, shingles, tokens
 from .document import load
 from .simhash import simhash
 from .sketch import shingle_sketch
@@ -12,7 +14,7 @@ from .structure import DEFAULT_DECAY, structure_features
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 2
+SCHEME_VERSION = 3
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
@@ -23,13 +25,16 @@ class Fingerprint:
 
     A part is ``None`` when the page has too few features for it (the sketch
     exactly when the content is); ``problem`` names why the page was not
-    fingerprinted at all (``None`` if it was).
+    fingerprinted at all (``None`` if it was).  ``short``: the page's own text
+    is too short for SimHash, so ``content`` is a hash of its whole visible
+    text, equal only for pages that show the same words.
     """
 
     content: int | None
     structure: int | None
     problem: str | None = None
     sketch: bytes | None = None
+    short: bool = False
 
 
 class Fingerprinter:
@@ -51,15 +56,23 @@ class Fingerprinter:
         document = load(html, self.max_bytes, base_url=url)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
-        blocks = own_blocks(document.root)
-        content = self._simhash(content_features(blocks))
-        return Fingerprint(
-            content,
-            self._simhash(structure_features(document.root, self.structure_decay)),
-            sketch=None if content is None else shingle_sketch(shingles(blocks)),
-        )
+        structure = self._simhash(structure_features(document.root, self.structure_decay))
+        text = PageText.read(document.root)
+        blocks = text.own_blocks()
+        features = content_features(blocks)
+        if len(features) >= self.min_features:
+            return Fingerprint(simhash(features), structure, sketch=shingle_sketch(shingles(blocks)))
+        visible = tokens(text.visible_text())
+        if not visible:
+            return Fingerprint(None, structure)
+        return Fingerprint(text_hash(visible), structure, sketch=shingle_sketch(shingles([visible])), short=True)
 
     def _simhash(self, features: dict[str, float]) -> int | None:
         if len(features) < self.min_features:
             return None
         return simhash(features)
+
+
+def text_hash(words: list[str]) -> int:
+    """The fingerprint of a short page: a hash of its visible words, numbers included."""
+    return xxhash.xxh3_64_intdigest(" ".join(words).encode("utf-8"))

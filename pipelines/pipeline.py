@@ -186,6 +186,8 @@ class SimhashDedupPipeline:
         if fingerprint.problem:
             self._count(fingerprint.problem, url)
             return None
+        if fingerprint.short:
+            self._count("short_text")
         for part in ("content", "structure"):
             if getattr(fingerprint, part) is None:
                 self._count(f"too_few_features/{part}", url)

@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
-_PARTS = np.array([1, 2], dtype=np.uint8)  # a record's flags: has content, has structure
+_PARTS = np.array([1, 2, 4], dtype=np.uint8)  # a record's flags: has content, has structure, is short
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
@@ -288,7 +288,7 @@ def remove_redis_store(client: redis.Redis, key: str) -> int:
 
 def pack_record(page: Fingerprint) -> bytes:
     """The page's 24-byte record (``RECORD``); the script writes the time kept."""
-    flags = (page.content is not None) | (page.structure is not None) << 1
+    flags = (page.content is not None) | (page.structure is not None) << 1 | page.short << 2
     return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .simhash import hamming
-from .sketch import similarity
+from .sketch import similarity, sketch_size
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,12 @@ class Mode(str, Enum):
     CONTENT = "content"
     STRUCTURE = "structure"
     EITHER = "either"  # content or structure, of any earlier page
+
+
+#: Shingles one changed sentence of a short text may replace (a sentence of about 40 words).
+SENTENCE_SHINGLES = 40
+#: The least sketch similarity ever taken for a content match, however short the text.
+MIN_SIMILARITY_FLOOR = 0.4
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,28 @@ class Policy:
     content_distance: int = 8
     structure_distance: int = 3
     min_similarity: float = 0.65
+
+    def content_match(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
+                      other_short: bool) -> bool:
+        """Are two pages' contents the same, given their content distance and sketches?
+
+        Short pages (whose content is a hash of their visible words) match only
+        each other, and only when equal; other pages within ``content_distance``
+        whose sketches agree on at least ``similarity_needed``.
+        """
+        if short or other_short:
+            return short and other_short and distance == 0
+        a, b = sketches
+        if a is None or b is None or distance > self.content_distance:
+            return False
+        return similarity(a, b) >= self.similarity_needed(min(sketch_size(a), sketch_size(b)))
+
+    def similarity_needed(self, shingles: int) -> float:
+        """``min_similarity``, less for short texts: on a text of n shingles, one sentence of
+        ``SENTENCE_SHINGLES`` changed leaves a Jaccard similarity of (n - S) / (n + S); never
+        less than ``MIN_SIMILARITY_FLOOR``."""
+        loss = (shingles - SENTENCE_SHINGLES) / (shingles + SENTENCE_SHINGLES)
+        return min(self.min_similarity, max(MIN_SIMILARITY_FLOOR, loss))
 
 
 @dataclass(frozen=True)
@@ -76,7 +104,7 @@ class MemoryStore:
             SimhashIndex(policy.structure_distance) if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else None
         )
         self._fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
-        self._present = np.zeros((0, 2), dtype=bool)  # per row: has content, has structure
+        self._present = np.zeros((0, 3), dtype=bool)  # per row: has content, has structure, is short
         self._rows = 0
         self._urls: list[str] = []
         self._sketches: list[bytes | None] = []
@@ -98,38 +126,35 @@ class MemoryStore:
         """The kept page ``page`` duplicates, if any; only the rows from ``since`` on if given."""
         mode = self.policy.mode
         if self._content is not None and page.content is not None:
-            for row in self._near(self._content, page.content, since):
-                if not self._alive(row):
+            for row, distance in self._near(self._content, page.content, since):
+                if not self._alive(row) or (page.short and distance):
                     continue
-                agreement = self._similarity(row, page)
-                if agreement is None or agreement < self.policy.min_similarity:
+                kept = self._sketch(row)
+                if not self.policy.content_match(distance, (kept, page.sketch), page.short, bool(self._present[row, 2])):
                     continue
                 if mode is not Mode.BOTH or self._structure_near(row, page):
-                    return self._match(row, page, "both" if mode is Mode.BOTH else "content", agreement)
+                    reason = "exact_text" if page.short else "both" if mode is Mode.BOTH else "content"
+                    return self._match(row, page, reason, _similarity(kept, page.sketch))
         if self._structure is not None and page.structure is not None:
-            for row in self._near(self._structure, page.structure, since):
+            for row, _ in self._near(self._structure, page.structure, since):
                 if self._alive(row):
-                    return self._match(row, page, "structure", self._similarity(row, page))
+                    return self._match(row, page, "structure", _similarity(self._sketch(row), page.sketch))
         return None
 
-    def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[int]:
-        """Rows within the index's distance of ``fingerprint``, nearest first: through the index,
-        or by brute force over the rows from ``since`` on (a few recent ones)."""
+    def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
+        """Rows within the index's distance of ``fingerprint`` and their distances, nearest first:
+        through the index, or by brute force over the rows from ``since`` on (a few recent ones)."""
         if since is None:
-            return [row for row, _ in index.query(fingerprint)]
+            return index.query(fingerprint)
         part = 0 if index is self._content else 1
         distances = np.bitwise_count(self._fingerprints[since : self._rows, part] ^ np.uint64(fingerprint))
         near = np.flatnonzero((distances <= index.max_distance) & self._present[since : self._rows, part])
-        return (since + near[np.argsort(distances[near], kind="stable")]).tolist()
+        near = near[np.argsort(distances[near], kind="stable")]
+        return list(zip((since + near).tolist(), distances[near].tolist()))
 
     def _alive(self, row: int) -> bool:
         """Does the kept page still count?  Always, but where pages expire (``RedisStore``)."""
         return True
-
-    def _similarity(self, row: int, page: Fingerprint) -> float | None:
-        """The sketches' agreement (one read of the kept sketch), ``None`` if one is missing."""
-        kept = self._sketch(row)
-        return None if kept is None or page.sketch is None else similarity(kept, page.sketch)
 
     def _structure_near(self, row: int, page: Fingerprint) -> bool:
         kept = self._part(row, 1)
@@ -237,7 +262,7 @@ class SqliteStore(MemoryStore):
         ]
         if parts:
             content, structure, present = (np.concatenate(column) for column in zip(*parts))
-            self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 2))
+            self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
 
     def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
         self._pending[row] = (url, sketch)
@@ -294,11 +319,17 @@ CREATE TABLE IF NOT EXISTS batches (
 
 
 def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
-    """The pages' rows of fingerprints (content, structure) and of which they have, as stores keep them."""
+    """The pages' rows of fingerprints (content, structure) and of which they have and whether they
+    are short, as stores keep them."""
     return (
         np.array([(page.content or 0, page.structure or 0) for page in pages], dtype=np.uint64).reshape(-1, 2),
-        np.array([(page.content is not None, page.structure is not None) for page in pages], dtype=bool).reshape(-1, 2),
+        np.array([(page.content is not None, page.structure is not None, page.short) for page in pages],
+                 dtype=bool).reshape(-1, 3),
     )
+
+
+def _similarity(a: bytes | None, b: bytes | None) -> float | None:
+    return None if a is None or b is None else similarity(a, b)
 
 
 def _distance(a: int | None, b: int | None) -> int | None:

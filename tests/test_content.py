@@ -1,12 +1,14 @@
-"""Content features: which text counts, Chinese and other scripts, real articles."""
+"""Content: which text is the page's own, Chinese and other scripts, short pages, real articles."""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.quality_sets import wrap_in_form
 from pipelines import Fingerprinter, hamming
-from pipelines.content import content_features, own_blocks, text_blocks, words
+from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
+from pipelines.stores import Policy
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -15,22 +17,88 @@ def root(html: str | bytes):
     return load(html, 10**8).root
 
 
-def test_hidden_text_and_chrome_are_not_content() -> None:
-    html = (
-        "<html><head><style>p{color:red}</style><script>var secret=1</script></head><body>"
-        "<nav>Home News Sports</nav><!-- a comment --><noscript>enable javascript</noscript>"
-        "<template>template text</template><p>Visible words <a href='/x'>linked words</a> stay"
-        " here</p><footer>copyright footer</footer></body></html>"
+def own_text(html: str | bytes) -> str:
+    return " ".join(" ".join(block) for block in own_blocks(root(html)))
+
+
+def paragraphs(label: str, count: int = 3) -> str:
+    """``count`` paragraphs of 12 distinct words each, every word tagged with ``label``."""
+    return "".join(
+        "<p>" + " ".join(f"{label}{n}word{i}" for i in range(12)) + "</p>" for n in range(count)
     )
-    text = " ".join(text_blocks(root(html)))
-    assert "Visible words" in text and "stay" in text
-    for hidden in ("color", "secret", "Home", "comment", "javascript", "template", "linked", "footer"):
-        assert hidden not in text
+
+
+def test_own_text_leaves_out_what_is_not_seen_links_and_furniture() -> None:
+    html = (
+        "<html><head><title>the title</title><style>p{color:red}</style><script>var secret=1</script></head><body>"
+        "<nav>" + paragraphs("menu") + "</nav><!-- a comment --><noscript>enable javascript</noscript>"
+        "<template>template text</template><div class='story'>" + paragraphs("story") +
+        "<p>Visible words <a href='/x'>linked words</a> stay here with some more words around</p>"
+        "<div id='comments'>" + paragraphs("reader") + "</div></div>"
+        "<footer>" + paragraphs("legal") + "</footer></body></html>"
+    )
+    text = own_text(html)
+    assert "story2word11" in text and "visible words stay here" in text
+    for left_out in ("color", "secret", "menu0word0", "comment", "javascript", "template", "linked", "reader",
+                     "legal"):
+        assert left_out not in text
 
 
 def test_blocks_split_at_block_elements_not_inline_ones() -> None:
-    blocks = text_blocks(root("<html><body><p>one <b>two</b> three</p><div>four</div></body></html>"))
-    assert [" ".join(b.split()) for b in blocks] == ["one two three", "four"]
+    page = PageText.read(root("<html><body><p>one <b>two</b> three</p><div>four</div></body></html>"))
+    assert [block.text for block in page.blocks] == ["one two three", "four"]
+
+
+@pytest.mark.parametrize("hide", ["hidden", "aria-hidden='true'", "style='display: none'",
+                                  "style='visibility:hidden'"])
+def test_hidden_text_never_counts_even_when_the_visible_text_is_short(hide: str) -> None:
+    html = (
+        f"<html><body><p>Only a few words are shown on this page.</p>"
+        f"<div {hide}><article>{paragraphs('hidden', 5)}</article></div></body></html>"
+    )
+    assert own_text(html) == ""
+    assert "hidden" not in PageText.read(root(html)).visible_text()
+
+
+def test_an_article_inside_a_page_wide_form_is_read() -> None:
+    article = real_page("newspaper-syracuse.com1")
+    assert own_text(wrap_in_form(article, "en+")).startswith(own_text(article)[:200])
+
+
+def test_a_notice_outside_a_page_wide_form_does_not_make_articles_duplicates() -> None:
+    first, second = (
+        Fingerprinter().fingerprint(wrap_in_form(real_page(name), "en+"))
+        for name in ("newspaper-syracuse.com1", "newspaper-syracuse.com2")
+    )
+    assert not first.short and not second.short
+    assert hamming(first.content, second.content) > Policy().content_distance
+
+
+@pytest.mark.parametrize("wrapper", ["nav", "aside", "header", "div class='post_header'"])
+def test_the_main_content_is_read_whatever_furniture_surrounds_it(wrapper: str) -> None:
+    tag = wrapper.split()[0]
+    html = (
+        "<html><body><div class='menu'>" + paragraphs("menu", 1) + "</div>"
+        f"<{wrapper}><div class='article-body'>{paragraphs('story', 4)}</div></{tag}>"
+        "<p>A short line of text below the main content of this page.</p></body></html>"
+    )
+    assert "story3word11" in own_text(html)
+
+
+def test_furniture_inside_the_main_content_is_left_out() -> None:
+    html = (
+        "<html><body><article>" + paragraphs("story", 4) +
+        "<aside>" + paragraphs("pullquote", 1) + "</aside>"
+        "<div class='related-links'>" + paragraphs("related", 2) + "</div></article></body></html>"
+    )
+    text = own_text(html)
+    assert "story3word11" in text and "pullquote" not in text and "related" not in text
+
+
+def test_short_blocks_are_left_out_when_the_page_has_long_ones() -> None:
+    long = " ".join(f"term{i}" for i in range(30))
+    blocks = own_blocks(root(f"<html><body><p>Share this</p><p>{long}</p><p>Posted by admin</p></body></html>"))
+    assert [" ".join(block) for block in blocks if block] == [long]
 
 
 def test_words_drop_numbers_and_single_letters() -> None:
@@ -52,9 +120,9 @@ def test_mixed_page_has_chinese_and_english_words() -> None:
 
 
 def test_common_words_weigh_less_than_rare_ones() -> None:
-    features = content_features(own_blocks(root(
-        "<html><body><p>the the the parliament the the the parliament the the ok ok</p></body></html>"
-    )))
+    features = content_features([
+        "the the the parliament the the the parliament the the ok ok".split(),
+    ])
     assert features["parliament"] / 2 > features["the"] / 8
 
 
@@ -78,7 +146,7 @@ def test_chinese_idf_comes_from_jieba() -> None:
 )
 def test_different_articles_of_one_site_stay_apart(first: str, second: str) -> None:
     a, b = (Fingerprinter().fingerprint(real_page(name)) for name in (first, second))
-    assert a.content is not None and b.content is not None
+    assert not a.short and not b.short
     assert hamming(a.content, b.content) > 3
 
 
@@ -91,32 +159,22 @@ def test_changed_date_and_counters_stay_near(name: str) -> None:
     assert hamming(a.content, b.content) <= 3
 
 
-def test_too_few_words_gives_no_content_fingerprint() -> None:
-    fingerprint = Fingerprinter().fingerprint("<html><body><p>just a few words here</p></body></html>")
-    assert fingerprint.content is None
+def test_a_page_with_too_little_own_text_is_fingerprinted_by_its_visible_words() -> None:
+    page = "<html><head><title>Contact</title></head><body><nav><a href='/'>Home</a></nav><p>{}</p></body></html>"
+    first, copy, other = (
+        Fingerprinter().fingerprint(page.format(text))
+        for text in ("Call us on weekdays", "Call us on weekdays", "Call us on weekends")
+    )
+    assert first.short and first.content is not None
+    assert first.content == copy.content
+    assert other.short and other.content != first.content
+
+
+def test_a_page_without_any_visible_word_has_no_content_fingerprint() -> None:
+    fingerprint = Fingerprinter().fingerprint("<html><body><img src='a.png'><script>var a = 1</script></body></html>")
+    assert fingerprint.content is None and not fingerprint.short
 
 
 def test_chinese_page_gets_a_content_fingerprint() -> None:
-    assert Fingerprinter().fingerprint(CHINESE_ARTICLE).content is not None
-
-
-def test_furniture_named_by_class_id_or_role_is_not_content() -> None:
-    html = (
-        "<html><body><div class='article-body'><p>Main story text here</p></div>"
-        "<div id='comments'><p>A reader comment</p></div><div class='sidebar'><p>Sidebar words</p></div>"
-        "<div role='navigation'><p>Menu words</p></div><div hidden><p>Hidden words</p></div>"
-        "<div style='display: none'><p>Invisible words</p></div></body></html>"
-    )
-    assert [" ".join(b.split()) for b in text_blocks(root(html))] == ["Main story text here"]
-
-
-def test_when_furniture_holds_the_article_it_is_read_again() -> None:
-    article = " ".join(f"word{i} appears in this long paragraph" for i in range(10))
-    html = f"<html><body><div class='post_header'><p>{article}</p></div></body></html>"
-    assert any("word9" in token for block in own_blocks(root(html)) for token in block)
-
-
-def test_short_blocks_are_left_out_when_the_page_has_long_ones() -> None:
-    long = " ".join(f"term{i}" for i in range(30))
-    blocks = own_blocks(root(f"<html><body><p>Share this</p><p>{long}</p><p>Posted by admin</p></body></html>"))
-    assert blocks == [long.split()]
+    fingerprint = Fingerprinter().fingerprint(CHINESE_ARTICLE)
+    assert fingerprint.content is not None and not fingerprint.short

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.fingerprint import Fingerprint
+from pipelines.sketch import SKETCH_BYTES
+from pipelines.stores import Policy, SqliteStore
+
 from .conftest import PROJECT
 
 ARTICLES = 12
@@ -135,3 +139,19 @@ def test_default_store_lives_under_the_project_data_dir(site: tuple[Path, str], 
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (project / ".scrapy" / "simhash_dedup" / "in_order.sqlite").exists()
+
+
+def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
+    """A short page (a hash of its visible words) matches only an equal short page, after a reopen too."""
+    path, scheme = tmp_path / "seen.sqlite", "test"
+    short = Fingerprint(0x5EED, 1, sketch=bytes(SKETCH_BYTES), short=True)
+    store = SqliteStore(Policy(), path, scheme)
+    assert store.check_and_add("https://a.test/short", short) is None
+    store.close()
+    reopened = SqliteStore(Policy(), path, scheme)
+    long_page = Fingerprint(0x5EED, 1, sketch=bytes(SKETCH_BYTES))  # the same bits, but a SimHash of own text
+    assert reopened.check_and_add("https://a.test/long", long_page) is None
+    match = reopened.check_and_add("https://a.test/copy", short)
+    assert match is not None and (match.url, match.reason) == ("https://a.test/short", "exact_text")
+    assert reopened.check_and_add("https://a.test/other", Fingerprint(0x5EEC, 1, sketch=bytes(SKETCH_BYTES), short=True)) is None
+    reopened.close()

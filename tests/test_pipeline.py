@@ -16,9 +16,10 @@ from scrapy.utils.test import get_crawler
 from itemadapter import ItemAdapter
 
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
-from pipelines.content import text_blocks
+from pipelines.content import own_blocks
 from pipelines.document import load
-from pipelines.sketch import similarity
+from pipelines.sketch import similarity, sketch_size
+from pipelines.stores import Policy
 
 from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
 
@@ -85,9 +86,9 @@ def test_near_duplicate_is_dropped_and_other_article_kept() -> None:
 
 
 def same_text_other_template(html: bytes) -> str:
-    """The page's text blocks laid out in a table: same content, other structure."""
-    blocks = text_blocks(load(html, 10**8).root)
-    rows = "".join(f"<tr><th>{n}</th><td><span>{block}</span></td></tr>" for n, block in enumerate(blocks))
+    """The page's own text laid out in a table: same content, other structure."""
+    blocks = own_blocks(load(html, 10**8).root)
+    rows = "".join(f"<tr><th>{n}</th><td><span>{' '.join(block)}</span></td></tr>" for n, block in enumerate(blocks))
     return f"<html><head><meta charset='utf-8'></head><body><table>{rows}</table></body></html>"
 
 
@@ -151,13 +152,33 @@ def second_is_dropped(settings: dict[str, Any], first: bytes, second: bytes) -> 
 
 def test_min_similarity_setting_checks_content_candidates() -> None:
     """Two pages within the content distance are only duplicates if their sketches agree."""
-    edited = ARTICLE.replace(b"</h1>", b"</h1><p>" + b" ".join(b"extra%d words" % i for i in range(30)) + b"</p>", 1)
-    first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, edited))
+    article = real_page("newspaper-theatlanticcities.com1")  # long enough for the setting to apply as is
+    added = b"<p>" + b" ".join(b"extra%d words" % i for i in range(100)) + b"</p>"
+    edited = article.replace(b"<p>Isolation has left", added + b"<p>Isolation has left", 1)
+    first, second = (Fingerprinter().fingerprint(html) for html in (article, edited))
     agreement = similarity(first.sketch, second.sketch)
     assert agreement < 1.0
     for required, dropped in ((agreement + 0.01, False), (agreement, True)):
+        assert Policy(min_similarity=required).similarity_needed(sketch_size(first.sketch)) == required
         settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": 64, "SIMHASH_DEDUP_MIN_SIMILARITY": required}
-        assert second_is_dropped(settings, ARTICLE, edited) == dropped
+        assert second_is_dropped(settings, article, edited) == dropped
+
+
+def test_short_texts_need_less_similarity_for_one_changed_sentence() -> None:
+    """On a text of n shingles, one sentence of 40 shingles changed leaves (n - 40) / (n + 40)."""
+    policy = Policy(min_similarity=0.65)
+    assert policy.similarity_needed(5000) == 0.65
+    assert policy.similarity_needed(160) == pytest.approx(0.6)
+    assert policy.similarity_needed(40) == 0.4  # never less
+    assert Policy(min_similarity=-1.0).similarity_needed(40) == -1.0  # the check turned off stays off
+    reworded = ARTICLE.replace(  # a sentence of this 65-shingle article reworded
+        b"children at the Beauchamp Branch Library read Kwanzaa stories and make related crafts",
+        b"at the Beauchamp Branch Library kids heard stories about Kwanzaa and made crafts",
+    )
+    assert reworded != ARTICLE
+    first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, reworded))
+    assert similarity(first.sketch, second.sketch) < 0.65
+    assert second_is_dropped({}, ARTICLE, reworded)
 
 
 def test_items_without_html_pass_through_counted() -> None:
@@ -269,9 +290,9 @@ def gbk_article() -> bytes:
         (PNG_BYTES, "not_html"),
         (12345, "not_html"),
         (b"<html>" + b"x" * (20 * 1024 * 1024) + b"</html>", "too_large"),
-        ("<html><body><p>few words</p></body></html>", "too_few_features/content"),
+        ("<html><body><img src='a.png'><br></body></html>", "too_few_features/content"),
     ],
-    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "tiny page"],
+    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "no visible word"],
 )
 def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.LogCaptureFixture) -> None:
     pipeline = make_pipeline()
@@ -301,6 +322,24 @@ def test_gbk_bytes_without_charset_are_decoded_as_chinese() -> None:
     process(pipeline, {"url": "utf8", "html": CHINESE_ARTICLE})
     with pytest.raises(SimhashDuplicate, match="content distance 0"):
         process(pipeline, {"url": "gbk", "html": gbk_article()})
+
+
+def test_short_pages_are_duplicates_only_when_they_show_the_same_words() -> None:
+    page = "<html><head><title>Notice</title></head><body><nav><a href='/'>Home</a></nav><p>{}</p></body></html>"
+    for mode in ("content", "either"):  # "both" also needs the structure, which these tiny pages lack
+        pipeline = make_pipeline(SIMHASH_DEDUP_MODE=mode)
+        process(pipeline, {"url": "a", "html": page.format("The office is closed on Monday.")})
+        process(pipeline, {"url": "b", "html": page.format("The office is closed on Tuesday.")})
+        with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0, similarity 1.00"):
+            process(pipeline, {"url": "c", "html": page.format("The office is  closed on Monday.").encode()})
+        assert (stat(pipeline, "short_text"), stat(pipeline, "kept"), stat(pipeline, "dropped/exact_text")) == (3, 2, 1)
+
+
+def test_a_short_page_never_matches_a_page_with_own_text() -> None:
+    pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE=64, SIMHASH_DEDUP_MIN_SIMILARITY=-1)
+    process(pipeline, {"url": "article", "html": ARTICLE})
+    assert process(pipeline, {"url": "short", "html": "<html><body><p>Only a few words here.</p></body></html>"})
+    assert stat(pipeline, "kept") == 2
 
 
 def test_pages_with_too_few_features_are_never_duplicates_of_each_other() -> None:

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from pipelines.fingerprint import Fingerprint
+from pipelines.sketch import SKETCH_BYTES
 from pipelines.redis_store import (
     MAX_BATCH,
     MAX_PAIRS,
@@ -45,7 +46,7 @@ def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerpri
     result = []
     for c in range(count):
         content, structure = (int(v) for v in rng.integers(0, 2**64, size=2, dtype=np.uint64))
-        sketch = rng.bytes(64)
+        sketch = rng.bytes(SKETCH_BYTES)
         pages = []
         for n in range(size):
             flips = sum(1 << b for b in pick.sample(range(64), pick.randint(0, 3)))
@@ -56,11 +57,16 @@ def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerpri
 
 
 def mixed_pages(seed: int) -> list[tuple[str, Fingerprint]]:
-    """Clusters shuffled together, with pages lacking a part or a sketch."""
-    pages = [page for cluster in clusters(40, 4, seed) for page in cluster]
+    """Clusters shuffled together, with pages lacking a part or a sketch, and short pages: equal
+    ones, and ones a bit away from each other or from a cluster's page."""
+    cluster_pages = [page for cluster in clusters(40, 4, seed) for page in cluster]
+    pages = list(cluster_pages)
     pages += [(f"https://example.com/lone/{n}", Fingerprint(None, 12345 + n, sketch=None)) for n in range(5)]
-    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=bytes(64)))
+    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=bytes(SKETCH_BYTES)))
               for n in range(5)]
+    for n, (_, near) in enumerate(cluster_pages[:24:4]):
+        short = Fingerprint(near.content ^ (n % 2), near.structure, sketch=near.sketch, short=True)
+        pages += [(f"https://example.com/short/{n}/{copy}", short) for copy in range(2)]
     random.Random(seed).shuffle(pages)
     return pages
 
