@@ -314,7 +314,7 @@ def choosing_defaults(scored: list[Scored]) -> list[dict]:
     changes = defaultdict(list)
     for s in scored:
         if s.pair.group.startswith("change:") and has_own_text(s):
-            changes[(s.pair.group, s.language)].append(s)
+            changes[s.pair.group].append(s)
     hard = [s for s in scored if s.pair.group == "same-site" and not s.pair.duplicate]
     unrelated = [s for s in scored if s.pair.group == "unrelated" and not s.pair.duplicate]
     grid, rows = [], []
@@ -329,7 +329,7 @@ def choosing_defaults(scored: list[Scored]) -> list[dict]:
                          "same_site_false_drops": hard_drops, "unrelated_false_drops_per_100k": unrelated_rate})
             rows.append([d, t, w["precision"], w["recall"], worst, hard_drops, f"{unrelated_rate:.2f}"])
     table("Choosing the defaults (mode content): every content distance and minimum sketch similarity",
-          ["content distance", "min similarity", "Webis precision", "Webis recall", "worst change recall",
+          ["content distance", "min similarity", "Webis precision", "Webis recall", "worst change recall (a kind)",
            "same-site false drops", "unrelated false drops /100k"], rows)
     return grid
 

@@ -9,10 +9,12 @@ the element that holds it and the nearest *furniture* around it: ``nav``,
 ``header``, ``footer``, ``aside``, ``button``, or an element whose class, id or
 role says menu, sidebar, comments, related, sponsor... (Mozilla Readability's
 lists).  Then, as Readability does, the main content is found where the text
-mass is (``PageText.main_content``), and its own text is its blocks of at
-least ``MIN_BLOCK_WORDS`` words, less their links and less the furniture
-*inside* it.  Furniture *around* it does not matter: an article inside a page-wide
-``<form>`` (ASP.NET), a ``<nav>`` left open or an ``<aside>`` is read.
+mass is (``PageText.main_content``).  The own text is the page's title, the
+main content's blocks of at least ``MIN_BLOCK_WORDS`` words, less their links
+and less the furniture *inside* it, and such blocks elsewhere outside any
+furniture (``PageText.own_blocks``).  Furniture *around* the main content does
+not matter: an article inside a page-wide ``<form>`` (ASP.NET), a ``<nav>``
+left open or an ``<aside>`` is read.
 
 Chinese runs are segmented with jieba (its own dictionary, in a private
 tokenizer so that words a project adds to the global jieba never change our
@@ -87,8 +89,10 @@ SCORE_DIVIDERS = (1, 2, 6, 9, 12)
 MIN_SCORED_CHARS = 25
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
 MIN_BLOCK_WORDS = 8
-#: Own text with fewer distinct words is read again, letting furniture hold the main content.
+#: Own text with fewer distinct words is read again, letting named furniture hold the main content.
 MIN_OWN_WORDS = 20
+#: Own text with a smaller share of the page's characters outside links is read again too.
+MIN_OWN_SHARE = 0.15
 #: Tokens per shingle in the sketch.
 SHINGLE_SIZE = 3
 
@@ -106,7 +110,7 @@ class Block:
     text: str  # outside links
     link_text: str
     owner: int  # the block-level element holding it (its number in ``PageText.elements``)
-    furniture: int  # the innermost furniture element around it (by tag or name), -1 if none
+    tag_furniture: int  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
     named_furniture: int  # the innermost element named as furniture (class, id or role) around it, -1 if none
     leaf: bool  # the owner holds no other block: the block is its paragraph, scored from its parent up
 
@@ -116,7 +120,7 @@ class _Open:
     """A block-level element while the walk is inside it."""
 
     number: int
-    furniture: int
+    tag_furniture: int
     named_furniture: int
     chars: int  # characters read before it: outside links, in links
     link_chars: int
@@ -159,7 +163,7 @@ class PageText:
         def flush() -> None:
             if text or links:
                 owner = stack[-1]
-                page.blocks.append(Block(" ".join(text), " ".join(links), owner.number, owner.furniture,
+                page.blocks.append(Block(" ".join(text), " ".join(links), owner.number, owner.tag_furniture,
                                          owner.named_furniture, owner.leaf))
                 text.clear()
                 links.clear()
@@ -174,10 +178,10 @@ class PageText:
                     page.title = page.title or element.text_content().strip()
                     invisible += 1
                     continue
-                furniture = _furniture(element)
+                named = _named_furniture(element)
                 if tag in _SEPARATORS:
                     flush()
-                elif furniture or tag in BLOCK_TAGS or element is root:
+                elif named or tag in BLOCK_TAGS or element is root:
                     outer = stack[-1]
                     outer.leaf = False
                     flush()
@@ -189,8 +193,8 @@ class PageText:
                     page.link_chars.append(0)
                     stack.append(_Open(
                         number,
-                        number if furniture else outer.furniture,
-                        number if furniture == "named" else outer.named_furniture,
+                        number if tag in FURNITURE_TAGS else outer.tag_furniture,
+                        number if named else outer.named_furniture,
                         counts[0], counts[1],
                     ))
                 if tag == "a":
@@ -218,29 +222,43 @@ class PageText:
     def own_blocks(self) -> list[list[str]]:
         """The tokens of the own text's blocks, in page order; empty when the page has no main content.
 
-        The own text is the main content's blocks of at least ``MIN_BLOCK_WORDS``
-        words, less the furniture inside it, and every other such block outside
-        any furniture.  The main content is looked for first among the blocks
-        outside named furniture, then, when its blocks hold fewer than
-        ``MIN_OWN_WORDS`` distinct words, among all blocks (some sites wrap the
-        article in a "header" element); when they still do, its short blocks
-        count too (lists, captions).
+        The own text is the page's title, the main content's blocks of at least
+        ``MIN_BLOCK_WORDS`` words, less the furniture inside it, and every other
+        such block outside any furniture.  The main content is looked for first among the blocks
+        outside named furniture.  When its own text holds fewer than
+        ``MIN_OWN_WORDS`` distinct words, or less than ``MIN_OWN_SHARE`` of the
+        page's text outside links, the page is read again letting named
+        furniture in (some sites name the article's element "header", or its
+        body "banners-contenido"): it scores, and inside the main content it is
+        read; only nav, header, footer, aside and buttons stay out.  When even
+        that leaves too few words, the main content's short blocks count too
+        (lists, captions).
         """
-        for with_furniture in (False, True):
-            containers = self.main_content(with_furniture)
-            main = [self._inside(block, containers) for block in self.blocks]
-            own = [tokens(block.text) if inside or block.furniture < 0 else [] for block, inside in zip(self.blocks, main)]
-            own = [block if sum(map(is_word, block)) >= MIN_BLOCK_WORDS else [] for block in own]
-            if _distinct_words(block for block, inside in zip(own, main) if inside) >= MIN_OWN_WORDS:
-                return [tokens(self.title)] + [block for block in own if block]
-        main_text = [tokens(block.text) for block, inside in zip(self.blocks, main) if inside]
+        page_chars = sum(len(block.text) for block in self.blocks)
+        words = functools.cache(lambda n: tokens(self.blocks[n].text))
+
+        def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
+            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and sum(map(is_word, words(n))) >= MIN_BLOCK_WORDS
+
+        for read_named in (False, True):
+            containers = self.main_content(read_named)
+            main = [n for n, block in enumerate(self.blocks) if self._inside(block, containers, read_named)]
+            main_own = [n for n in main if long(n)]
+            if _distinct_words(map(words, main_own)) < MIN_OWN_WORDS:
+                continue
+            chosen = set(main_own) | {
+                n for n, block in enumerate(self.blocks) if block.tag_furniture == block.named_furniture == -1 and long(n)
+            }
+            if read_named or sum(len(self.blocks[n].text) for n in chosen) >= MIN_OWN_SHARE * page_chars:
+                return [tokens(self.title)] + [words(n) for n in sorted(chosen)]
+        main_text = [words(n) for n in main]
         return main_text if _distinct_words(main_text) >= MIN_OWN_WORDS else []
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""
         return " ".join([self.title, *(f"{block.text} {block.link_text}" for block in self.blocks)])
 
-    def main_content(self, with_furniture: bool) -> list[int]:
+    def main_content(self, read_named: bool) -> list[int]:
         """The elements holding the main content, found as Mozilla Readability does.
 
         Every block of at least ``MIN_SCORED_CHARS`` characters scores 1, plus
@@ -255,7 +273,7 @@ class PageText:
         scores: dict[int, float] = {}
         for block in self.blocks:
             length = len(block.text) + len(block.link_text)
-            if length < MIN_SCORED_CHARS or (block.named_furniture >= 0 and not with_furniture):
+            if length < MIN_SCORED_CHARS or (block.named_furniture >= 0 and not read_named):
                 continue
             points = 1 + len(_COMMAS.findall(block.text)) + len(_COMMAS.findall(block.link_text)) + min(length // 100, 3)
             node = self.parents[block.owner] if block.leaf else block.owner
@@ -274,9 +292,13 @@ class PageText:
         scores.setdefault(top, self._starting_score(top))  # an element above the candidates
         return self._with_siblings(top, scores)
 
-    def _inside(self, block: Block, containers: list[int]) -> bool:
-        """Is ``block`` in one of ``containers``, and outside the furniture inside it?"""
-        return any(c <= block.owner < self.ends[c] and block.furniture <= c for c in containers)
+    def _inside(self, block: Block, containers: list[int], read_named: bool) -> bool:
+        """Is ``block`` in one of ``containers``, and outside the furniture inside it (but the named
+        furniture, with ``read_named``)?"""
+        return any(
+            c <= block.owner < self.ends[c] and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
+            for c in containers
+        )
 
     def _starting_score(self, node: int) -> float:
         element = self.elements[node]
@@ -349,17 +371,16 @@ def _is_hidden(element: lxml.html.HtmlElement) -> bool:
     )
 
 
-def _furniture(element: lxml.html.HtmlElement) -> str | None:
-    """``"named"`` for an element named as menu, sidebar, comments... by class, id or role (never body,
-    never one also named as the main column), ``"tag"`` for nav, header, footer, aside, button; else None."""
+def _named_furniture(element: lxml.html.HtmlElement) -> bool:
+    """Named as menu, sidebar, comments... by class, id or role (never body, never an element
+    also named as the main column)."""
     attrib = element.attrib
-    if attrib and element.tag != "body":
-        if attrib.get("role") in UNLIKELY_ROLES:
-            return "named"
-        names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
-        if UNLIKELY_NAMES.search(names) and not MAYBE_CONTENT_NAMES.search(names):
-            return "named"
-    return "tag" if element.tag in FURNITURE_TAGS else None
+    if not attrib or element.tag == "body":
+        return False
+    if attrib.get("role") in UNLIKELY_ROLES:
+        return True
+    names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
+    return bool(UNLIKELY_NAMES.search(names)) and not MAYBE_CONTENT_NAMES.search(names)
 
 
 def _distinct_words(blocks: Iterable[list[str]]) -> int:
