@@ -86,21 +86,27 @@ def all_pairs(ids: list[str], group: str, source: str, positives: dict) -> Itera
         yield Pair(a, b, reason is not None, "positive" if reason else group, source)
 
 
-def site_groups(data: Path) -> Iterator[tuple[str, str, dict[str, bytes]]]:
-    """(source, language, page id -> HTML) for each site of newspaper (its pair) and of gne."""
+def site_groups(data: Path) -> Iterator[tuple[str, str, list[Path]]]:
+    """(source, language, pages) for each site of newspaper (its pair of articles) and of gne."""
     html_dir = data / "newspaper-test-pages" / "tests" / "data" / "html"
     for first in sorted(html_dir.glob("*1.html")):
         second = first.with_name(first.name[:-6] + "2.html")
         if second.exists():
-            yield "newspaper", "en+", {f"newspaper/{p.name}": p.read_bytes() for p in (first, second)}
+            yield "newspaper", "en+", [first, second]
     for site in sorted((data / "gne-chinese-news" / "tests").iterdir()):
-        yield "gne", "zh", {f"gne/{site.name}/{p.name}": p.read_bytes() for p in sorted(site.glob("*.html"))}
+        yield "gne", "zh", sorted(site.glob("*.html"))
+
+
+def _group_pages(source: str, group: list[Path]) -> dict[str, bytes]:
+    """Page id (``newspaper/<file>``, ``gne/<site>/<file>``) -> HTML."""
+    return {f"newspaper/{p.name}" if source == "newspaper" else f"gne/{p.parent.name}/{p.name}": p.read_bytes()
+            for p in group}
 
 
 def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
     """Different articles of one site: newspaper pairs, gne sites, gerapy pages."""
     for source, _, group in site_groups(data):
-        ids = [pages.add(page_id, html) for page_id, html in group.items()]
+        ids = [pages.add(page_id, html) for page_id, html in _group_pages(source, group).items()]
         yield from all_pairs(ids, "same-site", source, SAME_ARTICLE_TWICE)
     for kind in ("detail", "list"):
         folder = data / "gerapy-chinese-samples" / "samples" / kind
@@ -153,15 +159,19 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
     return result
 
 
-def copies_of_every_page(data: Path, pages: Pages) -> Iterator[Pair]:
-    """Each page of newspaper, gne, readability (every source page) and goose3 vs a byte-identical copy."""
-    files = [
+def extraction_set_pages(data: Path) -> list[Path]:
+    """Every page of newspaper, gne, readability (each source page) and goose3: 398 pages."""
+    return [
         *sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*.html")),
         *sorted((data / "gne-chinese-news" / "tests").glob("*/*.html")),
         *sorted((data / "readability-test-pages").glob("*/source.html")),
         *sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html")),
     ]
-    for path in files:
+
+
+def copies_of_every_page(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Each page of ``extraction_set_pages`` vs a byte-identical copy."""
+    for path in extraction_set_pages(data):
         page_id = str(path.relative_to(data))
         body = path.read_bytes()
         yield Pair(pages.add(page_id, body), pages.add(f"copy/{page_id}", body), True, "positive", "copies")
@@ -196,9 +206,9 @@ def wrap_in_form(html: bytes, language: str) -> bytes:
 
 def form_wrapped(data: Path, pages: Pages) -> Iterator[Pair]:
     """Each site group re-templated with ``wrap_in_form``: its pages must stay apart, a copy of each is a duplicate."""
-    for _, language, group in site_groups(data):
+    for source, language, group in site_groups(data):
         ids = []
-        for page_id, html in group.items():
+        for page_id, html in _group_pages(source, group).items():
             body = wrap_in_form(html, language)
             ids.append(pages.add(f"form/{page_id}", body))
             yield Pair(ids[-1], pages.add(f"form/{page_id}/copy", body), True, "positive", "form-wrapped")
@@ -217,9 +227,9 @@ def short_pages(data: Path, pages: Pages) -> Iterator[Pair]:
     apart; a byte-identical copy of each, and a copy whose links carry
     tracking parameters, are duplicates.
     """
-    for _, language, group in site_groups(data):
+    for source, language, group in site_groups(data):
         ids = []
-        for page_id, html in group.items():
+        for page_id, html in _group_pages(source, group).items():
             root = load(html, 1 << 30).root
             paragraphs = _article_paragraphs(root)
             if not paragraphs:

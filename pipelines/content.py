@@ -37,7 +37,7 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import jieba
@@ -57,6 +57,9 @@ BLOCK_TAGS = frozenset({
 })
 #: Block boundaries that are not elements holding content of their own.
 _SEPARATORS = frozenset({"br", "hr"})
+#: Elements that hold no text (HTML's void elements, but the separators).
+_EMPTY_TAGS = frozenset({"img", "meta", "link", "input", "source", "wbr", "area", "base", "col", "embed", "param",
+                         "track"})
 
 #: Class or id of page furniture, and the exceptions (Mozilla Readability's lists).
 UNLIKELY_NAMES = re.compile(
@@ -109,49 +112,48 @@ class Block:
 
     text: str  # outside links
     link_text: str
-    owner: int  # the block-level element holding it (its number in ``PageText.elements``)
+    owner: int  # the block-level element holding it (its number in ``PageText.nodes``)
     tag_furniture: int  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
     named_furniture: int  # the innermost element named as furniture (class, id or role) around it, -1 if none
     leaf: bool  # the owner holds no other block: the block is its paragraph, scored from its parent up
 
 
 @dataclass(slots=True)
-class _Open:
-    """A block-level element while the walk is inside it."""
+class Node:
+    """A block-level element: where it sits, what furniture is around it, how much text is inside it."""
 
-    number: int
-    tag_furniture: int
-    named_furniture: int
-    chars: int  # characters read before it: outside links, in links
-    link_chars: int
-    leaf: bool = True
+    element: lxml.html.HtmlElement | None
+    parent: int  # the block-level element holding it (its number), -1 for the root
+    tag_furniture: int  # the innermost furniture element by tag around it, itself included, -1 if none
+    named_furniture: int  # the same for furniture named by class, id or role
+    chars: int = 0  # visible characters inside it, outside links and in links
+    link_chars: int = 0
+    end: int = 0  # the elements inside it are numbered up to ``end - 1``
+    leaf: bool = True  # it holds no other block-level element
 
 
 @dataclass
 class PageText:
     """A page's visible text as blocks, with the block-level elements that hold them.
 
-    Block-level elements are numbered in document order (``elements``); those
-    inside element ``n`` are numbered ``n + 1`` to ``ends[n] - 1``.  ``chars``
-    and ``link_chars`` count the visible characters inside each of them.
+    Block-level elements are numbered in document order (``nodes``); those
+    inside node ``n`` are numbered ``n + 1`` to ``nodes[n].end - 1``.
     """
 
     title: str = ""
     blocks: list[Block] = field(default_factory=list)
-    elements: list[lxml.html.HtmlElement] = field(default_factory=list)
-    parents: list[int] = field(default_factory=list)
-    ends: list[int] = field(default_factory=list)
-    chars: list[int] = field(default_factory=list)
-    link_chars: list[int] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
 
     @classmethod
     def read(cls, root: lxml.html.HtmlElement) -> PageText:
         """Read the tree in one iterative walk (any depth).  Inline elements do not split a block."""
         page = cls()
+        nodes = page.nodes
         text: list[str] = []
         links: list[str] = []
         counts = [0, 0]  # characters read so far: outside links, in links
-        stack = [_Open(-1, -1, -1, 0, 0)]  # the block-level elements the walk is inside
+        outside = Node(None, -1, -1, -1)
+        stack = [(-1, outside)]  # the block-level elements the walk is inside
         invisible = 0  # depth inside an invisible element
         in_link = 0  # depth inside links
 
@@ -162,8 +164,8 @@ class PageText:
 
         def flush() -> None:
             if text or links:
-                owner = stack[-1]
-                page.blocks.append(Block(" ".join(text), " ".join(links), owner.number, owner.tag_furniture,
+                number, owner = stack[-1]
+                page.blocks.append(Block(" ".join(text), " ".join(links), number, owner.tag_furniture,
                                          owner.named_furniture, owner.leaf))
                 text.clear()
                 links.clear()
@@ -171,47 +173,52 @@ class PageText:
         for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
             tag = element.tag
             if event == "start":
-                if invisible or tag in INVISIBLE_TAGS or _is_hidden(element):
+                if tag in _EMPTY_TAGS:  # no text of their own: only their tails count
+                    continue
+                attrib = element.attrib
+                if invisible or tag in INVISIBLE_TAGS or (attrib and _is_hidden(attrib)):
                     invisible += 1
                     continue
                 if tag == "title":  # shown in the tab, not in the page: never a block
                     page.title = page.title or element.text_content().strip()
                     invisible += 1
                     continue
-                named = _named_furniture(element)
+                named = bool(attrib) and tag not in ("a", "body") and _is_named_furniture(attrib)
                 if tag in _SEPARATORS:
                     flush()
                 elif named or tag in BLOCK_TAGS or element is root:
-                    outer = stack[-1]
+                    outer_number, outer = stack[-1]
                     outer.leaf = False
                     flush()
-                    number = len(page.elements)
-                    page.elements.append(element)
-                    page.parents.append(outer.number)
-                    page.ends.append(number + 1)
-                    page.chars.append(0)
-                    page.link_chars.append(0)
-                    stack.append(_Open(
-                        number,
+                    number = len(nodes)
+                    node = Node(
+                        element, outer_number,
                         number if tag in FURNITURE_TAGS else outer.tag_furniture,
                         number if named else outer.named_furniture,
-                        counts[0], counts[1],
-                    ))
+                        counts[0], counts[1],  # at the start; what is inside it once it ends
+                    )
+                    nodes.append(node)
+                    stack.append((number, node))
                 if tag == "a":
                     in_link += 1
                 add(element.text)
+                continue
+            if tag in _EMPTY_TAGS:
+                if not invisible:
+                    add(element.tail)
                 continue
             if invisible:
                 invisible -= 1
                 if invisible:
                     continue
             else:
-                if stack[-1].number >= 0 and page.elements[stack[-1].number] is element:
+                number, node = stack[-1]
+                if node.element is element:
                     flush()
-                    closed = stack.pop()
-                    page.ends[closed.number] = len(page.elements)
-                    page.chars[closed.number] = counts[0] - closed.chars
-                    page.link_chars[closed.number] = counts[1] - closed.link_chars
+                    stack.pop()
+                    node.end = len(nodes)
+                    node.chars = counts[0] - node.chars
+                    node.link_chars = counts[1] - node.link_chars
                 if tag == "a":
                     in_link -= 1
             if element is not root:
@@ -236,7 +243,9 @@ class PageText:
         """
         page_chars = sum(len(block.text) for block in self.blocks)
         words = functools.cache(lambda n: tokens(self.blocks[n].text))
+        word_sets = functools.cache(lambda n: {token for token in words(n) if is_word(token)})
 
+        @functools.cache
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
             return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and sum(map(is_word, words(n))) >= MIN_BLOCK_WORDS
 
@@ -244,15 +253,16 @@ class PageText:
             containers = self.main_content(read_named)
             main = [n for n, block in enumerate(self.blocks) if self._inside(block, containers, read_named)]
             main_own = [n for n in main if long(n)]
-            if _distinct_words(map(words, main_own)) < MIN_OWN_WORDS:
+            if len(set().union(*map(word_sets, main_own))) < MIN_OWN_WORDS:
                 continue
             chosen = set(main_own) | {
                 n for n, block in enumerate(self.blocks) if block.tag_furniture == block.named_furniture == -1 and long(n)
             }
             if read_named or sum(len(self.blocks[n].text) for n in chosen) >= MIN_OWN_SHARE * page_chars:
                 return [tokens(self.title)] + [words(n) for n in sorted(chosen)]
-        main_text = [words(n) for n in main]
-        return main_text if _distinct_words(main_text) >= MIN_OWN_WORDS else []
+        if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
+            return []
+        return [words(n) for n in main]
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""
@@ -276,14 +286,14 @@ class PageText:
             if length < MIN_SCORED_CHARS or (block.named_furniture >= 0 and not read_named):
                 continue
             points = 1 + len(_COMMAS.findall(block.text)) + len(_COMMAS.findall(block.link_text)) + min(length // 100, 3)
-            node = self.parents[block.owner] if block.leaf else block.owner
+            node = self.nodes[block.owner].parent if block.leaf else block.owner
             for divider in SCORE_DIVIDERS:
                 if node < 0:
                     break
                 if node not in scores:
                     scores[node] = self._starting_score(node)
                 scores[node] += points / divider
-                node = self.parents[node]
+                node = self.nodes[node].parent
         if not scores:
             return []
         for node in scores:
@@ -296,22 +306,17 @@ class PageText:
         """Is ``block`` in one of ``containers``, and outside the furniture inside it (but the named
         furniture, with ``read_named``)?"""
         return any(
-            c <= block.owner < self.ends[c] and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
+            c <= block.owner < self.nodes[c].end and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
             for c in containers
         )
 
     def _starting_score(self, node: int) -> float:
-        element = self.elements[node]
-        attrib = element.attrib
-        weight = 0
-        for name in (attrib.get("class"), attrib.get("id")):
-            if name:
-                weight += 25 * (bool(POSITIVE_NAMES.search(name)) - bool(NEGATIVE_NAMES.search(name)))
-        return TAG_SCORES.get(element.tag, 0) + weight
+        element = self.nodes[node].element
+        return TAG_SCORES.get(element.tag, 0) + _name_weight(element.get("class"), element.get("id"))
 
     def _link_density(self, node: int) -> float:
-        total = self.chars[node] + self.link_chars[node]
-        return self.link_chars[node] / total if total else 0.0
+        total = self.nodes[node].chars + self.nodes[node].link_chars
+        return self.nodes[node].link_chars / total if total else 0.0
 
     def _climb(self, top: int, scores: dict[int, float]) -> int:
         """Readability's steps up from the best element: to an element above it that at least three
@@ -336,55 +341,57 @@ class PageText:
 
     def _ancestors(self, node: int) -> Iterator[int]:
         """The block-level elements above ``node``, nearest first, below ``body``."""
-        node = self.parents[node]
-        while node >= 0 and self.elements[node].tag not in ("body", "html"):
+        node = self.nodes[node].parent
+        while node >= 0 and self.nodes[node].element.tag not in ("body", "html"):
             yield node
-            node = self.parents[node]
+            node = self.nodes[node].parent
 
     def _with_siblings(self, top: int, scores: dict[int, float]) -> list[int]:
         """``top`` and the siblings that belong with it: those scoring at least a fifth of it (its class
         counting for a fifth), and sibling paragraphs of text with few links."""
-        parent, best = self.parents[top], scores[top]
-        name = self.elements[top].get("class")
+        parent, best = self.nodes[top].parent, scores[top]
+        name = self.nodes[top].element.get("class")
         chosen = []
-        for node in range(parent + 1, self.ends[parent] if parent >= 0 else len(self.elements)):
-            if self.parents[node] != parent:
+        for number in range(parent + 1, self.nodes[parent].end if parent >= 0 else len(self.nodes)):
+            node = self.nodes[number]
+            if node.parent != parent:
                 continue
-            bonus = 0.2 * best if name and self.elements[node].get("class") == name else 0.0
-            total = self.chars[node] + self.link_chars[node]
+            bonus = 0.2 * best if name and node.element.get("class") == name else 0.0
             if (
-                node == top
-                or scores.get(node, -1e9) + bonus >= max(10.0, 0.2 * best)
-                or (self.elements[node].tag == "p" and total > 80 and self._link_density(node) < 0.25)
+                number == top
+                or scores.get(number, -1e9) + bonus >= max(10.0, 0.2 * best)
+                or (node.element.tag == "p" and node.chars + node.link_chars > 80 and self._link_density(number) < 0.25)
             ):
-                chosen.append(node)
+                chosen.append(number)
         return chosen
 
 
-def _is_hidden(element: lxml.html.HtmlElement) -> bool:
+def _is_hidden(attrib: lxml.etree._Attrib) -> bool:
     """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells)."""
-    attrib = element.attrib
-    return bool(attrib) and (
-        "hidden" in attrib
-        or attrib.get("aria-hidden") == "true"
-        or bool(_HIDDEN_STYLE.search(attrib.get("style", "")))
-    )
+    if "hidden" in attrib or attrib.get("aria-hidden") == "true":
+        return True
+    style = attrib.get("style")
+    return bool(style) and ("none" in style or "hidden" in style) and bool(_HIDDEN_STYLE.search(style))
 
 
-def _named_furniture(element: lxml.html.HtmlElement) -> bool:
-    """Named as menu, sidebar, comments... by class, id or role (never body, never an element
-    also named as the main column)."""
-    attrib = element.attrib
-    if not attrib or element.tag == "body":
-        return False
+def _is_named_furniture(attrib: lxml.etree._Attrib) -> bool:
+    """Named as menu, sidebar, comments... by class, id or role, and not also as the main column."""
     if attrib.get("role") in UNLIKELY_ROLES:
         return True
-    names = f"{attrib.get('class', '')} {attrib.get('id', '')}"
+    names = attrib.get("class"), attrib.get("id")
+    return (names[0] is not None or names[1] is not None) and _furniture_names(*names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_weight(class_: str | None, id_: str | None) -> int:
+    """+25 for each of class and id that names the main content's likely home, -25 for each that names furniture."""
+    return sum(25 * (bool(POSITIVE_NAMES.search(name)) - bool(NEGATIVE_NAMES.search(name))) for name in (class_, id_) if name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _furniture_names(class_: str | None, id_: str | None) -> bool:
+    names = f"{class_ or ''} {id_ or ''}"
     return bool(UNLIKELY_NAMES.search(names)) and not MAYBE_CONTENT_NAMES.search(names)
-
-
-def _distinct_words(blocks: Iterable[list[str]]) -> int:
-    return len({token for block in blocks for token in block if is_word(token)})
 
 
 def tokens(text: str) -> list[str]:

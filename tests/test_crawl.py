@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.quality_sets import extraction_set_pages, site_groups, wrap_in_form
+
 from .pages import SHARED_DATA, real_page, with_date_and_counters
 
 PIPELINE_ONLY = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
@@ -76,15 +78,10 @@ def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(
 
 def same_site_pairs() -> list[Path]:
     """Pages of every same-site pair of different articles in the shared sets."""
-    newspaper = SHARED_DATA / "newspaper-test-pages" / "tests" / "data" / "html"
-    pages = [
-        page
-        for first in sorted(newspaper.glob("*1.html"))
-        if (second := first.with_name(first.name[:-6] + "2.html")).exists()
-        for page in (first, second)
+    return [
+        path for _, _, group in site_groups(SHARED_DATA) for path in group
+        if f"{path.parent.name}/{path.name}" not in SAME_ARTICLE_TWICE
     ]
-    pages += sorted((SHARED_DATA / "gne-chinese-news" / "tests").glob("*/*.html"))
-    return [page for page in pages if f"{page.parent.name}/{page.name}" not in SAME_ARTICLE_TWICE]
 
 
 #: Pairs in the shared sets that are one article saved twice, so duplicates by right.
@@ -112,3 +109,84 @@ def test_crawl_keeps_every_different_article_of_the_shared_sets(
     dropped = {short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"]}
     assert dropped == {copy: paths[0]}
     assert len(result["kept"]) == len(paths)
+
+
+#: Readability's hand-made fixtures that reuse one sample article (003-metadata-preferred's).
+SAMPLE_ARTICLE_FIXTURES = (
+    "004-metadata-space-separated-properties base-url base-url-base-element base-url-base-element-relative "
+    "basic-tags-cleaning comment-inside-script-parsing embedded-videos metadata-content-missing normalize-spaces "
+    "parsely-metadata remove-extra-brs remove-extra-paragraphs remove-script-tags replace-brs replace-font-tags "
+    "rtl-1 rtl-2 rtl-3 rtl-4 social-buttons style-tags-removal svg-parsing title-and-h1-discrepancy title-en-dash"
+).split()
+#: Pages of those sets that are one page saved twice: the later one is a duplicate by right.
+SAVED_TWICE = {
+    "html/coolhunting.com2.html": "html/coolhunting.com1.html",  # byte-identical
+    "thepaper/4.html": "thepaper/2.html",  # the same article
+    "lifehacker-working/source.html": "lifehacker-post-comment-load/source.html",  # the same article
+    "missing-paragraphs/source.html": "hidden-nodes/source.html",  # a fixture and its variant
+    **{f"{name}/source.html": "003-metadata-preferred/source.html" for name in SAMPLE_ARTICLE_FIXTURES},
+    "content/test_articlebody_itemprop.html": "content/test_articlebody_attribute.html",  # goose3's copies
+    "content/test_articlebody_tag.html": "content/test_articlebody_attribute.html",
+    "content/test_bbc_chinese.html": "html/chinese_article.html",
+    "content/test_businessWeek4.html": "content/test_businessWeek1.html",
+    "content/test_cnn_arabic.html": "html/arabic_article.html",
+    "content/test_gizmodo2.html": "content/test_gizmodo1.html",
+    "content/test_gizmodo3.html": "content/test_gizmodo1.html",
+    "content/test_marketplace.html": "content/test_get_canonical_url.html",
+}
+
+
+def serve(root: Path, pages: dict[str, bytes]) -> list[str]:
+    """Write ``pages`` (path -> body) under ``root``; returns their paths in order."""
+    for path, body in pages.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_bytes(body)
+    return list(pages)
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
+def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tuple[Path, str], crawl: Callable) -> None:
+    """398 real pages, then a byte-identical copy of each under another URL (short pages too)."""
+    root, base_url = site
+    originals = {f"{page.parent.name}/{page.name}": page.read_bytes() for page in extraction_set_pages(SHARED_DATA)}
+    assert len(originals) == 398
+    paths = serve(root, originals) + serve(root, {f"copies/{path}": body for path, body in originals.items()})
+    result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
+    dropped = {short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"]}
+    assert {path: kept for path, kept in dropped.items() if not path.startswith("copies/")} == SAVED_TWICE
+    uncomparable = {"html/google_meta_refresh.html", "html/readwrite.com1.html"}  # no visible word at all
+    assert {path for path in dropped if path.startswith("copies/")} == {
+        f"copies/{path}" for path in originals if path not in uncomparable
+    }
+    assert result["stats"]["simhash_dedup/short_text"] >= 2 * 10  # short pages and their copies were compared
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
+def test_sites_built_inside_one_form_keep_every_article(site: tuple[Path, str], crawl: Callable) -> None:
+    """Every page re-templated as ASP.NET does: the body inside one <form>, a 40-word notice outside it."""
+    root, base_url = site
+    pages = {f"{page.parent.name}/{page.name}": wrap_in_form(page.read_bytes(), language)
+             for _, language, group in site_groups(SHARED_DATA) for page in group}
+    paths = serve(root, pages) + serve(root, {f"copies/{path}": body for path, body in pages.items()})
+    result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
+    dropped = {short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"]}
+    same_article = {"html/coolhunting.com2.html": "html/coolhunting.com1.html", "thepaper/4.html": "thepaper/2.html"}
+    assert {path: kept for path, kept in dropped.items() if not path.startswith("copies/")} == same_article
+    assert {path for path in dropped if path.startswith("copies/")} == {f"copies/{path}" for path in pages}
+
+
+def test_hidden_text_never_gets_another_page_dropped(site: tuple[Path, str], crawl: Callable) -> None:
+    """Pages that show a few words and hold an article's text hidden, then the article itself."""
+    root, base_url = site
+    victim = real_page("newspaper-theatlanticcities.com1")
+    body = victim[victim.index(b"<body"):victim.rindex(b"</body>")]
+    body = body[body.index(b">") + 1:]
+    shown = "<p>Welcome to our page about travel, penguins and health, with news every single day of the week.</p>"
+    pages = {
+        f"hidden/{n}.html": f"<html><body>{shown}<div {hide}>".encode() + body + b"</div></body></html>"
+        for n, hide in enumerate(["hidden", 'aria-hidden="true"', 'style="display: none"'])
+    }
+    paths = serve(root, pages | {"article.html": victim})
+    result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
+    assert sorted(short(url, base_url) for url in result["kept"]) == sorted(["hidden/0.html", "article.html"])
+    assert {short(d["url"], base_url) for d in result["dropped"]} == {"hidden/1.html", "hidden/2.html"}
