@@ -16,18 +16,31 @@ import functools
 
 import jieba.analyse
 import lxml.etree
+import lxml.html
 import xxhash
 from simhash import Simhash
 
-from pipelines.document import load
+from pipelines.document import decode, load
 from pipelines.simhash import simhash
 
 ANCHORS = ("simhash_package", "jieba_topn", "exact")
 
 
+_HTML_PARSER = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
+
+
+def html_tree(html: str | bytes) -> lxml.html.HtmlElement | None:
+    """The page as an ``lxml.html`` tree (for editing pages), decoded as the filter decodes it;
+    ``None`` where the filter finds no tree."""
+    if load(html, 1 << 30).root is None:
+        return None
+    text = decode(html) if isinstance(html, bytes) else html
+    return lxml.html.document_fromstring(text.encode("utf-8", "replace"), parser=_HTML_PARSER)
+
+
 def visible_text(html: str | bytes) -> str:
     """The whole visible text (scripts and styles left out), as naive dedup tools take it."""
-    root = load(html, 1 << 30).root
+    root = html_tree(html)
     if root is None:
         return ""
     lxml.etree.strip_elements(root, "script", "style", "noscript", "template", with_tail=False)

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import lxml.html
 
-from bench.anchors import language_of, visible_text
-from pipelines.document import load
+from bench.anchors import html_tree, language_of, visible_text
 
 
 #: Readability's hand-made fixtures: not real pages, left out (see shared/data/README.md).
@@ -189,7 +188,7 @@ SHARED_NOTICE = {
 
 def wrap_in_form(html: bytes, language: str) -> bytes:
     """The page as an ASP.NET WebForms page: the whole body inside one ``<form>``, a shared notice outside it."""
-    root = load(html, 1 << 30).root
+    root = html_tree(html)
     form = lxml.html.fragment_fromstring(
         '<form method="post" action="./Default.aspx" id="aspnetForm">'
         '<input type="hidden" name="__VIEWSTATE" id="__VIEWSTATE" value="/wEPDwUKMTY1NDU2MTA1Mg9kFgJmD2QWAgIDD2QWAg"></form>'
@@ -230,7 +229,7 @@ def short_pages(data: Path, pages: Pages) -> Iterator[Pair]:
     for source, language, group in site_groups(data):
         ids = []
         for page_id, html in _group_pages(source, group).items():
-            root = load(html, 1 << 30).root
+            root = html_tree(html)
             paragraphs = _article_paragraphs(root)
             if not paragraphs:
                 continue
@@ -273,7 +272,7 @@ def content_same_structure_different(data: Path, pages: Pages) -> Iterator[Pair]
 
 def paragraphs(html: bytes) -> set[str]:
     """Whitespace-normalised texts of the page's paragraph elements."""
-    root = load(html, 1 << 30).root
+    root = html_tree(html)
     found = set() if root is None else {" ".join(e.text_content().split()) for e in root.xpath(PARAGRAPH_XPATH)}
     return {p for p in found if len(p) >= MIN_PARAGRAPH_CHARS}
 
@@ -547,7 +546,7 @@ def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
     for (base_id, language, body), (kind, change) in itertools.product(change_bases(data), CHANGES.items()):
         versions = []
         for variant in (0, 1):
-            root = load(body, 1 << 30).root
+            root = html_tree(body)
             if root is None or root.body is None:
                 break
             rng = random.Random(f"{base_id}/{kind}/{variant}")

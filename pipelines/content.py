@@ -37,12 +37,13 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import jieba
 import lxml.etree
-import lxml.html
+
+from .structure import DEFAULT_DECAY
 
 #: Elements whose text a reader never sees (or that are not text: a list box's options).
 INVISIBLE_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math", "select", "datalist"})
@@ -59,7 +60,7 @@ BLOCK_TAGS = frozenset({
 _SEPARATORS = frozenset({"br", "hr"})
 #: Elements that hold no text (HTML's void elements, but the separators).
 _EMPTY_TAGS = frozenset({"img", "meta", "link", "input", "source", "wbr", "area", "base", "col", "embed", "param",
-                         "track"})
+                         "track", "#node"})
 
 #: Class or id of page furniture, and the exceptions (Mozilla Readability's lists).
 UNLIKELY_NAMES = re.compile(
@@ -103,6 +104,9 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
 #: Scripts written without spaces that jieba does not segment: kana, Thai, Lao, Khmer, Myanmar.
 _UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
 _TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
+_NOT_SPACED = re.compile(f"[{_HAN}{_UNSPACED}]")
+_WORD = re.compile(r"[^\W_]+")  # the third kind of token, in texts without the first two
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # the same, in lower-case ASCII
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
@@ -122,7 +126,7 @@ class Block:
 class Node:
     """A block-level element: where it sits, what furniture is around it, how much text is inside it."""
 
-    element: lxml.html.HtmlElement | None
+    element: lxml.etree._Element | None
     parent: int  # the block-level element holding it (its number), -1 for the root
     tag_furniture: int  # the innermost furniture element by tag around it, itself included, -1 if none
     named_furniture: int  # the same for furniture named by class, id or role
@@ -143,12 +147,19 @@ class PageText:
     title: str = ""
     blocks: list[Block] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
+    structure: dict[str, float] = field(default_factory=dict)  # the structure features
 
     @classmethod
-    def read(cls, root: lxml.html.HtmlElement) -> PageText:
-        """Read the tree in one iterative walk (any depth).  Inline elements do not split a block."""
+    def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY) -> PageText:
+        """Read the tree in one iterative walk (any depth).  Inline elements do not split a block.
+
+        The same walk weighs the tag tree for the structure fingerprint
+        (``structure``, see :mod:`pipelines.structure`): one pass over the
+        tree serves both fingerprints.
+        """
         page = cls()
-        nodes = page.nodes
+        nodes, structure = page.nodes, page.structure
+        tags: list[str] = []  # the open elements' tags, for the structure features
         text: list[str] = []
         links: list[str] = []
         counts = [0, 0]  # characters read so far: outside links, in links
@@ -157,39 +168,49 @@ class PageText:
         invisible = 0  # depth inside an invisible element
         in_link = 0  # depth inside links
 
-        def add(piece: str | None) -> None:
-            if piece and (piece := piece.strip()):
-                (links if in_link else text).append(piece)
-                counts[bool(in_link)] += len(piece)
+        def add(piece: str) -> None:  # called for pieces that are not only whitespace
+            piece = piece.strip()
+            (links if in_link else text).append(piece)
+            counts[bool(in_link)] += len(piece)
 
-        def flush() -> None:
-            if text or links:
-                number, owner = stack[-1]
-                page.blocks.append(Block(" ".join(text), " ".join(links), number, owner.tag_furniture,
-                                         owner.named_furniture, owner.leaf))
-                text.clear()
-                links.clear()
+        def flush() -> None:  # called when text or links hold something
+            number, owner = stack[-1]
+            page.blocks.append(Block(" ".join(text), " ".join(links), number, owner.tag_furniture,
+                                     owner.named_furniture, owner.leaf))
+            text.clear()
+            links.clear()
 
         for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
             tag = element.tag
+            if tag.__class__ is not str:  # a comment or processing instruction (trees not parsed by load)
+                tag = "#node"
             if event == "start":
+                weight = decay ** len(tags)
+                structure[tag] = structure.get(tag, 0.0) + weight
+                if tags:
+                    pair = f"{tags[-1]}>{tag}"
+                    structure[pair] = structure.get(pair, 0.0) + weight
+                tags.append(tag)
                 if tag in _EMPTY_TAGS:  # no text of their own: only their tails count
                     continue
-                attrib = element.attrib
-                if invisible or tag in INVISIBLE_TAGS or (attrib and _is_hidden(attrib)):
+                attributes = element.items()
+                hidden, named = _attribute_kinds(tuple(attributes)) if attributes else (False, False)
+                if invisible or tag in INVISIBLE_TAGS or hidden:
                     invisible += 1
                     continue
                 if tag == "title":  # shown in the tab, not in the page: never a block
-                    page.title = page.title or element.text_content().strip()
+                    page.title = page.title or "".join(element.itertext()).strip()
                     invisible += 1
                     continue
-                named = bool(attrib) and tag not in ("a", "body") and _is_named_furniture(attrib)
+                named = named and tag not in ("a", "body")
                 if tag in _SEPARATORS:
-                    flush()
+                    if text or links:
+                        flush()
                 elif named or tag in BLOCK_TAGS or element is root:
                     outer_number, outer = stack[-1]
                     outer.leaf = False
-                    flush()
+                    if text or links:
+                        flush()
                     number = len(nodes)
                     node = Node(
                         element, outer_number,
@@ -201,11 +222,13 @@ class PageText:
                     stack.append((number, node))
                 if tag == "a":
                     in_link += 1
-                add(element.text)
+                if (piece := element.text) and not piece.isspace():
+                    add(piece)
                 continue
+            tags.pop()
             if tag in _EMPTY_TAGS:
-                if not invisible:
-                    add(element.tail)
+                if not invisible and (piece := element.tail) and not piece.isspace():
+                    add(piece)
                 continue
             if invisible:
                 invisible -= 1
@@ -214,16 +237,18 @@ class PageText:
             else:
                 number, node = stack[-1]
                 if node.element is element:
-                    flush()
+                    if text or links:
+                        flush()
                     stack.pop()
                     node.end = len(nodes)
                     node.chars = counts[0] - node.chars
                     node.link_chars = counts[1] - node.link_chars
                 if tag == "a":
                     in_link -= 1
-            if element is not root:
-                add(element.tail)
-        flush()
+            if (piece := element.tail) and not piece.isspace() and element is not root:
+                add(piece)
+        if text or links:
+            flush()
         return page
 
     def own_blocks(self) -> list[list[str]]:
@@ -243,11 +268,11 @@ class PageText:
         """
         page_chars = sum(len(block.text) for block in self.blocks)
         words = functools.cache(lambda n: tokens(self.blocks[n].text))
-        word_sets = functools.cache(lambda n: {token for token in words(n) if is_word(token)})
+        word_sets = functools.cache(lambda n: set(only_words(words(n))))
 
         @functools.cache
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and sum(map(is_word, words(n))) >= MIN_BLOCK_WORDS
+            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and len(only_words(words(n))) >= MIN_BLOCK_WORDS
 
         for read_named in (False, True):
             containers = self.main_content(read_named)
@@ -366,7 +391,15 @@ class PageText:
         return chosen
 
 
-def _is_hidden(attrib: lxml.etree._Attrib) -> bool:
+@functools.lru_cache(maxsize=8192)
+def _attribute_kinds(attributes: tuple[tuple[str, str], ...]) -> tuple[bool, bool]:
+    """Do an element's attributes hide it, and name it as furniture?  Cached: most elements of a
+    page repeat a few sets of attributes."""
+    attrib = dict(attributes)
+    return _is_hidden(attrib), _is_named_furniture(attrib)
+
+
+def _is_hidden(attrib: Mapping[str, str]) -> bool:
     """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells)."""
     if "hidden" in attrib or attrib.get("aria-hidden") == "true":
         return True
@@ -374,7 +407,7 @@ def _is_hidden(attrib: lxml.etree._Attrib) -> bool:
     return bool(style) and ("none" in style or "hidden" in style) and bool(_HIDDEN_STYLE.search(style))
 
 
-def _is_named_furniture(attrib: lxml.etree._Attrib) -> bool:
+def _is_named_furniture(attrib: Mapping[str, str]) -> bool:
     """Named as menu, sidebar, comments... by class, id or role, and not also as the main column."""
     if attrib.get("role") in UNLIKELY_ROLES:
         return True
@@ -396,7 +429,11 @@ def _furniture_names(class_: str | None, id_: str | None) -> bool:
 
 def tokens(text: str) -> list[str]:
     """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefolds it as lower() does
+        return _ASCII_WORD.findall(text.lower())
     text = unicodedata.normalize("NFKC", text).casefold()
+    if not _NOT_SPACED.search(text):
+        return _WORD.findall(text)
     found: list[str] = []
     for match in _TOKEN.finditer(text):
         han, unspaced, other = match.groups()
@@ -414,26 +451,29 @@ def is_word(token: str) -> bool:
     return len(token) > 1 and not token.isdigit()
 
 
+def only_words(tokens: list[str]) -> list[str]:
+    """The tokens that are words (see ``is_word``)."""
+    return [token for token in tokens if len(token) > 1 and not token.isdigit()]
+
+
 def words(text: str) -> list[str]:
-    return [token for token in tokens(text) if is_word(token)]
+    return only_words(tokens(text))
 
 
-def own_blocks(root: lxml.html.HtmlElement) -> list[list[str]]:
+def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
     """The tokens of the page's own text, block by block (see ``PageText.own_blocks``)."""
     return PageText.read(root).own_blocks()
 
 
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF."""
-    counts = Counter(token for block in blocks for token in block if is_word(token))
+    counts = Counter(only_words([token for block in blocks for token in block]))
     return {word: count * idf(word) for word, count in counts.items()}
 
 
-def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> Iterator[str]:
+def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> list[str]:
     """Every run of ``size`` consecutive tokens within a block (a shorter block is one shingle)."""
-    for block in blocks:
-        for start in range(max(1, len(block) - size + 1)):
-            yield " ".join(block[start : start + size])
+    return [" ".join(block[start : start + size]) for block in blocks for start in range(max(1, len(block) - size + 1))]
 
 
 def idf(word: str) -> float:

@@ -10,7 +10,7 @@ from .content import PageText, content_features, shingles, tokens
 from .document import load
 from .simhash import simhash
 from .sketch import shingle_sketch
-from .structure import DEFAULT_DECAY, structure_features
+from .structure import DEFAULT_DECAY
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
@@ -56,8 +56,8 @@ class Fingerprinter:
         document = load(html, self.max_bytes, base_url=url)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
-        structure = self._simhash(structure_features(document.root, self.structure_decay))
-        text = PageText.read(document.root)
+        text = PageText.read(document.root, self.structure_decay)
+        structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         features = content_features(blocks)
         if len(features) >= self.min_features:

@@ -36,11 +36,8 @@ def simhash(features: Mapping[str, float], feature_hash: FeatureHash = xxh3_64) 
     """
     if not features:
         return _ALL_BITS
-    hashes = np.fromiter(
-        (feature_hash(f.encode("utf-8")) for f in features),
-        dtype="<u8",
-        count=len(features),
-    )
+    encoded = [feature.encode("utf-8") for feature in features]
+    hashes = np.fromiter(map(feature_hash, encoded), dtype="<u8", count=len(encoded))
     weights = np.rint(
         np.fromiter(features.values(), dtype=np.float64, count=len(features))
         * WEIGHT_SCALE

@@ -42,7 +42,8 @@ def shingle_sketch(shingles: Iterable[str]) -> bytes:
     """The sketch of a set of shingles (duplicates do not matter)."""
     distinct = set(shingles)
     size = min(len(distinct), _MAX_SIZE).to_bytes(2, "little")
-    hashes = np.fromiter((xxhash.xxh3_64_intdigest(s.encode("utf-8")) for s in distinct), dtype=np.uint64)
+    encoded = [shingle.encode("utf-8") for shingle in distinct]
+    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, encoded), dtype=np.uint64, count=len(encoded))
     minima = np.full(SKETCH_BITS, _EMPTY, dtype=np.uint64)
     np.minimum.at(minima, (hashes >> _BIN_SHIFT).astype(np.intp), hashes & _VALUE_MASK)
     is_full = minima != _EMPTY
