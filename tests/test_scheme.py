@@ -1,0 +1,44 @@
+"""The fingerprint scheme holds still: every shared page keeps its recorded fingerprint, and the
+Chinese segmenter cuts every shared Han run as jieba does.
+
+A faster fingerprint must compute the same thing; when a change is meant to
+move fingerprints, ``SCHEME_VERSION`` goes up, ``bench/quality.py`` is run
+again and the reference is written anew (``python -m tools.fingerprint_reference write``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import unicodedata
+
+import jieba
+
+from pipelines import SCHEME_VERSION
+from pipelines.content import _HAN, PageText, tokens
+from pipelines.document import load
+from tools.fingerprint_reference import REFERENCE, digests, shared_pages
+
+from .pages import SHARED_DATA
+
+
+def test_every_shared_page_keeps_the_fingerprint_recorded_for_the_scheme() -> None:
+    reference = json.loads(gzip.decompress(REFERENCE.read_bytes()))
+    assert reference["scheme"] == SCHEME_VERSION
+    found = digests(SHARED_DATA)
+    assert found.keys() == reference["pages"].keys()
+    assert [name for name, digest in found.items() if digest != reference["pages"][name]] == []
+
+
+def test_chinese_is_segmented_as_jieba_segments_it() -> None:
+    runs: set[str] = set()
+    han_run = re.compile(f"[{_HAN}]+")
+    for _, html in shared_pages(SHARED_DATA):
+        root = load(html, 1 << 30).root
+        if root is not None:
+            text = unicodedata.normalize("NFKC", PageText.read(root).visible_text()).casefold()
+            runs.update(han_run.findall(text))
+    assert len(runs) > 50_000  # the Chinese pages of gne, gerapy and the Debian reference
+    jieba_tokenizer = jieba.Tokenizer()
+    assert [run for run in sorted(runs) if tokens(run) != list(jieba_tokenizer.cut(run))] == []
