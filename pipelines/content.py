@@ -37,7 +37,7 @@ import re
 import statistics
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import lxml.etree
@@ -192,16 +192,15 @@ class PageText:
                 tags.append(tag)
                 if tag in _EMPTY_TAGS:  # no text of their own: only their tails count
                     continue
-                attributes = element.items()
-                hidden, named = _attribute_kinds(tuple(attributes)) if attributes else (False, False)
-                if invisible or tag in INVISIBLE_TAGS or hidden:
+                names = element.keys()  # the attributes' names: most elements have none that matter
+                if invisible or tag in INVISIBLE_TAGS or (names and _is_hidden(element, names)):
                     invisible += 1
                     continue
                 if tag == "title":  # shown in the tab, not in the page: never a block
                     page.title = page.title or "".join(element.itertext()).strip()
                     invisible += 1
                     continue
-                named = named and tag not in ("a", "body")
+                named = bool(names) and tag not in ("a", "body") and _is_named_furniture(element, names)
                 if tag in _SEPARATORS:
                     if text or links:
                         flush()
@@ -390,28 +389,24 @@ class PageText:
         return chosen
 
 
-@functools.lru_cache(maxsize=8192)
-def _attribute_kinds(attributes: tuple[tuple[str, str], ...]) -> tuple[bool, bool]:
-    """Do an element's attributes hide it, and name it as furniture?  Cached: most elements of a
-    page repeat a few sets of attributes."""
-    attrib = dict(attributes)
-    return _is_hidden(attrib), _is_named_furniture(attrib)
-
-
-def _is_hidden(attrib: Mapping[str, str]) -> bool:
-    """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells)."""
-    if "hidden" in attrib or attrib.get("aria-hidden") == "true":
+def _is_hidden(element: lxml.etree._Element, names: list[str]) -> bool:
+    """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells).
+    ``names``: the element's attribute names (reading an attribute costs more than looking for it)."""
+    if "hidden" in names or ("aria-hidden" in names and element.get("aria-hidden") == "true"):
         return True
-    style = attrib.get("style")
-    return bool(style) and ("none" in style or "hidden" in style) and bool(_HIDDEN_STYLE.search(style))
+    if "style" not in names:
+        return False
+    style = element.get("style")
+    return ("none" in style or "hidden" in style) and bool(_HIDDEN_STYLE.search(style))
 
 
-def _is_named_furniture(attrib: Mapping[str, str]) -> bool:
+def _is_named_furniture(element: lxml.etree._Element, names: list[str]) -> bool:
     """Named as menu, sidebar, comments... by class, id or role, and not also as the main column."""
-    if attrib.get("role") in UNLIKELY_ROLES:
+    if "role" in names and element.get("role") in UNLIKELY_ROLES:
         return True
-    names = attrib.get("class"), attrib.get("id")
-    return (names[0] is not None or names[1] is not None) and _furniture_names(*names)
+    class_ = element.get("class") if "class" in names else None
+    id_ = element.get("id") if "id" in names else None
+    return (class_ is not None or id_ is not None) and _furniture_names(class_, id_)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -467,6 +462,9 @@ def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF."""
     counts = Counter(only_words([token for block in blocks for token in block]))
+    words_table, words_default = _word_idf()
+    if not any(map(_STARTS_HAN.match, counts)):  # most pages: one table, no test per word
+        return {word: count * words_table.get(word, words_default) for word, count in counts.items()}
     return {word: count * idf(word) for word, count in counts.items()}
 
 
