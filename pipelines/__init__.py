@@ -4,14 +4,31 @@ Enable :class:`SimhashDedupPipeline` in ``ITEM_PIPELINES`` (and
 :class:`SimhashDedupHtmlMiddleware` in ``SPIDER_MIDDLEWARES`` if your items
 do not carry the page's HTML), or both at once with the add-on
 ``ADDONS = {"pipelines.SimhashDedupAddon": 0}``.
+
+The Scrapy-facing classes are imported when first used: a fingerprint worker
+process imports ``pipelines.fingerprint`` without loading Scrapy, Redis or the
+index.
 """
 
-from .addon import SimhashDedupAddon
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
-from .middleware import SimhashDedupHtmlMiddleware
-from .pipeline import SimhashDedupPipeline, SimhashDuplicate
 from .simhash import hamming, simhash
 
+if TYPE_CHECKING:
+    from .addon import SimhashDedupAddon
+    from .middleware import SimhashDedupHtmlMiddleware
+    from .pipeline import SimhashDedupPipeline, SimhashDuplicate
+
+_MODULES = {
+    "SimhashDedupAddon": "addon",
+    "SimhashDedupHtmlMiddleware": "middleware",
+    "SimhashDedupPipeline": "pipeline",
+    "SimhashDuplicate": "pipeline",
+}
 __all__ = [
     "SCHEME_VERSION",
     "Fingerprint",
@@ -23,3 +40,9 @@ __all__ = [
     "hamming",
     "simhash",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_MODULES[name]}", __name__), name)

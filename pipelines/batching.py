@@ -30,12 +30,13 @@ class StoreBatcher:
         self._pending: list[tuple[str, Fingerprint, Deferred[Match | None]]] = []
         self._busy = False
 
-    async def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+    def submit(self, url: str, fingerprint: Fingerprint) -> Deferred[Match | None]:
+        """Queue the page for the next batch; the Deferred fires with its match (or ``None``: kept)."""
         waiting: Deferred[Match | None] = Deferred()
         self._pending.append((url, fingerprint, waiting))
         if not self._busy:
             self._send()
-        return await maybe_deferred_to_future(waiting)
+        return waiting
 
     async def run(self, function: Any, *args: Any) -> Any:
         """Run ``function`` in the worker thread (opening the store, say)."""

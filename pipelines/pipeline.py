@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
 
 from .batching import StoreBatcher
@@ -18,6 +18,7 @@ from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .redis_store import RedisStore, StoreUnavailable, remove_redis_store
 from .settings import DedupSettings
 from .stores import Match, MemoryStore, SqliteStore, remove_store
+from .workers import ArrivalOrder, FingerprintPool
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -58,6 +59,8 @@ class SimhashDedupPipeline:
             min_features=settings.min_features,
             max_bytes=settings.max_html_bytes,
         )
+        self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
+        self._order = ArrivalOrder()  # decisions in the items' order of arrival
         self.store: MemoryStore = MemoryStore(settings.policy)
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
@@ -100,6 +103,7 @@ class SimhashDedupPipeline:
         logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
 
     async def close_spider(self) -> None:
+        self.fingerprints.close()
         if self._batcher is not None:
             self._batcher.stop()
         self.store.close()
@@ -131,15 +135,19 @@ class SimhashDedupPipeline:
         if html is None:
             self._count("no_html", url)
             return item
+        turn = self._order.take()
         try:
-            fingerprint = self._fingerprint(url, html)
-            match = await self._check_and_add(url, fingerprint) if fingerprint else None
+            fingerprint = await self._fingerprint(url, html)
+            await self._order.wait(turn)
+            match = await self._check_and_add(url, fingerprint, turn) if fingerprint else None
         except StoreUnavailable as error:  # kept unchecked; with fail mode "closed" the crawl stops
             self._store_failed(url, error)
             match = None
         except Exception:  # a bug or an odd page must never lose the item
             self._count("errors", url, exc_info=True)
             fingerprint, match = None, None
+        finally:
+            self._order.end(turn)
         if match is not None:
             self._count("dropped")
             self._count(f"dropped/{match.reason}")
@@ -149,10 +157,13 @@ class SimhashDedupPipeline:
         self._finish_kept(adapter, url, fingerprint)
         return item
 
-    async def _check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> Match | None:
+        """Check and add, atomically; the next item's turn starts once the page is in the store's queue."""
         if self._batcher is None:
             return self.store.check_and_add(url, fingerprint)
-        match = await self._batcher.check_and_add(url, fingerprint)
+        answer = self._batcher.submit(url, fingerprint)
+        self._order.end(turn)
+        match = await maybe_deferred_to_future(answer)
         if self._store_down:
             self._store_down = False
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
@@ -176,13 +187,13 @@ class SimhashDedupPipeline:
 
             reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
 
-    def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
+    async def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
         """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""
         self._count("checked")
         if not isinstance(html, (str, bytes)):
             self._count("not_html", url)
             return None
-        fingerprint = self.fingerprinter.fingerprint(html, url)
+        fingerprint = await self.fingerprints.fingerprint(html, url)
         if fingerprint.problem:
             self._count(fingerprint.problem, url)
             return None

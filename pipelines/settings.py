@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from scrapy.settings import BaseSettings
@@ -31,6 +32,7 @@ class DedupSettings:
     redis_timeout: float = 5.0
     expire_days: float = 0.0
     fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
+    workers: int = 1  # fingerprint worker processes; 0 or 1: one thread in the crawler's process
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
@@ -62,6 +64,9 @@ class DedupSettings:
             redis_url = settings.get("REDIS_URL") or "redis://localhost:6379"  # scrapy-redis's setting
         fail_mode = settings.get("SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)
         _choice("SIMHASH_DEDUP_FAIL_MODE", fail_mode, ("open", "closed"))
+        workers = settings.getint("SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1)
+        if workers < 0:
+            raise ValueError(f"SIMHASH_DEDUP_WORKERS must be 0 or more; got {workers}")
         return cls(
             html_field=settings.get("SIMHASH_DEDUP_HTML_FIELD", default.html_field),
             url_field=settings.get("SIMHASH_DEDUP_URL_FIELD", default.url_field),
@@ -81,6 +86,7 @@ class DedupSettings:
             redis_timeout=settings.getfloat("SIMHASH_DEDUP_REDIS_TIMEOUT", default.redis_timeout),
             expire_days=max(0.0, settings.getfloat("SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days)),
             fail_mode=fail_mode,
+            workers=workers,
         )
 
 

@@ -33,10 +33,11 @@ def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:
 def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
     """Run a real crawl of ``urls`` in order with ``settings``; return kept, dropped, stats."""
 
-    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True) -> CrawlResult:
+    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True, **spider: Any) -> CrawlResult:
+        """``spider``: more of ``tests.crawl_runner``'s options (``all_at_once``, ``repeat``)."""
         config, result = tmp_path / "crawl.json", tmp_path / "result.json"
         settings = {"SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **settings}  # nothing in the project
-        config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html}))
+        config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html, **spider}))
         done = subprocess.run(
             [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
             cwd=PROJECT, capture_output=True, text=True, timeout=600,

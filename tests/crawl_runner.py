@@ -9,6 +9,8 @@ first is fixed.  ScrapyDeprecationWarning is an error here as in the tests.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import warnings
 from pathlib import Path
@@ -36,14 +38,17 @@ class InOrderSpider(scrapy.Spider):
 
     name = "in_order"
 
-    def __init__(self, urls: list[str], yield_html: bool = True, repeat: int = 1, **kwargs: Any) -> None:
+    def __init__(self, urls: list[str], yield_html: bool = True, repeat: int = 1, all_at_once: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.urls = urls
         self.yield_html = yield_html
         self.repeat = repeat  # items per page, yielded together (``url#n``): processed concurrently
+        self.all_at_once = all_at_once  # request every URL at start: pages arrive concurrently, in any order
 
     async def start(self):
-        yield self._request(0)
+        for index in range(len(self.urls) if self.all_at_once else 1):
+            yield self._request(index)
 
     def _request(self, index: int) -> scrapy.Request:
         return scrapy.Request(self.urls[index], cb_kwargs={"index": index}, dont_filter=True)
@@ -54,8 +59,33 @@ class InOrderSpider(scrapy.Spider):
             if self.yield_html:
                 item["html"] = response.text
             yield item
-        if index + 1 < len(self.urls):
+        if not self.all_at_once and index + 1 < len(self.urls):
             yield self._request(index + 1)
+
+
+class KillFingerprintWorkers:
+    """Kills the filter's worker process that fingerprints the page whose URL holds ``TEST_KILL_WORKERS_AT``,
+    0.3 s after the page passes by (enable it before the filter)."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+        self.at = crawler.settings.get("TEST_KILL_WORKERS_AT")
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> KillFingerprintWorkers:
+        return cls(crawler)
+
+    async def process_item(self, item: Any) -> Any:
+        if self.at in item["url"]:
+            from twisted.internet import reactor
+
+            from pipelines import SimhashDedupPipeline
+
+            dedup = next(p for p in self.crawler.engine.scraper.itemproc.middlewares
+                         if isinstance(p, SimhashDedupPipeline))
+            reactor.callLater(0.3, lambda: [os.kill(pid, signal.SIGKILL) for pid, url in dedup.fingerprints.workers()
+                                            if url == item["url"]])
+        return item
 
 
 def main(config_path: str, result_path: str) -> None:
@@ -84,7 +114,7 @@ def main(config_path: str, result_path: str) -> None:
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
     process.crawl(
         crawler, urls=config["urls"], yield_html=config.get("yield_html", True), repeat=config.get("repeat", 1),
-        **config.get("spider_args", {}),
+        all_at_once=config.get("all_at_once", False), **config.get("spider_args", {}),
     )
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}

@@ -28,6 +28,8 @@ OTHER_ARTICLE = real_page("newspaper-syracuse.com2")
 
 
 def make_pipeline(**settings: Any) -> SimhashDedupPipeline:
+    """A pipeline that fingerprints in the calling thread, so that ``run`` can step it (crawls use workers)."""
+    settings = {"SIMHASH_DEDUP_WORKERS": 0, **settings}
     return SimhashDedupPipeline.from_crawler(get_crawler(settings_dict=settings))
 
 

@@ -1,0 +1,202 @@
+"""Fingerprinting off the reactor thread, on every core.
+
+The reactor only hands pages out and applies decisions.  Each worker process
+is driven by a thread of its own, which sends it one page through a pipe and
+waits for the fingerprint (the wait releases the GIL): a page that kills its
+worker is known, it fails with :class:`WorkerCrashed` (the pipeline keeps it and
+counts it in ``simhash_dedup/errors``), and the next page starts a new worker.
+Pages wait in the thread pool's queue without blocking the reactor; Scrapy's
+limits on items in progress (``CONCURRENT_ITEMS``, the scraper's active size)
+bound that queue.  Workers are started with ``spawn``: they import
+``pipelines.fingerprint`` only, never a copy of the crawler's memory.
+
+With ``processes`` of 0 or 1 there is no worker and no thread: pages are
+fingerprinted where they arrive, on the reactor thread, as plain function
+calls (small crawls, debugging, tests that step a coroutine).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import traceback
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from .fingerprint import Fingerprint, Fingerprinter
+
+#: Seconds a worker gets to finish when the pool closes, before it is killed.
+STOP_TIMEOUT = 5.0
+
+
+class WorkerCrashed(RuntimeError):
+    """The worker process died while fingerprinting this page."""
+
+
+class FingerprintFailed(RuntimeError):
+    """Fingerprinting raised in the worker process; the message holds its traceback."""
+
+
+@dataclass(frozen=True)
+class FingerprinterOptions:
+    """What a worker needs to build the crawl's :class:`Fingerprinter` (picklable)."""
+
+    structure_decay: float
+    min_features: int
+    max_bytes: int
+
+    @classmethod
+    def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
+        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes)
+
+
+def _serve(connection: Connection, options: FingerprinterOptions) -> None:
+    """A worker process's loop: a page in, its fingerprint (or the traceback) out, until ``None``."""
+    fingerprinter = Fingerprinter(**asdict(options))
+    while (page := connection.recv()) is not None:
+        html, url = page
+        try:
+            connection.send(fingerprinter.fingerprint(html, url))
+        except Exception:  # a bug: reported in the crawler, the page kept
+            connection.send(FingerprintFailed(traceback.format_exc()))
+
+
+class FingerprintWorker:
+    """One worker process and the crawler's end of its pipe; used by one thread at a time."""
+
+    def __init__(self, options: FingerprinterOptions) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, options), name="simhash_dedup", daemon=True)
+        self.process.start()
+        child.close()
+        self.url: str | None = None  # the page it is fingerprinting
+
+    def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
+        self.url = url
+        try:
+            self.connection.send((html, url))
+            result = self.connection.recv()
+        except (EOFError, OSError) as error:
+            self.process.join(STOP_TIMEOUT)
+            raise WorkerCrashed(f"the fingerprint worker died (exit code {self.process.exitcode})") from error
+        finally:
+            self.url = None
+        if isinstance(result, FingerprintFailed):
+            raise result
+        return result
+
+    def stop(self) -> None:
+        try:
+            self.connection.send(None)
+        except OSError:
+            pass
+        self.process.join(STOP_TIMEOUT)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+
+class FingerprintPool:
+    """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` <= 1).
+
+    Threads and processes start with the first page.
+    """
+
+    def __init__(self, fingerprinter: Fingerprinter, processes: int) -> None:
+        self.fingerprinter = fingerprinter
+        self.processes = processes
+        self._options = FingerprinterOptions.of(fingerprinter)
+        self._threads: ThreadPool | None = None
+        self._local = threading.local()  # each thread's worker
+        self._workers: list[FingerprintWorker] = []
+        self._lock = threading.Lock()
+
+    async def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
+        if self.processes <= 1:
+            return self.fingerprinter.fingerprint(html, url)
+        from twisted.internet import reactor
+
+        if self._threads is None:
+            self._threads = ThreadPool(minthreads=1, maxthreads=self.processes, name="simhash_dedup_fingerprint")
+            self._threads.start()
+        return await maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, self._run, html, url))
+
+    def workers(self) -> list[tuple[int, str | None]]:
+        """The live worker processes: their pid, and the URL of the page each is fingerprinting."""
+        with self._lock:
+            return [(worker.process.pid, worker.url) for worker in self._workers if worker.process.is_alive()]
+
+    def close(self) -> None:
+        """Wait for the pages in progress, then stop every worker."""
+        if self._threads is not None:
+            self._threads.stop()
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.stop()
+
+    def _run(self, html: str | bytes, url: str) -> Fingerprint:  # in a pool thread
+        worker = getattr(self._local, "worker", None)
+        if worker is not None and not worker.process.is_alive():  # died between two pages: none lost
+            self._forget(worker)
+            worker = None
+        if worker is None:
+            worker = self._local.worker = FingerprintWorker(self._options)
+            with self._lock:
+                self._workers.append(worker)
+        try:
+            return worker.fingerprint(html, url)
+        except WorkerCrashed:
+            self._forget(worker)  # the next page starts a new one
+            raise
+
+    def _forget(self, worker: FingerprintWorker) -> None:
+        self._local.worker = None
+        with self._lock:
+            self._workers.remove(worker)
+        worker.connection.close()
+
+
+class ArrivalOrder:
+    """Items decide in the order they reached the pipeline, whatever order their fingerprints come back in.
+
+    A page of a cluster is kept because it came first, as without workers:
+    a large page fingerprinted beside a small later copy of it is still the
+    one kept.  Each item takes a turn on arrival, waits for it once its
+    fingerprint is ready, and ends it after its check-and-add has been made
+    (or has been handed to the store's queue).  A turn ended without waiting
+    (the item failed) lets the next one through.
+    """
+
+    def __init__(self) -> None:
+        self._taken = 0
+        self._next = 0  # the first turn not ended: every turn before it has decided
+        self._ended: set[int] = set()
+        self._waiting: dict[int, Deferred[None]] = {}
+
+    def take(self) -> int:
+        self._taken += 1
+        return self._taken - 1
+
+    async def wait(self, turn: int) -> None:
+        """Return once every earlier turn has ended (at once, without awaiting, when they have)."""
+        if turn != self._next:
+            self._waiting[turn] = Deferred()
+            await maybe_deferred_to_future(self._waiting[turn])
+
+    def end(self, turn: int) -> None:
+        """End ``turn`` (again: nothing happens)."""
+        if turn >= self._next:
+            self._ended.add(turn)
+        while self._next in self._ended:
+            self._ended.remove(self._next)
+            self._next += 1
+        if self._next in self._waiting:
+            self._waiting.pop(self._next).callback(None)

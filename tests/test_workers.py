@@ -1,0 +1,75 @@
+"""Fingerprints off the reactor: worker processes give the crawler's fingerprints, decisions keep the
+order of arrival however concurrent the crawl, and a worker that dies loses no page."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+from pipelines import Fingerprinter
+from pipelines.workers import FingerprinterOptions, FingerprintWorker
+
+from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
+
+PAGES = [real_page("newspaper-syracuse.com1"), real_page("gne-163-1"), CHINESE_ARTICLE.encode(), b"", b"\x00PNG"]
+
+
+def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
+    for fingerprinter in (Fingerprinter(), Fingerprinter(structure_decay=0.8, min_features=10, max_bytes=50_000)):
+        worker = FingerprintWorker(FingerprinterOptions.of(fingerprinter))
+        try:
+            for html in PAGES:
+                assert worker.fingerprint(html, "https://a.test/") == fingerprinter.fingerprint(html)
+        finally:
+            worker.stop()
+        assert not worker.process.is_alive()
+
+
+CLUSTERS = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
+            "gne-163-1", "gne-sina-1"]
+
+
+def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Path, str], crawl: Callable) -> None:
+    """Five articles, each served under 24 URLs (exact copies and copies with other figures in a byline),
+    all requested at once: 32 downloads and 2 worker processes in flight."""
+    root, base_url = site
+    urls = []
+    for cluster in CLUSTERS:
+        page = real_page(cluster)
+        for n in range(24):
+            (root / f"{cluster}-{n}.html").write_bytes(
+                page if n % 2 else with_date_and_counters(page, f"2024-05-{n + 1:02d}", 1000 + n, n)
+            )
+            urls.append(f"{base_url}{cluster}-{n}.html")
+    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "CONCURRENT_REQUESTS": 32,
+                "SIMHASH_DEDUP_WORKERS": 2}
+    result = crawl(urls, settings, all_at_once=True)
+    cluster_of = {url: url.rsplit("/", 1)[1].rsplit("-", 1)[0] for url in urls}
+    assert Counter(cluster_of[url] for url in result["kept"]) == {cluster: 1 for cluster in CLUSTERS}
+    assert len(result["dropped"]) == len(urls) - len(CLUSTERS)
+    assert all(cluster_of[drop["url"]] == cluster_of[drop["duplicate_of"]] for drop in result["dropped"])
+    assert all(drop["duplicate_of"] in result["kept"] for drop in result["dropped"])
+
+
+def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[Path, str], crawl: Callable) -> None:
+    """The workers are killed while they fingerprint a 6 MB page: that page is kept and counted as an
+    error; the next pages are fingerprinted by new workers and decided as always."""
+    root, base_url = site
+    huge = "<html><body>" + "".join(
+        f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
+    ) + "</body></html>"
+    (root / "huge.html").write_text(huge)
+    (root / "a.html").write_bytes(real_page("newspaper-syracuse.com1"))
+    (root / "b.html").write_bytes(real_page("newspaper-syracuse.com2"))
+    (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
+    settings = {
+        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2,
+    }
+    urls = [f"{base_url}{name}.html" for name in ("a", "huge", "b", "a-copy")]
+    result = crawl(urls, settings)
+    assert sorted(result["kept"]) == sorted(urls[:3])  # the page that failed is kept without waiting its turn
+    assert [(drop["url"], drop["duplicate_of"]) for drop in result["dropped"]] == [(urls[3], urls[0])]
+    assert result["stats"]["simhash_dedup/errors"] == 1
+    assert "the fingerprint worker died" in result["log"]
