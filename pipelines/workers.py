@@ -7,8 +7,9 @@ worker is known, it fails with :class:`WorkerCrashed` (the pipeline keeps it and
 counts it in ``simhash_dedup/errors``), and the next page starts a new worker.
 Pages wait in the thread pool's queue without blocking the reactor; Scrapy's
 limits on items in progress (``CONCURRENT_ITEMS``, the scraper's active size)
-bound that queue.  Workers are started with ``spawn``: they import
-``pipelines.fingerprint`` only, never a copy of the crawler's memory.
+bound that queue.  A worker is a fresh interpreter running
+``python -m pipelines.worker_process``: it imports the fingerprint's modules
+only, never the crawler's ``__main__`` nor a copy of its memory.
 
 With ``processes`` of 0 or 1 there is no worker and no thread: pages are
 fingerprinted where they arrive, on the reactor thread, as plain function
@@ -17,10 +18,13 @@ calls (small crawls, debugging, tests that step a coroutine).
 
 from __future__ import annotations
 
-import multiprocessing
+import json
+import os
+import socket
+import subprocess
+import sys
 import threading
-import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from multiprocessing.connection import Connection
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -29,6 +33,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from .fingerprint import Fingerprint, Fingerprinter
+from .worker_process import FingerprinterOptions, FingerprintFailed
 
 #: Seconds a worker gets to finish when the pool closes, before it is killed.
 STOP_TIMEOUT = 5.0
@@ -38,44 +43,22 @@ class WorkerCrashed(RuntimeError):
     """The worker process died while fingerprinting this page."""
 
 
-class FingerprintFailed(RuntimeError):
-    """Fingerprinting raised in the worker process; the message holds its traceback."""
-
-
-@dataclass(frozen=True)
-class FingerprinterOptions:
-    """What a worker needs to build the crawl's :class:`Fingerprinter` (picklable)."""
-
-    structure_decay: float
-    min_features: int
-    max_bytes: int
-
-    @classmethod
-    def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
-        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes)
-
-
-def _serve(connection: Connection, options: FingerprinterOptions) -> None:
-    """A worker process's loop: a page in, its fingerprint (or the traceback) out, until ``None``."""
-    fingerprinter = Fingerprinter(**asdict(options))
-    while (page := connection.recv()) is not None:
-        html, url = page
-        try:
-            connection.send(fingerprinter.fingerprint(html, url))
-        except Exception:  # a bug: reported in the crawler, the page kept
-            connection.send(FingerprintFailed(traceback.format_exc()))
-
-
 class FingerprintWorker:
     """One worker process and the crawler's end of its pipe; used by one thread at a time."""
 
     def __init__(self, options: FingerprinterOptions) -> None:
-        context = multiprocessing.get_context("spawn")
-        self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, options), name="simhash_dedup", daemon=True)
-        self.process.start()
-        child.close()
+        mine, theirs = socket.socketpair()
+        path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process found pipelines
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pipelines.worker_process", str(theirs.fileno()), json.dumps(asdict(options))],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path},
+        )
+        theirs.close()
+        self.connection = Connection(mine.detach())
         self.url: str | None = None  # the page it is fingerprinting
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
 
     def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
         self.url = url
@@ -83,8 +66,8 @@ class FingerprintWorker:
             self.connection.send((html, url))
             result = self.connection.recv()
         except (EOFError, OSError) as error:
-            self.process.join(STOP_TIMEOUT)
-            raise WorkerCrashed(f"the fingerprint worker died (exit code {self.process.exitcode})") from error
+            self.process.wait(STOP_TIMEOUT)
+            raise WorkerCrashed(f"the fingerprint worker died (exit code {self.process.returncode})") from error
         finally:
             self.url = None
         if isinstance(result, FingerprintFailed):
@@ -96,10 +79,11 @@ class FingerprintWorker:
             self.connection.send(None)
         except OSError:
             pass
-        self.process.join(STOP_TIMEOUT)
-        if self.process.is_alive():
+        try:
+            self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.join()
+            self.process.wait()
         self.connection.close()
 
 
@@ -131,7 +115,7 @@ class FingerprintPool:
     def workers(self) -> list[tuple[int, str | None]]:
         """The live worker processes: their pid, and the URL of the page each is fingerprinting."""
         with self._lock:
-            return [(worker.process.pid, worker.url) for worker in self._workers if worker.process.is_alive()]
+            return [(worker.process.pid, worker.url) for worker in self._workers if worker.is_alive()]
 
     def close(self) -> None:
         """Wait for the pages in progress, then stop every worker."""
@@ -144,7 +128,7 @@ class FingerprintPool:
 
     def _run(self, html: str | bytes, url: str) -> Fingerprint:  # in a pool thread
         worker = getattr(self._local, "worker", None)
-        if worker is not None and not worker.process.is_alive():  # died between two pages: none lost
+        if worker is not None and not worker.is_alive():  # died between two pages: none lost
             self._forget(worker)
             worker = None
         if worker is None:

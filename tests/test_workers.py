@@ -23,7 +23,7 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
                 assert worker.fingerprint(html, "https://a.test/") == fingerprinter.fingerprint(html)
         finally:
             worker.stop()
-        assert not worker.process.is_alive()
+        assert not worker.is_alive()
 
 
 CLUSTERS = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",

@@ -1,0 +1,61 @@
+"""A fingerprint worker process: pages in, fingerprints out, through one socket.
+
+    python -m pipelines.worker_process FD OPTIONS_JSON
+
+Started by :class:`pipelines.workers.FingerprintWorker`; imports the
+fingerprint's modules only (no Scrapy, no Twisted, no index).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+
+from .fingerprint import Fingerprinter
+
+
+class FingerprintFailed(RuntimeError):
+    """Fingerprinting raised in the worker process; the message holds its traceback."""
+
+
+@dataclass(frozen=True)
+class FingerprinterOptions:
+    """What a worker needs to build the crawl's :class:`Fingerprinter`."""
+
+    structure_decay: float
+    min_features: int
+    max_bytes: int
+
+    @classmethod
+    def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
+        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes)
+
+
+def serve(connection: Connection, options: FingerprinterOptions) -> None:
+    """The loop: a page in, its fingerprint (or the traceback) out, until ``None`` or the crawler is gone."""
+    fingerprinter = Fingerprinter(**asdict(options))
+    while True:
+        try:
+            page = connection.recv()
+        except EOFError:
+            return
+        if page is None:
+            return
+        html, url = page
+        try:
+            connection.send(fingerprinter.fingerprint(html, url))
+        except Exception:  # a bug: reported in the crawler, the page kept
+            connection.send(FingerprintFailed(traceback.format_exc()))
+
+
+def main() -> None:
+    serve(Connection(int(sys.argv[1])), FingerprinterOptions(**json.loads(sys.argv[2])))
+
+
+if __name__ == "__main__":
+    from pipelines.worker_process import main as package_main  # what it sends is pickled under the package's names
+
+    package_main()
