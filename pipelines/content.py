@@ -31,16 +31,16 @@ one token in shingles cost 6 false drops of 358 Webis pairs).
 from __future__ import annotations
 
 import functools
-import gzip
 import importlib.resources
 import re
-import statistics
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import lxml.etree
+import numpy as np
+import xxhash
 
 from .structure import DEFAULT_DECAY
 
@@ -460,12 +460,18 @@ def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
 
 
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
-    """Word -> count x IDF."""
+    """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
+    for the rest)."""
     counts = Counter(only_words([token for block in blocks for token in block]))
-    words_table, words_default = _word_idf()
-    if not any(map(_STARTS_HAN.match, counts)):  # most pages: one table, no test per word
-        return {word: count * words_table.get(word, words_default) for word, count in counts.items()}
-    return {word: count * idf(word) for word, count in counts.items()}
+    words = list(counts)
+    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, [word.encode("utf-8") for word in words]), np.uint64,
+                         len(words))
+    idf = _word_idf().lookup(hashes)
+    chinese = np.fromiter((_STARTS_HAN.match(word) is not None for word in words), bool, len(words))
+    if chinese.any():
+        idf = np.where(chinese, _chinese_idf().lookup(hashes), idf)
+    weights = np.fromiter(counts.values(), np.float64, len(words)) * idf
+    return dict(zip(words, weights.tolist()))
 
 
 def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> list[str]:
@@ -473,17 +479,27 @@ def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> list[str]:
     return [" ".join(block[start : start + size]) for block in blocks for start in range(max(1, len(block) - size + 1))]
 
 
-def idf(word: str) -> float:
-    """IDF from jieba's table for Chinese words, from the word table otherwise.
+@dataclass(frozen=True)
+class IdfTable:
+    """IDF by word, held as the words' sorted xxh3-64 hashes beside their IDF: 16 bytes a word, where a
+    dict of strings takes ~190 (a worker process holds both tables).  Words not in it get ``default``."""
 
-    Unknown words get a fixed default: jieba's median for Chinese (as
-    ``jieba.analyse`` does), the rarest known word's IDF for other words.
-    """
-    if _STARTS_HAN.match(word):
-        table, default = _chinese_idf()
-    else:
-        table, default = _word_idf()
-    return table.get(word, default)
+    hashes: np.ndarray
+    values: np.ndarray
+    default: float
+
+    @classmethod
+    def of(cls, table: dict[str, float], default: float) -> IdfTable:
+        hashes = np.fromiter((xxhash.xxh3_64_intdigest(word.encode("utf-8")) for word in table), np.uint64, len(table))
+        if len(np.unique(hashes)) != len(hashes):
+            raise ValueError("two words of the IDF table share a hash")
+        order = np.argsort(hashes)
+        return cls(hashes[order], np.fromiter(table.values(), np.float64, len(table))[order], default)
+
+    def lookup(self, hashes: np.ndarray) -> np.ndarray:
+        """The IDF of the words with these hashes."""
+        at = np.searchsorted(self.hashes, hashes).clip(max=len(self.hashes) - 1)
+        return np.where(self.hashes[at] == hashes, self.values[at], self.default)
 
 
 @functools.cache
@@ -494,21 +510,20 @@ def _segmenter() -> Callable[[str], list[str]]:
 
 
 @functools.cache
-def _chinese_idf() -> tuple[dict[str, float], float]:
-    text = (importlib.resources.files("jieba") / "analyse" / "idf.txt").read_text("utf-8")
-    table = {}
-    for line in text.splitlines():
-        word, _, value = line.partition(" ")
-        if value:
-            table[word] = float(value)
-    return table, statistics.median(table.values())
+def _idf_tables() -> dict[str, IdfTable]:
+    """Both IDF tables, from ``data/idf_tables.npz`` (built by ``tools/build_idf.py``): ``"words"``, the word
+    table (unknown words get the rarest known word's IDF), and ``"chinese"``, jieba 0.42.1's table
+    (unknown words get its median, as ``jieba.analyse`` does).  Loaded as arrays: no Python object
+    per word."""
+    with importlib.resources.files("pipelines").joinpath("data", "idf_tables.npz").open("rb") as file:
+        arrays = dict(np.load(file))
+    return {name: IdfTable(arrays[f"{name}_hashes"], arrays[f"{name}_values"], float(arrays[f"{name}_default"]))
+            for name in ("words", "chinese")}
 
 
-@functools.cache
-def _word_idf() -> tuple[dict[str, float], float]:
-    raw = (importlib.resources.files("pipelines") / "data" / "word_idf.tsv.gz").read_bytes()
-    table = {}
-    for line in gzip.decompress(raw).decode("utf-8").splitlines():
-        word, _, value = line.partition("\t")
-        table[word] = float(value)
-    return table, max(table.values())
+def _word_idf() -> IdfTable:
+    return _idf_tables()["words"]
+
+
+def _chinese_idf() -> IdfTable:
+    return _idf_tables()["chinese"]

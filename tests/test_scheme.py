@@ -42,3 +42,16 @@ def test_chinese_is_segmented_as_jieba_segments_it() -> None:
     assert len(runs) > 50_000  # the Chinese pages of gne, gerapy and the Debian reference
     jieba_tokenizer = jieba.Tokenizer()
     assert [run for run in sorted(runs) if tokens(run) != list(jieba_tokenizer.cut(run))] == []
+
+
+def test_the_idf_tables_are_built_from_the_word_table_and_jieba() -> None:
+    """``pipelines/data/idf_tables.npz`` is what ``tools/build_idf.py`` makes of its sources today."""
+    import numpy as np
+
+    from tools.build_idf import ARRAYS, idf_arrays
+
+    shipped = np.load(ARRAYS)
+    built = idf_arrays()
+    assert sorted(shipped.files) == sorted(built)
+    for name, array in built.items():
+        assert np.array_equal(shipped[name], array), name

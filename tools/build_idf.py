@@ -1,4 +1,5 @@
-"""Build ``pipelines/data/word_idf.tsv.gz``, the IDF table for non-Chinese words.
+"""Build ``pipelines/data/word_idf.tsv.gz``, the IDF table for non-Chinese words, and
+``pipelines/data/idf_tables.npz``, the two tables the fingerprint reads (this one and jieba's).
 
 Source: the ``small`` word lists of wordfreq 3.1.1 (frozen upstream), top
 ``TOP_WORDS`` words of every language that separates words with spaces.  A
@@ -9,22 +10,40 @@ Rounded to 0.01 so the table is byte-stable.  Rerun only together with a bump
 of ``pipelines.fingerprint.SCHEME_VERSION``:
 
     pip install wordfreq==3.1.1 && python tools/build_idf.py
+
+``python -m tools.build_idf arrays`` only rebuilds ``idf_tables.npz`` from
+``word_idf.tsv.gz`` and jieba 0.42.1's ``analyse/idf.txt`` (a word table: its
+words' xxh3-64 hashes, sorted, beside their IDF; unknown words get the rarest
+known word's IDF, or for Chinese jieba's median as ``jieba.analyse`` does).
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.resources
 import math
+import statistics
+import sys
 from pathlib import Path
 
-from wordfreq import available_languages, get_frequency_dict
+import numpy as np
 
 TOP_WORDS = 5000
 OUT = Path(__file__).resolve().parent.parent / "pipelines" / "data" / "word_idf.tsv.gz"
+ARRAYS = OUT.with_name("idf_tables.npz")
 NOT_SPACED = {"zh", "ja"}  # Chinese goes through jieba; Japanese has no spaces
 
 
 def main() -> None:
+    if sys.argv[1:] != ["arrays"]:
+        build_word_table()
+    np.savez(ARRAYS, **idf_arrays())
+    print(f"-> {ARRAYS}")
+
+
+def build_word_table() -> None:
+    from wordfreq import available_languages, get_frequency_dict
+
     best: dict[str, float] = {}
     for lang in sorted(set(available_languages("small")) - NOT_SPACED):
         freqs = get_frequency_dict(lang, "small")
@@ -35,6 +54,25 @@ def main() -> None:
     with gzip.GzipFile(OUT, "wb", mtime=0) as out:
         out.write(("\n".join(lines) + "\n").encode("utf-8"))
     print(f"{len(lines)} words -> {OUT}")
+
+
+def idf_arrays() -> dict[str, np.ndarray]:
+    """The arrays of ``idf_tables.npz``, from the word table and jieba's."""
+    from pipelines.content import IdfTable
+
+    words = {}
+    for line in gzip.decompress(OUT.read_bytes()).decode("utf-8").splitlines():
+        word, _, value = line.partition("\t")
+        words[word] = float(value)
+    chinese = {}
+    for line in (importlib.resources.files("jieba") / "analyse" / "idf.txt").read_text("utf-8").splitlines():
+        word, _, value = line.partition(" ")
+        if value:
+            chinese[word] = float(value)
+    tables = {"words": IdfTable.of(words, max(words.values())),
+              "chinese": IdfTable.of(chinese, statistics.median(chinese.values()))}
+    return {f"{name}_{part}": value for name, table in tables.items()
+            for part, value in (("hashes", table.hashes), ("values", table.values), ("default", np.float64(table.default)))}
 
 
 if __name__ == "__main__":
