@@ -243,7 +243,7 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
 
         workers = getattr(dedup_pipeline(), "fingerprints", None)
         pids = [pid for pid, _ in workers.workers()] if workers else []
-        memory.append(rss_mb() + sum(rss_mb(pid) for pid in pids))
+        memory.append((rss_mb(), [rss_mb(pid) for pid in pids]))
         if again and "closed" not in clock:
             reactor.callLater(0.5, sample_memory)
 
@@ -281,7 +281,8 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "pages_per_s": pages / (clock["end"] - clock["start"]), "cpu_ms_per_page": 1000 * cpu / max(1, pages),
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
-        "rss_mb_end": memory[-1], "rss_mb_max": max(memory),
+        "rss_mb_end": memory[-1][0] + sum(memory[-1][1]), "rss_mb_max": max(own + sum(w) for own, w in memory),
+        "rss_mb_end_crawl": memory[-1][0], "rss_mb_end_workers": memory[-1][1],
     }
 
 

@@ -3,7 +3,9 @@
     python -m bench.fingerprint [--rounds 5] [--against REF] [--data ../shared/data]
 
 Each variant runs in a process of its own: this checkout's ``Fingerprinter``,
-lxml's parse of the same bytes (the floor for anything that reads HTML), and
+lxml's parse of the same bytes (the floor for anything that reads HTML), the
+naive design (SimHash of the whole visible text's jieba TF-IDF top words, from
+``bench/anchors.py``), and
 with ``--against REF`` the ``Fingerprinter`` of another commit (checked out in
 a temporary git worktree).  The rounds interleave the variants, each round
 over every page; a page's figure is its median CPU time (``process_time``)
@@ -30,7 +32,12 @@ WORKER = """
 import json, sys, time
 paths = json.loads(sys.stdin.readline())
 pages = [open(p, "rb").read() for p in paths]
-if sys.argv[1] == "lxml":
+if sys.argv[1] == "naive":
+    sys.path.insert(0, sys.argv[2])
+    from bench.anchors import _jieba_topn, visible_text
+    def work(html):
+        return _jieba_topn(visible_text(html))
+elif sys.argv[1] == "lxml":
     import lxml.html
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     def work(html):
@@ -78,7 +85,7 @@ class Variant:
     def __init__(self, name: str, target: str, paths: list[Path]) -> None:
         self.name = name
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, target], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-c", WORKER, target, str(PROJECT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir(),
         )
         self.process.stdin.write(json.dumps([str(p) for p in paths]) + "\n")
@@ -119,7 +126,7 @@ def main() -> None:
     args = parser.parse_args()
     pages = sample(args.data)
     paths = pages["en"] + pages["zh"]
-    targets = {"lxml parse": "lxml", "this checkout": str(PROJECT)}
+    targets = {"lxml parse": "lxml", "naive design": "naive", "this checkout": str(PROJECT)}
     tree = worktree(args.against) if args.against else None
     if tree:
         targets[f"at {args.against}"] = str(tree)
@@ -149,6 +156,9 @@ def main() -> None:
             ratio = figures["mean"] / results["lxml parse"][language]["mean"]
             print(f"| {name} | {language} | {figures['p50']:.2f} | {figures['mean']:.2f} | {figures['p90']:.2f} | "
                   f"{ratio:.2f}x |")
+    for language in ("en", "zh"):
+        ratio = results["naive design"][language]["mean"] / results["this checkout"][language]["mean"]
+        print(f"\n{language}: the naive design's mean CPU per page is {ratio:.2f}x this checkout's")
     if tree:
         for language in ("en", "zh"):
             ratio = results["this checkout"][language]["mean"] / results[f"at {args.against}"][language]["mean"]
