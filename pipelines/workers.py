@@ -110,6 +110,7 @@ class FingerprintPool:
         if self._threads is None:
             self._threads = ThreadPool(minthreads=1, maxthreads=self.processes, name="simhash_dedup_fingerprint")
             self._threads.start()
+            reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
         return await maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, self._run, html, url))
 
     def workers(self) -> list[tuple[int, str | None]]:
@@ -118,9 +119,10 @@ class FingerprintPool:
             return [(worker.process.pid, worker.url) for worker in self._workers if worker.is_alive()]
 
     def close(self) -> None:
-        """Wait for the pages in progress, then stop every worker."""
-        if self._threads is not None:
-            self._threads.stop()
+        """Wait for the pages in progress, then stop every worker (again: nothing happens)."""
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.stop()
         with self._lock:
             workers, self._workers = self._workers, []
         for worker in workers:
