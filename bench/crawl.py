@@ -59,13 +59,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 def real_pages(data: Path, count: int) -> list[bytes]:
     """``count`` real news pages: the extraction test sets first (English, then Chinese), then the
     article-extraction benchmark's pages."""
-    paths = [
-        *sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*.html")),
-        *sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html")),
-        *sorted((data / "gne-chinese-news" / "tests").glob("*/*.html")),
-        *sorted((data / "gerapy-chinese-samples" / "samples").glob("*/*.html")),
-        *sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz")),
-    ]
+    from bench.quality_sets import news_test_pages  # here: the crawls, whose memory is measured, never load it
+
+    paths = [*news_test_pages(data), *sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
     pages = []
     for path in paths:
         body = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from bench.anchors import language_of, visible_text
+from bench.quality_sets import news_test_pages
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -63,14 +64,8 @@ for _ in sys.stdin:
 
 def sample(data: Path) -> dict[str, list[Path]]:
     """English pages (newspaper's and goose3's) and Chinese ones (gne's and gerapy's), by language."""
-    paths = [
-        *sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*.html")),
-        *sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html")),
-        *sorted((data / "gne-chinese-news" / "tests").glob("*/*.html")),
-        *sorted((data / "gerapy-chinese-samples" / "samples").glob("*/*.html")),
-    ]
     found: dict[str, list[Path]] = {"en": [], "zh": []}
-    for path in paths:
+    for path in news_test_pages(data):
         text = visible_text(path.read_bytes())
         if language_of(text) == "zh":
             found["zh"].append(path)

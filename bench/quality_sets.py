@@ -158,6 +158,16 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
     return result
 
 
+def news_test_pages(data: Path) -> list[Path]:
+    """The news pages of the extraction test sets, English then Chinese: newspaper, goose3, gne, gerapy."""
+    return [
+        *sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*.html")),
+        *sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html")),
+        *sorted((data / "gne-chinese-news" / "tests").glob("*/*.html")),
+        *sorted((data / "gerapy-chinese-samples" / "samples").glob("*/*.html")),
+    ]
+
+
 def extraction_set_pages(data: Path) -> list[Path]:
     """Every page of newspaper, gne, readability (each source page) and goose3: 398 pages."""
     return [

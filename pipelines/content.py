@@ -21,8 +21,8 @@ words on every Han run of the shared pages, tested, at a fifteenth of the
 cost; words a project adds to the global jieba never change our fingerprints),
 and weighted with jieba's IDF table; both load with the first Chinese page; kana, Thai and other
 scripts without spaces become character bigrams.  Every other script is split
-into words and weighted with ``data/word_idf.tsv.gz`` (wordfreq frequencies,
-see ``tools/build_idf.py``).  One-character words and numbers (dates,
+into words and weighted with a table built from wordfreq frequencies (both
+tables in ``data/idf_tables.npz``, see ``tools/build_idf.py``).  One-character words and numbers (dates,
 counters, prices) are not SimHash features; shingles keep every token (people
 judge two pages whose figures differ as different pages: counting numbers as
 one token in shingles cost 6 false drops of 358 Webis pairs).
@@ -265,12 +265,12 @@ class PageText:
         (lists, captions).
         """
         page_chars = sum(len(block.text) for block in self.blocks)
-        words = functools.cache(lambda n: tokens(self.blocks[n].text))
-        word_sets = functools.cache(lambda n: set(only_words(words(n))))
+        block_tokens = functools.cache(lambda n: tokens(self.blocks[n].text))
+        word_sets = functools.cache(lambda n: set(only_words(block_tokens(n))))
 
         @functools.cache
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and len(only_words(words(n))) >= MIN_BLOCK_WORDS
+            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and len(only_words(block_tokens(n))) >= MIN_BLOCK_WORDS
 
         for read_named in (False, True):
             containers = self.main_content(read_named)
@@ -282,10 +282,10 @@ class PageText:
                 n for n, block in enumerate(self.blocks) if block.tag_furniture == block.named_furniture == -1 and long(n)
             }
             if read_named or sum(len(self.blocks[n].text) for n in chosen) >= MIN_OWN_SHARE * page_chars:
-                return [tokens(self.title)] + [words(n) for n in sorted(chosen)]
+                return [tokens(self.title)] + [block_tokens(n) for n in sorted(chosen)]
         if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
             return []
-        return [words(n) for n in main]
+        return [block_tokens(n) for n in main]
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""
@@ -440,13 +440,8 @@ def tokens(text: str) -> list[str]:
     return found
 
 
-def is_word(token: str) -> bool:
-    """Words are the SimHash features: not one character, not a number."""
-    return len(token) > 1 and not token.isdigit()
-
-
 def only_words(tokens: list[str]) -> list[str]:
-    """The tokens that are words (see ``is_word``)."""
+    """The tokens that are words, the SimHash features: not one character, not a number."""
     return [token for token in tokens if len(token) > 1 and not token.isdigit()]
 
 

@@ -59,9 +59,8 @@ class Fingerprinter:
         text = PageText.read(document.root, self.structure_decay)
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
-        features = content_features(blocks)
-        if len(features) >= self.min_features:
-            return Fingerprint(simhash(features), structure, sketch=shingle_sketch(shingles(blocks)))
+        if (content := self._simhash(content_features(blocks))) is not None:
+            return Fingerprint(content, structure, sketch=shingle_sketch(shingles(blocks)))
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure)

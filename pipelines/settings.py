@@ -32,7 +32,7 @@ class DedupSettings:
     redis_timeout: float = 5.0
     expire_days: float = 0.0
     fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
-    workers: int = 1  # fingerprint worker processes; 0 or 1: one thread in the crawler's process
+    workers: int = 1  # fingerprint worker processes; 0 or 1: none, pages fingerprinted on the reactor thread
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
