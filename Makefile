@@ -3,17 +3,21 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test clean redis-server
+.PHONY: demo test clean redis-server compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-demo: $(INSTALLED)
+# The tree walk is compiled (Cython over lxml's C API) next to its source; rebuilt when it changed.
+compiled: $(INSTALLED)
+	$(PYTHON) setup.py --quiet build_ext --inplace
+
+demo: compiled
 	$(PYTHON) -m crawler.demo
 
-test: $(INSTALLED) redis-server
+test: compiled redis-server
 	$(PYTHON) -m pytest -q
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.
@@ -24,4 +28,4 @@ redis-server:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server || command -v redis-server; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo-output .scrapy
+	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.cpp

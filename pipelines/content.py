@@ -42,34 +42,10 @@ import lxml.etree
 import numpy as np
 import xxhash
 
+from . import treewalk
 from .structure import DEFAULT_DECAY
+from .treewalk import Block, Node
 
-#: Elements whose text a reader never sees (or that are not text: a list box's options).
-INVISIBLE_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "math", "select", "datalist"})
-#: The page's furniture by tag: its text is never the own text of a main content that holds it.
-FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "button"})
-#: Elements that start a new block of text (the rest are inline).
-BLOCK_TAGS = frozenset({
-    "html", "body", "title", "div", "p", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th",
-    "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "main", "blockquote", "pre", "figure",
-    "figcaption", "br", "hr", "center", "form", "fieldset", "legend", "address", "details", "summary",
-    "caption", "menu", "hgroup", "dialog", "textarea", *FURNITURE_TAGS,
-})
-#: Block boundaries that are not elements holding content of their own.
-_SEPARATORS = frozenset({"br", "hr"})
-#: Elements that hold no text (HTML's void elements, but the separators).
-_EMPTY_TAGS = frozenset({"img", "meta", "link", "input", "source", "wbr", "area", "base", "col", "embed", "param",
-                         "track", "#node"})
-
-#: Class or id of page furniture, and the exceptions (Mozilla Readability's lists).
-UNLIKELY_NAMES = re.compile(
-    r"-ad-|ai2html|banner|breadcrumbs|combx|comment|community|cover-wrap|disqus|extra|footer|gdpr"
-    r"|header|legends|menu|related|remark|replies|rss|shoutbox|sidebar|skyscraper|social|sponsor"
-    r"|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote",
-    re.IGNORECASE,
-)
-MAYBE_CONTENT_NAMES = re.compile(r"and|article|body|column|content|main|mathjax|shadow", re.IGNORECASE)
-UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
 POSITIVE_NAMES = re.compile(r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
                             re.IGNORECASE)
@@ -78,7 +54,6 @@ NEGATIVE_NAMES = re.compile(
     r"|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
     re.IGNORECASE,
 )
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _COMMAS = re.compile("[,\u060c\ufe50\ufe10\ufe11\u2e41\u2e34\u2e32\uff0c\u3001]")
 
 #: How a candidate's tag sets its starting score (Readability's).
@@ -109,32 +84,6 @@ _ASCII_WORD = re.compile(r"[a-z0-9]+")  # the same, in lower-case ASCII
 _STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
-@dataclass(slots=True)
-class Block:
-    """The text between two block boundaries: one paragraph-like element's, or a run inside a container."""
-
-    text: str  # outside links
-    link_text: str
-    owner: int  # the block-level element holding it (its number in ``PageText.nodes``)
-    tag_furniture: int  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
-    named_furniture: int  # the innermost element named as furniture (class, id or role) around it, -1 if none
-    leaf: bool  # the owner holds no other block: the block is its paragraph, scored from its parent up
-
-
-@dataclass(slots=True)
-class Node:
-    """A block-level element: where it sits, what furniture is around it, how much text is inside it."""
-
-    element: lxml.etree._Element | None
-    parent: int  # the block-level element holding it (its number), -1 for the root
-    tag_furniture: int  # the innermost furniture element by tag around it, itself included, -1 if none
-    named_furniture: int  # the same for furniture named by class, id or role
-    chars: int = 0  # visible characters inside it, outside links and in links
-    link_chars: int = 0
-    end: int = 0  # the elements inside it are numbered up to ``end - 1``
-    leaf: bool = True  # it holds no other block-level element
-
-
 @dataclass
 class PageText:
     """A page's visible text as blocks, with the block-level elements that hold them.
@@ -150,104 +99,10 @@ class PageText:
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY) -> PageText:
-        """Read the tree in one iterative walk (any depth).  Inline elements do not split a block.
-
-        The same walk weighs the tag tree for the structure fingerprint
-        (``structure``, see :mod:`pipelines.structure`): one pass over the
-        tree serves both fingerprints.
-        """
-        page = cls()
-        nodes, structure = page.nodes, page.structure
-        tags: list[str] = []  # the open elements' tags, for the structure features
-        text: list[str] = []
-        links: list[str] = []
-        counts = [0, 0]  # characters read so far: outside links, in links
-        outside = Node(None, -1, -1, -1)
-        stack = [(-1, outside)]  # the block-level elements the walk is inside
-        invisible = 0  # depth inside an invisible element
-        in_link = 0  # depth inside links
-
-        def add(piece: str) -> None:  # called for pieces that are not only whitespace
-            piece = piece.strip()
-            (links if in_link else text).append(piece)
-            counts[bool(in_link)] += len(piece)
-
-        def flush() -> None:  # called when text or links hold something
-            number, owner = stack[-1]
-            page.blocks.append(Block(" ".join(text), " ".join(links), number, owner.tag_furniture,
-                                     owner.named_furniture, owner.leaf))
-            text.clear()
-            links.clear()
-
-        for event, element in lxml.etree.iterwalk(root, events=("start", "end")):
-            tag = element.tag
-            if tag.__class__ is not str:  # a comment or processing instruction (trees not parsed by load)
-                tag = "#node"
-            if event == "start":
-                weight = decay ** len(tags)
-                structure[tag] = structure.get(tag, 0.0) + weight
-                if tags:
-                    pair = f"{tags[-1]}>{tag}"
-                    structure[pair] = structure.get(pair, 0.0) + weight
-                tags.append(tag)
-                if tag in _EMPTY_TAGS:  # no text of their own: only their tails count
-                    continue
-                names = element.keys()  # the attributes' names: most elements have none that matter
-                if invisible or tag in INVISIBLE_TAGS or (names and _is_hidden(element, names)):
-                    invisible += 1
-                    continue
-                if tag == "title":  # shown in the tab, not in the page: never a block
-                    page.title = page.title or "".join(element.itertext()).strip()
-                    invisible += 1
-                    continue
-                named = bool(names) and tag not in ("a", "body") and _is_named_furniture(element, names)
-                if tag in _SEPARATORS:
-                    if text or links:
-                        flush()
-                elif named or tag in BLOCK_TAGS or element is root:
-                    outer_number, outer = stack[-1]
-                    outer.leaf = False
-                    if text or links:
-                        flush()
-                    number = len(nodes)
-                    node = Node(
-                        element, outer_number,
-                        number if tag in FURNITURE_TAGS else outer.tag_furniture,
-                        number if named else outer.named_furniture,
-                        counts[0], counts[1],  # at the start; what is inside it once it ends
-                    )
-                    nodes.append(node)
-                    stack.append((number, node))
-                if tag == "a":
-                    in_link += 1
-                if (piece := element.text) and not piece.isspace():
-                    add(piece)
-                continue
-            tags.pop()
-            if tag in _EMPTY_TAGS:
-                if not invisible and (piece := element.tail) and not piece.isspace():
-                    add(piece)
-                continue
-            if invisible:
-                invisible -= 1
-                if invisible:
-                    continue
-            else:
-                number, node = stack[-1]
-                if node.element is element:
-                    if text or links:
-                        flush()
-                    stack.pop()
-                    node.end = len(nodes)
-                    node.chars = counts[0] - node.chars
-                    node.link_chars = counts[1] - node.link_chars
-                if tag == "a":
-                    in_link -= 1
-            if (piece := element.tail) and not piece.isspace() and element is not root:
-                add(piece)
-        if text or links:
-            flush()
-        return page
+        """Read the tree in one walk (any depth; see :mod:`pipelines.treewalk`).  The same walk weighs
+        the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints."""
+        title, blocks, nodes, structure = treewalk.read(root, decay)
+        return cls(title, blocks, nodes, structure)
 
     def own_blocks(self) -> list[list[str]]:
         """The tokens of the own text's blocks, in page order; empty when the page has no main content.
@@ -334,8 +189,8 @@ class PageText:
         )
 
     def _starting_score(self, node: int) -> float:
-        element = self.nodes[node].element
-        return TAG_SCORES.get(element.tag, 0) + _name_weight(element.get("class"), element.get("id"))
+        node_ = self.nodes[node]
+        return TAG_SCORES.get(node_.tag, 0) + _name_weight(node_.class_, node_.id_)
 
     def _link_density(self, node: int) -> float:
         total = self.nodes[node].chars + self.nodes[node].link_chars
@@ -365,7 +220,7 @@ class PageText:
     def _ancestors(self, node: int) -> Iterator[int]:
         """The block-level elements above ``node``, nearest first, below ``body``."""
         node = self.nodes[node].parent
-        while node >= 0 and self.nodes[node].element.tag not in ("body", "html"):
+        while node >= 0 and self.nodes[node].tag not in ("body", "html"):
             yield node
             node = self.nodes[node].parent
 
@@ -373,52 +228,26 @@ class PageText:
         """``top`` and the siblings that belong with it: those scoring at least a fifth of it (its class
         counting for a fifth), and sibling paragraphs of text with few links."""
         parent, best = self.nodes[top].parent, scores[top]
-        name = self.nodes[top].element.get("class")
+        name = self.nodes[top].class_
         chosen = []
         for number in range(parent + 1, self.nodes[parent].end if parent >= 0 else len(self.nodes)):
             node = self.nodes[number]
             if node.parent != parent:
                 continue
-            bonus = 0.2 * best if name and node.element.get("class") == name else 0.0
+            bonus = 0.2 * best if name and node.class_ == name else 0.0
             if (
                 number == top
                 or scores.get(number, -1e9) + bonus >= max(10.0, 0.2 * best)
-                or (node.element.tag == "p" and node.chars + node.link_chars > 80 and self._link_density(number) < 0.25)
+                or (node.tag == "p" and node.chars + node.link_chars > 80 and self._link_density(number) < 0.25)
             ):
                 chosen.append(number)
         return chosen
-
-
-def _is_hidden(element: lxml.etree._Element, names: list[str]) -> bool:
-    """Hidden by the ``hidden`` attribute, ``aria-hidden`` or an inline style (what HTML alone tells).
-    ``names``: the element's attribute names (reading an attribute costs more than looking for it)."""
-    if "hidden" in names or ("aria-hidden" in names and element.get("aria-hidden") == "true"):
-        return True
-    if "style" not in names:
-        return False
-    style = element.get("style")
-    return ("none" in style or "hidden" in style) and bool(_HIDDEN_STYLE.search(style))
-
-
-def _is_named_furniture(element: lxml.etree._Element, names: list[str]) -> bool:
-    """Named as menu, sidebar, comments... by class, id or role, and not also as the main column."""
-    if "role" in names and element.get("role") in UNLIKELY_ROLES:
-        return True
-    class_ = element.get("class") if "class" in names else None
-    id_ = element.get("id") if "id" in names else None
-    return (class_ is not None or id_ is not None) and _furniture_names(class_, id_)
 
 
 @functools.lru_cache(maxsize=4096)
 def _name_weight(class_: str | None, id_: str | None) -> int:
     """+25 for each of class and id that names the main content's likely home, -25 for each that names furniture."""
     return sum(25 * (bool(POSITIVE_NAMES.search(name)) - bool(NEGATIVE_NAMES.search(name))) for name in (class_, id_) if name)
-
-
-@functools.lru_cache(maxsize=4096)
-def _furniture_names(class_: str | None, id_: str | None) -> bool:
-    names = f"{class_ or ''} {id_ or ''}"
-    return bool(UNLIKELY_NAMES.search(names)) and not MAYBE_CONTENT_NAMES.search(names)
 
 
 def tokens(text: str) -> list[str]:

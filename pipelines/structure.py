@@ -3,18 +3,18 @@
 Features are the tag names and the parent>child tag pairs, summed over every
 occurrence; the pairs tell a ``ul>li`` list from a ``table>tr`` list that has
 the same tags.  They are summed by the walk that also reads the page's text
-(``PageText.read``): one pass over the tree serves both fingerprints.
+(:mod:`pipelines.treewalk`): one pass over the tree serves both fingerprints.
 """
 
 from __future__ import annotations
 
 import lxml.etree
 
+from . import treewalk
+
 DEFAULT_DECAY = 0.45
 
 
 def structure_features(root: lxml.etree._Element, decay: float = DEFAULT_DECAY) -> dict[str, float]:
     """Feature -> summed weight over the tree rooted at ``root`` (depth 0)."""
-    from .content import PageText  # the walk lives with the text it reads
-
-    return PageText.read(root, decay).structure
+    return treewalk.read(root, decay)[3]
