@@ -1,15 +1,23 @@
-"""Builds the compiled tree walk (``pipelines/treewalk.pyx``); everything else is in pyproject.toml."""
+"""Builds the compiled parts (the tree walk, the index's loops); everything else is in pyproject.toml."""
+
+import platform
 
 import lxml
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
+# The popcount instruction (every x86-64 processor since 2008; other processors have theirs by default).
+POPCOUNT = ["-mpopcnt"] if platform.machine().lower() in ("x86_64", "amd64") else []
+
 setup(
     ext_modules=cythonize(
-        [Extension(
-            "pipelines.treewalk", ["pipelines/treewalk.pyx"], include_dirs=lxml.get_include(),
-            extra_compile_args=["-O2", "-Wno-unused-function"],  # lxml's header defines helpers we do not call
-        )],
+        [
+            Extension(
+                "pipelines.treewalk", ["pipelines/treewalk.pyx"], include_dirs=lxml.get_include(),
+                extra_compile_args=["-O2", "-Wno-unused-function"],  # lxml's header defines helpers we do not call
+            ),
+            Extension("pipelines.indexloops", ["pipelines/indexloops.pyx"], extra_compile_args=["-O3", *POPCOUNT]),
+        ],
         compiler_directives={"language_level": 3},
     )
 )

@@ -50,16 +50,10 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
     """Build one index of ``size`` fingerprints and time adds and queries (run in a child process)."""
     from simhash import Simhash, SimhashIndex as PackageIndex
 
-    from pipelines.index import BUFFER_SIZE, SimhashIndex
+    from pipelines.index import SimhashIndex
 
     fingerprints, queries = dataset(size, distance, planted)
     values, query_values = fingerprints.tolist(), queries.tolist()
-    if kind == "ours":  # load the compiled code (numba's cache, ~50 MB once per process) first
-        warm = SimhashIndex(distance)
-        for key, value in enumerate(values[:2 * BUFFER_SIZE]):
-            warm.add(key, value)
-        warm.query(0)
-        del warm
     before = rss_bytes()  # after the imports, the compiled code and the data: only the index counts
     started = time.perf_counter()
     if kind == "ours":

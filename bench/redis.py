@@ -82,7 +82,7 @@ def client(kind: str, url: str, seed: int, checks: int, batch: int, policy: Poli
     store = store_class(policy, connection, KEY, SCHEME)
     if kind != "sadd":
         store.open()
-        store._find(work[0][1])  # loads the compiled query (numba's cache) before the clock starts
+        store._find(work[0][1])  # one query before the clock starts
     barrier.wait()
     started, cpu = time.perf_counter(), time.process_time()
     if kind == "sadd":

@@ -31,7 +31,7 @@ level 1 and level 0 (the bulk) of every table: sorted, and merged into the
 next level when it outgrows it by a ratio that grows as the cube root of the
 size, so an add costs O(1) amortised.  Level 0 has a directory: where each
 value of the key's top bits starts.  A query is one compiled function
-(numba): per table, the directory buckets of every probe and their cache
+(``indexloops.pyx``): per table, the directory buckets of every probe and their cache
 lines first (independent reads, which the processor overlaps), then the scans
 of the runs; in the small levels, a binary search per probe.
 """
@@ -44,8 +44,9 @@ import itertools
 from dataclasses import dataclass
 from math import comb
 
-import numba
 import numpy as np
+
+from . import indexloops
 
 BUFFER_SIZE = 256
 MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
@@ -163,7 +164,7 @@ class SimhashIndex:
         """Every ``(key, distance)`` within ``max_distance``, nearest first."""
         found = np.empty(16, dtype=np.uint64)
         while True:
-            count, _ = _query(
+            count, _ = indexloops.query(
                 np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
                 self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
                 *self._permutation, self._key_bits, self._buffer, self._size - self._indexed, found,
@@ -251,13 +252,13 @@ class SimhashIndex:
 
     def _sort_run(self, start: int, end: int) -> None:
         """Sort every table's entries in ``[start, end)`` by permuted fingerprint."""
-        _radix_sort(self._words, self._positions, start, end)
+        indexloops.radix_sort(self._words, self._positions, start, end)
 
     def _merge_runs(self, starts: list[int]) -> None:
         """Merge the sorted runs that start at ``starts`` (the last one ends the levels) into one."""
         end = self._level_starts[-1]
         for start, middle in reversed(list(itertools.pairwise(starts))):
-            _merge(self._words, self._positions, start, middle, end)
+            indexloops.merge(self._words, self._positions, start, middle, end)
 
     def _fold(self, level: int) -> None:
         """Merge ``level`` (and the smaller ones) into ``level - 1`` (level 0 folds into itself)."""
@@ -284,7 +285,7 @@ class SimhashIndex:
             self._directory_bits = bits
             self._directory = np.zeros((self.tables, (1 << int(bits.max())) + 1), dtype=np.uint32)
             added = self._words[:, :size]
-        _count_into_directory(added, self._directory_bits, self._directory)
+        indexloops.count_into_directory(added, self._directory_bits, self._directory)
 
     def _ensure_capacity(self, needed: int) -> None:
         if needed > self._words.shape[1]:
@@ -297,7 +298,7 @@ class SimhashIndex:
 
 def _permuted(fingerprints: np.ndarray, shifts: np.ndarray, masks: np.ndarray, lefts: np.ndarray) -> np.ndarray:
     """Per table, every fingerprint permuted so that its key comes first (tables x fingerprints);
-    the same recipe arrays as the compiled query's ``_permute``, so both always agree."""
+    the same recipe arrays as the compiled query's permutation, so both always agree."""
     words = np.zeros((len(shifts), len(fingerprints)), dtype=np.uint64)
     for table in range(len(shifts)):
         for part in range(shifts.shape[1]):
@@ -381,159 +382,6 @@ def _probe_arrays(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     starts = np.cumsum([0, *map(len, balls)]).astype(np.int64)
     return np.concatenate(balls), starts
 
-
-
-@numba.njit(cache=True)
-def popcount(x: np.uint64) -> int:
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@numba.njit(cache=True)
-def _permute(fingerprint, t, shifts, masks, lefts):
-    word = np.uint64(0)
-    for j in range(shifts.shape[1]):
-        word |= ((fingerprint >> shifts[t, j]) & masks[t, j]) << lefts[t, j]
-    return word
-
-
-@numba.njit(cache=True)
-def _query(query, max_distance, words, positions, level_starts, scan_from, directory, directory_bits,
-           flips, flip_starts, shifts, masks, lefts, key_bits, buffer, buffered, found):
-    """Every position within ``max_distance``, written to ``found`` as ``distance << 32 |
-    position``; returns how many there are (more than fit in ``found``: call again, bigger).
-    Also returns a value folded from the cache lines read ahead, so they are not optimised away."""
-    count = 0
-    los, his = np.empty(len(flips), np.int64), np.empty(len(flips), np.int64)  # per probe, where to search
-    touched = np.uint64(0)
-    for t in range(words.shape[0]):
-        table_words, table_positions = words[t], positions[t]  # (1-d views: 2-d indexing is not vectorised)
-        permuted = _permute(query, t, shifts, masks, lefts)
-        below = np.uint64(64) - key_bits[t]  # bits under the key
-        probes = (permuted >> below) ^ flips[flip_starts[t] : flip_starts[t + 1]]
-        for level in range(level_starts.shape[0] - 1):
-            start, end = level_starts[level], min(level_starts[level + 1], scan_from)
-            if start >= end:
-                continue
-            # First every probe's range (level 0: its directory bucket) and, in level 0, every
-            # cache line of those; then the searches.  Independent memory reads, which the
-            # processor overlaps, rather than one cache miss after another.
-            for i in range(len(probes)):
-                los[i], his[i] = start, end
-                if level == 0:
-                    bucket = probes[i] >> (key_bits[t] - directory_bits[t])
-                    los[i], his[i] = directory[t, bucket], directory[t, bucket + 1]
-                    for j in range(los[i], his[i], 8):
-                        touched ^= table_words[j]
-            narrow = level > 0 or directory_bits[t] < key_bits[t]  # else a bucket is one key
-            for i in range(len(probes)):
-                if not narrow:  # the bucket is the run of entries with the probe's key
-                    count = _scan(table_words, table_positions, los[i], his[i], permuted, max_distance, found, count)
-                    continue
-                lo = los[i] + np.searchsorted(table_words[los[i] : his[i]], probes[i] << below)
-                for j in range(lo, his[i]):  # the run, found by a search: short, checked one by one
-                    word = table_words[j]
-                    if word >> below != probes[i]:
-                        break
-                    distance = popcount(word ^ permuted)
-                    if distance <= max_distance:
-                        count = _record(found, count, distance, table_positions[j])
-    # The small levels, if not probed: table 0 whole.
-    permuted = _permute(query, 0, shifts, masks, lefts)
-    count = _scan(words[0], positions[0], scan_from, level_starts[-1], permuted, max_distance, found, count)
-    first = level_starts[-1]  # the buffer: positions [first, first + buffered)
-    for n in range(buffered):
-        distance = popcount(buffer[n] ^ query)
-        if distance <= max_distance:
-            count = _record(found, count, distance, first + n)
-    return count, touched
-
-
-@numba.njit(cache=True, inline="always")  # (called per probe: no call overhead)
-def _scan(words, positions, start, end, permuted, max_distance, found, count):
-    """Record every entry of ``words[start:end]`` within ``max_distance`` of ``permuted``.  Many
-    entries are counted first, in a loop the compiler vectorises; the loop that records (not
-    vectorised) runs only when there are matches."""
-    if end - start > SHORT_RUN:
-        run, hits = words[start:end], 0  # (indexed from 0: a loop the compiler can vectorise)
-        for j in range(len(run)):
-            hits += popcount(run[j] ^ permuted) <= max_distance
-        if not hits:
-            return count
-    for j in range(start, end):
-        distance = popcount(words[j] ^ permuted)
-        if distance <= max_distance:
-            count = _record(found, count, distance, positions[j])
-    return count
-
-
-@numba.njit(cache=True)
-def _record(found, count, distance, position):
-    """Add a match unless already found (through another table); past ``found``'s end it is
-    only counted.  ``found`` is never reallocated here: that would slow every loop above."""
-    entry = np.uint64(distance) << np.uint64(32) | np.uint64(position)
-    for c in range(min(count, len(found))):
-        if found[c] & _POSITION == np.uint64(position):
-            return count
-    if count < len(found):
-        found[count] = entry
-    return count + 1
-
-
-@numba.njit(cache=True)
-def _radix_sort(words, positions, start, end):
-    """Sort every table's ``words[start:end]`` in place, ``positions`` along: LSD radix sort, 8
-    bits a pass.  Eight passes (even), so the result lands back in the arrays given."""
-    for t in range(words.shape[0]):
-        run_words, run_positions = words[t, start:end], positions[t, start:end]
-        spare_words, spare_positions = np.empty_like(run_words), np.empty_like(run_positions)
-        for shift in range(0, 64, 8):
-            starts = np.zeros(257, np.int64)
-            for word in run_words:
-                starts[((word >> np.uint64(shift)) & np.uint64(255)) + 1] += 1
-            for digit in range(256):
-                starts[digit + 1] += starts[digit]
-            for i in range(len(run_words)):
-                digit = (run_words[i] >> np.uint64(shift)) & np.uint64(255)
-                spare_words[starts[digit]], spare_positions[starts[digit]] = run_words[i], run_positions[i]
-                starts[digit] += 1
-            run_words, spare_words = spare_words, run_words
-            run_positions, spare_positions = spare_positions, run_positions
-
-
-@numba.njit(cache=True)
-def _count_into_directory(added, bits, directory):
-    """Entries ``added`` to level 0, per table: every directory bound past their bucket moves up
-    by one (a directory of zeros and all of level 0 make the whole directory)."""
-    for t in range(added.shape[0]):
-        counts = np.zeros(directory.shape[1], np.int64)
-        below = np.uint64(64) - bits[t]
-        for word in added[t]:
-            counts[np.int64(word >> below) + 1 if below < 64 else 1] += 1
-        running = 0
-        for bound in range(directory.shape[1]):
-            running += counts[bound]
-            directory[t, bound] += running
-
-
-@numba.njit(cache=True)
-def _merge(words, positions, start, middle, end):
-    """Merge every table's sorted runs ``[start, middle)`` and ``[middle, end)`` in place: from
-    the back, with a copy of the right run only (the smaller one: new entries)."""
-    for t in range(words.shape[0]):
-        right_words, right_positions = words[t, middle:end].copy(), positions[t, middle:end].copy()
-        i, j = middle - 1, end - middle - 1
-        for k in range(end - 1, start - 1, -1):
-            if j < 0:
-                break
-            if i >= start and words[t, i] > right_words[j]:
-                words[t, k], positions[t, k] = words[t, i], positions[t, i]
-                i -= 1
-            else:
-                words[t, k], positions[t, k] = right_words[j], right_positions[j]
-                j -= 1
 
 
 def _ball(width: int, radius: int) -> np.ndarray:

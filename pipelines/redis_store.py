@@ -29,12 +29,11 @@ from collections.abc import Callable
 from importlib.resources import files
 from typing import Any, TypeVar
 
-import numba
 import numpy as np
 import redis
 
 from .fingerprint import Fingerprint
-from .index import popcount
+from .indexloops import near_any
 from .stores import Match, MemoryStore, Mode, Policy, fingerprint_rows
 
 logger = logging.getLogger(__name__)
@@ -296,18 +295,3 @@ def pack_entry(url: str, page: Fingerprint) -> bytes:
     """The page's entry in a ``pages`` list: sketch length (0 or 64), sketch, URL."""
     sketch = page.sketch or b""
     return bytes([len(sketch)]) + sketch + url.encode()
-
-
-@numba.njit(cache=True)
-def near_any(fingerprints, present, other, other_present, limits, earlier_only):
-    """Per row (fingerprints, which exist: as stores keep them): is a row of ``other`` (or, with
-    ``earlier_only``, an earlier row of the same rows) within ``limits`` on a part both have
-    (-1: that part is not compared)?  Most pages are near none, and need no closer look."""
-    near = np.zeros(len(fingerprints), dtype=np.bool_)
-    for i in range(len(fingerprints)):
-        for j in range(i if earlier_only else len(other)):
-            for part in range(2):
-                if (present[i, part] and other_present[j, part]
-                        and popcount(fingerprints[i, part] ^ other[j, part]) <= limits[part]):
-                    near[i] = True
-    return near
