@@ -266,8 +266,9 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
     process.crawl(crawler)
     process.start()
     clock.setdefault("end", time.monotonic())
-    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    own_cpu = own.ru_utime + own.ru_stime
+    cpu = own_cpu + children.ru_utime + children.ru_stime
     stats = crawler.stats.get_stats()
     pages = stats.get("response_received_count", 0)
     ordered = sorted(lags)
@@ -275,6 +276,7 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "variant": variant, "pages": pages, "items": stats.get("item_scraped_count", 0),
         "dropped": stats.get("item_dropped_count", 0), "seconds": clock["end"] - clock["start"],
         "pages_per_s": pages / (clock["end"] - clock["start"]), "cpu_ms_per_page": 1000 * cpu / max(1, pages),
+        "cpu_ms_per_page_crawl": 1000 * own_cpu / max(1, pages),
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
         "rss_mb_end": memory[-1][0] + sum(memory[-1][1]), "rss_mb_max": max(own + sum(w) for own, w in memory),

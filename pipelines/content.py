@@ -121,11 +121,12 @@ class PageText:
         """
         page_chars = sum(len(block.text) for block in self.blocks)
         block_tokens = functools.cache(lambda n: tokens(self.blocks[n].text))
-        word_sets = functools.cache(lambda n: set(only_words(block_tokens(n))))
+        block_words = functools.cache(lambda n: only_words(block_tokens(n)))
+        word_sets = functools.cache(lambda n: set(block_words(n)))
 
         @functools.cache
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and len(only_words(block_tokens(n))) >= MIN_BLOCK_WORDS
+            return len(self.blocks[n].text) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
 
         for read_named in (False, True):
             containers = self.main_content(read_named)

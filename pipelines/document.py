@@ -40,13 +40,16 @@ def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES]:
             return Document(None, NOT_HTML)
-        html = decode(html)
+        text, utf8 = _decoded(html)
     elif "\x00" in html[:_SNIFF_BYTES]:
         return Document(None, NOT_HTML)
-    if not html.strip():
+    else:
+        text, utf8 = html, None
+    if not text or text.isspace():
         return Document(None, EMPTY)
     try:
-        root = lxml.etree.fromstring(html.encode("utf-8", "replace"), parser=_PARSER, base_url=base_url or None)
+        utf8 = utf8 or text.encode("utf-8", "replace")
+        root = lxml.etree.fromstring(utf8, parser=_PARSER, base_url=base_url or None)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return Document(None, EMPTY)
     return Document(root) if root is not None else Document(None, EMPTY)
@@ -60,13 +63,19 @@ def decode(body: bytes) -> str:
     charset, then a deterministic guess (GBK pages without a charset are
     common).
     """
+    return _decoded(body)[0]
+
+
+def _decoded(body: bytes) -> tuple[str, bytes | None]:
+    """``body`` as text (see ``decode``), and as UTF-8 when it already is: the bytes to parse, no
+    copy made (None: encode the text)."""
     if not body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
         try:
-            return body.decode("utf-8")
+            return body.decode("utf-8"), body
         except UnicodeDecodeError:
             pass
     _, text = html_to_unicode(None, body, auto_detect_fun=_guess_encoding)
-    return text
+    return text, None
 
 
 def _guess_encoding(body: bytes) -> str:
