@@ -19,8 +19,11 @@ process of its own, the variants interleaved in every round:
 Per crawl: pages/s (responses over the time from the engine's start to the
 spider's close), CPU per page of the crawl and its worker processes, the
 reactor's lag (a call scheduled every 10 ms: how late it ran; p50, p99, max),
-and the resident memory of the crawl plus its workers at the end of the
-crawl.  Prints every round and the medians with their ratios to ``no
+and the memory of the crawl plus its workers (every one the crawl started)
+at the end of the crawl: resident (RSS, summed over the processes, so pages
+they share, such as libraries, count once per process) and proportional
+(PSS: shared pages divided among the processes that map them, the memory
+the crawl really takes).  Prints every round and the medians with their ratios to ``no
 filter``; writes ``bench/results/crawl.json``.
 """
 
@@ -190,12 +193,14 @@ class NaivePipeline:
         return item
 
 
-def rss_mb(pid: int | str = "self") -> float:
+def memory_mb(pid: int | str = "self") -> tuple[float, float]:
+    """Resident memory of a process, and its proportional share (PSS: pages shared with other
+    processes, such as libraries, divided among them); (0, 0) once it has ended."""
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0.0
-    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+        return 0.0, 0.0
+    return tuple(int(rollup.split(f"\n{name}:")[1].split()[0]) / 1024 for name in ("Rss", "Pss"))
 
 
 def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
@@ -223,7 +228,8 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
     lags: list[float] = []
-    memory: list[float] = []
+    memory: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # (crawl, [each worker])
+    worker_pids: set[int] = set()  # every worker seen: the pool replaces a worker that dies
     clock: dict[str, float] = {}
 
     def probe(due: float) -> None:
@@ -238,8 +244,8 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         from twisted.internet import reactor
 
         workers = getattr(dedup_pipeline(), "fingerprints", None)
-        pids = [pid for pid, _ in workers.workers()] if workers else []
-        memory.append((rss_mb(), [rss_mb(pid) for pid in pids]))
+        worker_pids.update(pid for pid, _ in workers.workers()) if workers else None
+        memory.append((memory_mb(), [memory_mb(pid) for pid in sorted(worker_pids)]))
         if again and "closed" not in clock:
             reactor.callLater(0.5, sample_memory)
 
@@ -279,9 +285,16 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "cpu_ms_per_page_crawl": 1000 * own_cpu / max(1, pages),
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
-        "rss_mb_end": memory[-1][0] + sum(memory[-1][1]), "rss_mb_max": max(own + sum(w) for own, w in memory),
-        "rss_mb_end_crawl": memory[-1][0], "rss_mb_end_workers": memory[-1][1],
+        "rss_mb_end": total(memory[-1], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
+        "pss_mb_end": total(memory[-1], 1), "pss_mb_max": max(total(sample, 1) for sample in memory),
+        "rss_mb_end_crawl": memory[-1][0][0], "rss_mb_end_workers": [w[0] for w in memory[-1][1]],
     }
+
+
+def total(sample: tuple[tuple[float, float], list[tuple[float, float]]], which: int) -> float:
+    """RSS (``which`` 0) or PSS (1) of the crawl plus its workers in one sample."""
+    crawl, workers = sample
+    return crawl[which] + sum(worker[which] for worker in workers)
 
 
 # -- the rounds -------------------------------------------------------------------------------------
@@ -295,16 +308,18 @@ def run_variant(variant: str, url: str, work: Path) -> dict[str, Any]:
     return json.loads(out.read_text())
 
 
-def row(name: str, result: dict[str, Any], baseline: dict[str, Any]) -> str:
+COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: all (crawl process) | reactor lag p50 / p99 / max ms "
+           "| RSS MB at end: crawl + workers (vs no filter) | PSS MB at end (vs no filter) | kept / dropped |\n"
+           "|---|---|---|---|---|---|---|---|")
+
+
+def row(name: str, result: dict[str, Any], ratio: float, baseline: dict[str, Any]) -> str:
     lag = result["lag_ms"]
-    return (f"| {name} | {result['pages_per_s']:.0f} | {result['pages_per_s'] / baseline['pages_per_s']:.2f} | "
-            f"{result['cpu_ms_per_page']:.2f} | {lag['p50']:.0f} / {lag['p99']:.0f} / {lag['max']:.0f} | "
-            f"{result['rss_mb_end']:.0f} | {result['rss_mb_end'] - baseline['rss_mb_end']:+.0f} | "
-            f"{result['items']} / {result['dropped']} |")
-
-
-HEADER = ("| variant | pages/s | x no filter | CPU ms/page | reactor lag p50 / p99 / max ms | RSS MB at end "
-          "(crawl + workers) | RSS vs no filter | kept / dropped |\n|---|---|---|---|---|---|---|---|")
+    return (f"| {name} | {result['pages_per_s']:.0f} | {ratio:.2f} | {result['cpu_ms_per_page']:.2f} "
+            f"({result['cpu_ms_per_page_crawl']:.2f}) | {lag['p50']:.0f} / {lag['p99']:.0f} / {lag['max']:.0f} | "
+            f"{result['rss_mb_end']:.0f} ({result['rss_mb_end'] - baseline['rss_mb_end']:+.0f}) | "
+            f"{result['pss_mb_end']:.0f} ({result['pss_mb_end'] - baseline['pss_mb_end']:+.0f}) | "
+            f"{result['items']:.0f} / {result['dropped']:.0f} |")
 
 
 def median_result(results: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> dict[str, Any]:
@@ -313,11 +328,11 @@ def median_result(results: list[dict[str, Any]], baselines: list[dict[str, Any]]
     return {
         "pages_per_s": med(r["pages_per_s"] for r in results),
         "ratio": med(r["pages_per_s"] / b["pages_per_s"] for r, b in zip(results, baselines)),
-        "cpu_ms_per_page": med(r["cpu_ms_per_page"] for r in results),
+        **{key: med(r[key] for r in results) for key in ("cpu_ms_per_page", "cpu_ms_per_page_crawl", "rss_mb_end",
+                                                          "pss_mb_end", "rss_mb_max", "pss_mb_max", "items", "dropped")},
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
-        "rss_mb_end": med(r["rss_mb_end"] for r in results),
         "rss_vs_no_filter": med(r["rss_mb_end"] - b["rss_mb_end"] for r, b in zip(results, baselines)),
-        "items": med(r["items"] for r in results), "dropped": med(r["dropped"] for r in results),
+        "pss_vs_no_filter": med(r["pss_mb_end"] - b["pss_mb_end"] for r, b in zip(results, baselines)),
     }
 
 
@@ -350,22 +365,19 @@ def main() -> None:
                 order = variants if n % 2 == 0 else list(reversed(variants))
                 results = {variant: run_variant(variant, server.url, work) for variant in order}
                 rounds.append(results)
-                print(f"round {n + 1}\n\n{HEADER}")
+                print(f"round {n + 1}\n\n{COLUMNS}")
+                baseline = results["no filter"]
                 for variant in variants:
-                    print(row(variant, results[variant], results["no filter"]))
+                    print(row(variant, results[variant], results[variant]["pages_per_s"] / baseline["pages_per_s"],
+                              baseline))
                 print(flush=True)
         finally:
             server.stop()
     medians = {variant: median_result([r[variant] for r in rounds], [r["no filter"] for r in rounds])
                for variant in variants}
-    print(f"medians of {args.rounds} rounds\n")
-    print("| variant | pages/s | x no filter (median of the rounds' ratios) | CPU ms/page | reactor lag p50 / p99 / "
-          "max ms | RSS MB at end (crawl + workers) | RSS vs no filter |\n|---|---|---|---|---|---|---|")
+    print(f"medians of {args.rounds} rounds (x no filter: the median of the rounds' ratios)\n\n{COLUMNS}")
     for variant, m in medians.items():
-        lag = m["lag_ms"]
-        print(f"| {variant} | {m['pages_per_s']:.0f} | {m['ratio']:.2f} | {m['cpu_ms_per_page']:.2f} | "
-              f"{lag['p50']:.0f} / {lag['p99']:.0f} / {lag['max']:.0f} | {m['rss_mb_end']:.0f} | "
-              f"{m['rss_vs_no_filter']:+.0f} |")
+        print(row(variant, m, m["ratio"], medians["no filter"]))
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
     RESULTS.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total,
                                    "rounds": rounds, "medians": medians}, indent=1))
