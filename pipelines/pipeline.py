@@ -18,7 +18,7 @@ from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .redis_store import RedisStore, StoreUnavailable, remove_redis_store
 from .settings import DedupSettings
 from .stores import Match, MemoryStore, SqliteStore, remove_store
-from .workers import ArrivalOrder, FingerprintPool
+from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -60,6 +60,7 @@ class SimhashDedupPipeline:
             max_bytes=settings.max_html_bytes,
         )
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
+        self._recent = RecentPages()  # byte-identical pages are fingerprinted once
         self._order = ArrivalOrder()  # decisions in the items' order of arrival
         self.store: MemoryStore = MemoryStore(settings.policy)
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
@@ -193,7 +194,13 @@ class SimhashDedupPipeline:
         if not isinstance(html, (str, bytes)):
             self._count("not_html", url)
             return None
-        fingerprint = await self.fingerprints.fingerprint(html, url)
+        key = self._recent.key(html)
+        fingerprint = self._recent.get(key)
+        if fingerprint is None:
+            fingerprint = await self.fingerprints.fingerprint(html, url)
+            self._recent.add(key, fingerprint)
+        else:
+            self._count("same_html")
         if fingerprint.problem:
             self._count(fingerprint.problem, url)
             return None

@@ -24,9 +24,11 @@ import socket
 import subprocess
 import sys
 import threading
+from collections import OrderedDict
 from dataclasses import asdict
 from multiprocessing.connection import Connection
 
+import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
@@ -37,6 +39,8 @@ from .worker_process import FingerprinterOptions, FingerprintFailed
 
 #: Seconds a worker gets to finish when the pool closes, before it is killed.
 STOP_TIMEOUT = 5.0
+#: Distinct HTML documents whose fingerprints are remembered (~300 bytes each).
+RECENT_PAGES = 10_000
 
 
 class WorkerCrashed(RuntimeError):
@@ -148,6 +152,34 @@ class FingerprintPool:
         with self._lock:
             self._workers.remove(worker)
         worker.connection.close()
+
+
+class RecentPages:
+    """The fingerprints of the most recently fingerprinted HTML documents, by a 128-bit hash of the
+    HTML: the same page under another URL (a session id or tracking parameter in the link, a
+    mirror, a trap) is not fingerprinted again.  The fingerprint depends on the HTML only, so
+    reusing it changes no decision."""
+
+    def __init__(self, size: int = RECENT_PAGES) -> None:
+        self.size = size
+        self._fingerprints: OrderedDict[bytes, Fingerprint] = OrderedDict()
+
+    @staticmethod
+    def key(html: str | bytes) -> bytes:
+        if isinstance(html, bytes):
+            return b"b" + xxhash.xxh3_128_digest(html)
+        return b"s" + xxhash.xxh3_128_digest(html.encode("utf-8", "surrogatepass"))
+
+    def get(self, key: bytes) -> Fingerprint | None:
+        found = self._fingerprints.get(key)
+        if found is not None:
+            self._fingerprints.move_to_end(key)
+        return found
+
+    def add(self, key: bytes, fingerprint: Fingerprint) -> None:
+        self._fingerprints[key] = fingerprint
+        if len(self._fingerprints) > self.size:
+            self._fingerprints.popitem(last=False)
 
 
 class ArrivalOrder:

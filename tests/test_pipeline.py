@@ -19,7 +19,9 @@ from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, ham
 from pipelines.content import own_blocks
 from pipelines.document import load
 from pipelines.sketch import similarity, sketch_size
+from pipelines.fingerprint import Fingerprint
 from pipelines.stores import Policy
+from pipelines.workers import RecentPages
 
 from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
 
@@ -363,3 +365,32 @@ def test_an_internal_error_keeps_the_item(monkeypatch: pytest.MonkeyPatch) -> No
     item = {"url": "a", "html": ARTICLE}
     assert process(pipeline, item) is item
     assert (stat(pipeline, "errors"), stat(pipeline, "kept")) == (1, 1)
+
+
+def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_decision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipeline = make_pipeline()
+    fingerprinted = []
+    fingerprint = pipeline.fingerprinter.fingerprint
+    monkeypatch.setattr(pipeline.fingerprinter, "fingerprint",
+                        lambda html, url="": fingerprinted.append(url) or fingerprint(html, url))
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    for url in ("a?sid=1", "a?sid=2"):
+        with pytest.raises(SimhashDuplicate):
+            process(pipeline, {"url": url, "html": ARTICLE})
+    for url, html in (("b", ARTICLE.decode()), ("c", ARTICLE + b" ")):  # as text, one byte more: fingerprinted
+        with pytest.raises(SimhashDuplicate):
+            process(pipeline, {"url": url, "html": html})
+    assert process(pipeline, {"url": "d", "html": OTHER_ARTICLE})
+    assert fingerprinted == ["a", "b", "c", "d"]
+    assert (stat(pipeline, "same_html"), stat(pipeline, "dropped"), stat(pipeline, "kept")) == (2, 4, 2)
+
+
+def test_remembered_pages_are_bounded() -> None:
+    recent = RecentPages(size=2)
+    keys = [recent.key(f"<p>{n}</p>") for n in range(3)]
+    for key in keys:
+        recent.add(key, Fingerprint(1, 2))
+    assert recent.get(keys[0]) is None and recent.get(keys[2]) == Fingerprint(1, 2)
+    assert recent.key("<p>0</p>") != recent.key(b"<p>0</p>")  # text and bytes never share a key
