@@ -17,6 +17,8 @@ setup(
                 extra_compile_args=["-O2", "-Wno-unused-function"],  # lxml's header defines helpers we do not call
             ),
             Extension("pipelines.indexloops", ["pipelines/indexloops.pyx"], extra_compile_args=["-O3", *POPCOUNT]),
+            Extension("pipelines.textloops", ["pipelines/textloops.pyx"], include_dirs=["pipelines"],
+                      extra_compile_args=["-O2"]),
         ],
         compiler_directives={"language_level": 3},
     )

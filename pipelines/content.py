@@ -44,6 +44,7 @@ import xxhash
 
 from . import treewalk
 from .structure import DEFAULT_DECAY
+from .textloops import only_words, xxh3_hashes
 from .treewalk import Block, Node
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
@@ -270,11 +271,6 @@ def tokens(text: str) -> list[str]:
     return found
 
 
-def only_words(tokens: list[str]) -> list[str]:
-    """The tokens that are words, the SimHash features: not one character, not a number."""
-    return [token for token in tokens if len(token) > 1 and not token.isdigit()]
-
-
 def words(text: str) -> list[str]:
     return only_words(tokens(text))
 
@@ -289,19 +285,13 @@ def content_features(blocks: list[list[str]]) -> dict[str, float]:
     for the rest)."""
     counts = Counter(only_words([token for block in blocks for token in block]))
     words = list(counts)
-    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, [word.encode("utf-8") for word in words]), np.uint64,
-                         len(words))
+    hashes = xxh3_hashes(words)
     idf = _word_idf().lookup(hashes)
     chinese = np.fromiter((_STARTS_HAN.match(word) is not None for word in words), bool, len(words))
     if chinese.any():
         idf = np.where(chinese, _chinese_idf().lookup(hashes), idf)
     weights = np.fromiter(counts.values(), np.float64, len(words)) * idf
     return dict(zip(words, weights.tolist()))
-
-
-def shingles(blocks: list[list[str]], size: int = SHINGLE_SIZE) -> list[str]:
-    """Every run of ``size`` consecutive tokens within a block (a shorter block is one shingle)."""
-    return [" ".join(block[start : start + size]) for block in blocks for start in range(max(1, len(block) - size + 1))]
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import xxhash
 
-from .content import PageText, content_features, shingles, tokens
+from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import load
 from .simhash import simhash
-from .sketch import shingle_sketch
+from .sketch import hashes_sketch
+from .textloops import shingle_hashes
 from .structure import DEFAULT_DECAY
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
@@ -60,11 +61,12 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if (content := self._simhash(content_features(blocks))) is not None:
-            return Fingerprint(content, structure, sketch=shingle_sketch(shingles(blocks)))
+            return Fingerprint(content, structure, sketch=hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE)))
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure)
-        return Fingerprint(text_hash(visible), structure, sketch=shingle_sketch(shingles([visible])), short=True)
+        sketch = hashes_sketch(shingle_hashes([visible], SHINGLE_SIZE))
+        return Fingerprint(text_hash(visible), structure, sketch=sketch, short=True)
 
     def _simhash(self, features: dict[str, float]) -> int | None:
         if len(features) < self.min_features:

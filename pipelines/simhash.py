@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
-import xxhash
+
+from .textloops import xxh3_hashes
 
 FeatureHash = Callable[[bytes], int]
 
@@ -22,13 +23,10 @@ WEIGHT_SCALE = 1 << 24
 _ALL_BITS = (1 << 64) - 1
 
 
-def xxh3_64(data: bytes) -> int:
-    """The default feature hash: fast, stable across platforms and versions."""
-    return xxhash.xxh3_64_intdigest(data)
-
-
-def simhash(features: Mapping[str, float], feature_hash: FeatureHash = xxh3_64) -> int:
-    """Return the 64-bit SimHash of ``features`` (feature -> weight).
+def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = None) -> int:
+    """Return the 64-bit SimHash of ``features`` (feature -> weight).  Each feature is hashed by
+    ``feature_hash`` over its UTF-8 bytes; by default XXH3-64 (fast, stable across platforms and
+    versions; compiled, see :mod:`pipelines.textloops`).
 
     Features with a weight that rounds to zero do not vote.  An empty mapping
     gives 0xFFFF...: callers must not fingerprint pages with too few features
@@ -36,8 +34,10 @@ def simhash(features: Mapping[str, float], feature_hash: FeatureHash = xxh3_64) 
     """
     if not features:
         return _ALL_BITS
-    encoded = [feature.encode("utf-8") for feature in features]
-    hashes = np.fromiter(map(feature_hash, encoded), dtype="<u8", count=len(encoded))
+    if feature_hash is None:
+        hashes = xxh3_hashes(list(features))
+    else:
+        hashes = np.fromiter((feature_hash(feature.encode("utf-8")) for feature in features), "<u8", len(features))
     weights = np.rint(
         np.fromiter(features.values(), dtype=np.float64, count=len(features))
         * WEIGHT_SCALE

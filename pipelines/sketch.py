@@ -21,6 +21,8 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
+from .textloops import xxh3_hashes
+
 SKETCH_BITS = 512
 SKETCH_BYTES = SKETCH_BITS // 8 + 2  # the bits, then the set's size (little-endian)
 _MAX_SIZE = (1 << 16) - 1
@@ -40,10 +42,14 @@ _PROBE_TABLE = np.array([_probe_sequence(b) for b in range(SKETCH_BITS)], dtype=
 
 def shingle_sketch(shingles: Iterable[str]) -> bytes:
     """The sketch of a set of shingles (duplicates do not matter)."""
-    distinct = set(shingles)
-    size = min(len(distinct), _MAX_SIZE).to_bytes(2, "little")
-    encoded = [shingle.encode("utf-8") for shingle in distinct]
-    hashes = np.fromiter(map(xxhash.xxh3_64_intdigest, encoded), dtype=np.uint64, count=len(encoded))
+    return hashes_sketch(xxh3_hashes(list(shingles)))
+
+
+def hashes_sketch(hashes: np.ndarray) -> bytes:
+    """The sketch of a set of shingles given by their XXH3-64 hashes (duplicates do not matter: the
+    set's size is the number of distinct hashes)."""
+    hashes = np.unique(hashes)
+    size = min(len(hashes), _MAX_SIZE).to_bytes(2, "little")
     minima = np.full(SKETCH_BITS, _EMPTY, dtype=np.uint64)
     np.minimum.at(minima, (hashes >> _BIN_SHIFT).astype(np.intp), hashes & _VALUE_MASK)
     is_full = minima != _EMPTY
