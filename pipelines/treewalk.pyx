@@ -27,6 +27,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cython.operator cimport dereference as deref
 from libc.math cimport pow
 from libc.string cimport strcmp, strlen, strstr
+from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 from lxml.includes cimport tree
@@ -381,26 +382,39 @@ cdef inline bint _is_skipped(xmlNode* node):
 
 cdef object _text_run(xmlNode* node):
     """The text of the text nodes from ``node`` on, as lxml's ``.text`` / ``.tail`` (None: none).
-    Runs of ASCII whitespace come back as ``""`` without being decoded."""
-    cdef bytes joined = None
-    while node != NULL and (_is_text(node) or _is_skipped(node)):
-        if not _is_skipped(node):
-            content = <bytes>(<const char*>node.content) if node.content != NULL else b""
-            joined = content if joined is None else joined + content
-        node = node.next
-    if joined is None:
+    Runs of ASCII whitespace (most of them: indentation) come back as ``""``, never decoded."""
+    cdef xmlNode* first = _next_text(node)
+    if first == NULL:
         return None
-    if _ascii_space(joined):
-        return ""
-    return PyUnicode_DecodeUTF8(joined, len(joined), NULL)
+    cdef xmlNode* second = _next_text(first.next)
+    cdef const char* content = _content(first)
+    if second == NULL:  # one node, nearly always: its text as it is
+        return "" if _ascii_space(content) else PyUnicode_DecodeUTF8(content, strlen(content), NULL)
+    cdef bytes joined = content
+    while second != NULL:
+        joined += _content(second)
+        second = _next_text(second.next)
+    return "" if _ascii_space(joined) else PyUnicode_DecodeUTF8(joined, len(joined), NULL)
 
 
-cdef inline bint _ascii_space(bytes text):
-    cdef const char* at = text
-    cdef char c
-    for c in at[:len(text)]:
-        if c != 32 and c != 10 and c != 9 and c != 13:  # space, newline, tab, carriage return
+cdef inline xmlNode* _next_text(xmlNode* node):
+    """``node`` if it is a text node, past lxml's skipped nodes; else NULL (the run has ended)."""
+    while node != NULL and _is_skipped(node):
+        node = node.next
+    return node if node != NULL and _is_text(node) else NULL
+
+
+cdef inline const char* _content(xmlNode* node):
+    if node.content == NULL:
+        return b""
+    return <const char*>node.content
+
+
+cdef inline bint _ascii_space(const char* text):
+    while text[0]:
+        if text[0] != 32 and text[0] != 10 and text[0] != 9 and text[0] != 13:  # space, newline, tab, return
             return False
+        text += 1
     return True
 
 
@@ -470,22 +484,27 @@ cdef bint _is_named_furniture(Names* names) except -1:
         return True
     if names.class_ == NULL and names.id_ == NULL:
         return False
-    return furniture_names(_value(names.class_), _value(names.id_))
+    cdef string key  # "class id", the text searched
+    if names.class_ != NULL:
+        key.append(names.class_)
+    key.push_back(b" ")
+    if names.id_ != NULL:
+        key.append(names.id_)
+    found = _furniture_answers.find(key)
+    if found != _furniture_answers.end():
+        return deref(found).second
+    answer = furniture_names(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL))
+    if _furniture_answers.size() >= MAX_ANSWERS:
+        _furniture_answers.clear()
+    _furniture_answers[key] = answer
+    return answer
 
 
-#: Answers of ``furniture_names`` by (class, id): a site repeats its names on every page.
-_furniture_answers: dict = {}
-_MAX_ANSWERS = 16384
+#: Answers of ``furniture_names`` by its text: a site repeats its names on every page.
+cdef unordered_map[string, bint] _furniture_answers
+cdef size_t MAX_ANSWERS = 16384
 
 
-def furniture_names(class_, id_):
-    """Do this class and id name furniture (and not the main column)?"""
-    key = (class_, id_)
-    found = _furniture_answers.get(key)
-    if found is None:
-        names = f"{class_ or ''} {id_ or ''}"
-        found = UNLIKELY_NAMES.search(names) is not None and MAYBE_CONTENT_NAMES.search(names) is None
-        if len(_furniture_answers) >= _MAX_ANSWERS:
-            _furniture_answers.clear()
-        _furniture_answers[key] = found
-    return found
+def furniture_names(str names):
+    """Do these names ("class id") name furniture (and not the main column)?"""
+    return UNLIKELY_NAMES.search(names) is not None and MAYBE_CONTENT_NAMES.search(names) is None
