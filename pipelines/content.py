@@ -131,7 +131,7 @@ class PageText:
 
         for read_named in (False, True):
             containers = self.main_content(read_named)
-            main = [n for n, block in enumerate(self.blocks) if self._inside(block, containers, read_named)]
+            main = self._blocks_inside(containers, read_named)
             main_own = [n for n in main if long(n)]
             if len(set().union(*map(word_sets, main_own))) < MIN_OWN_WORDS:
                 continue
@@ -182,13 +182,17 @@ class PageText:
         scores.setdefault(top, self._starting_score(top))  # an element above the candidates
         return self._with_siblings(top, scores)
 
-    def _inside(self, block: Block, containers: list[int], read_named: bool) -> bool:
-        """Is ``block`` in one of ``containers``, and outside the furniture inside it (but the named
-        furniture, with ``read_named``)?"""
-        return any(
-            c <= block.owner < self.nodes[c].end and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
-            for c in containers
-        )
+    def _blocks_inside(self, containers: list[int], read_named: bool) -> list[int]:
+        """The blocks in one of ``containers`` and outside the furniture inside it (but the named
+        furniture, with ``read_named``), in page order."""
+        inside: set[int] = set()
+        for c in containers:
+            end = self.nodes[c].end
+            inside.update(
+                n for n, block in enumerate(self.blocks)
+                if c <= block.owner < end and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
+            )
+        return sorted(inside)
 
     def _starting_score(self, node: int) -> float:
         node_ = self.nodes[node]
@@ -286,10 +290,11 @@ def content_features(blocks: list[list[str]]) -> dict[str, float]:
     counts = Counter(only_words([token for block in blocks for token in block]))
     words = list(counts)
     hashes = xxh3_hashes(words)
-    idf = _word_idf().lookup(hashes)
     chinese = np.fromiter((_STARTS_HAN.match(word) is not None for word in words), bool, len(words))
+    idf = np.empty(len(words))
+    idf[~chinese] = _word_idf().lookup(hashes[~chinese])
     if chinese.any():
-        idf = np.where(chinese, _chinese_idf().lookup(hashes), idf)
+        idf[chinese] = _chinese_idf().lookup(hashes[chinese])
     weights = np.fromiter(counts.values(), np.float64, len(words)) * idf
     return dict(zip(words, weights.tolist()))
 
@@ -325,20 +330,19 @@ def _segmenter() -> Callable[[str], list[str]]:
 
 
 @functools.cache
-def _idf_tables() -> dict[str, IdfTable]:
-    """Both IDF tables, from ``data/idf_tables.npz`` (built by ``tools/build_idf.py``): ``"words"``, the word
-    table (unknown words get the rarest known word's IDF), and ``"chinese"``, jieba 0.42.1's table
-    (unknown words get its median, as ``jieba.analyse`` does).  Loaded as arrays: no Python object
-    per word."""
+def _idf_table(name: str) -> IdfTable:
+    """One IDF table from ``data/idf_tables.npz`` (built by ``tools/build_idf.py``): ``"words"``, the word
+    table (unknown words get the rarest known word's IDF), or ``"chinese"``, jieba 0.42.1's table
+    (unknown words get its median, as ``jieba.analyse`` does; loaded with the first Chinese word).
+    Held as arrays: no Python object per word."""
     with importlib.resources.files("pipelines").joinpath("data", "idf_tables.npz").open("rb") as file:
-        arrays = dict(np.load(file))
-    return {name: IdfTable(arrays[f"{name}_hashes"], arrays[f"{name}_values"], float(arrays[f"{name}_default"]))
-            for name in ("words", "chinese")}
+        arrays = np.load(file)
+        return IdfTable(arrays[f"{name}_hashes"], arrays[f"{name}_values"], float(arrays[f"{name}_default"]))
 
 
 def _word_idf() -> IdfTable:
-    return _idf_tables()["words"]
+    return _idf_table("words")
 
 
 def _chinese_idf() -> IdfTable:
-    return _idf_tables()["chinese"]
+    return _idf_table("chinese")

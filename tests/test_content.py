@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bench.quality_sets import wrap_in_form
@@ -178,3 +182,22 @@ def test_a_page_without_any_visible_word_has_no_content_fingerprint() -> None:
 def test_chinese_page_gets_a_content_fingerprint() -> None:
     fingerprint = Fingerprinter().fingerprint(CHINESE_ARTICLE)
     assert fingerprint.content is not None and not fingerprint.short
+
+
+def test_a_crawl_without_chinese_pages_never_loads_the_chinese_dictionary_nor_its_idf_table() -> None:
+    """The segmenter's dictionary (~30 MB in each worker process) and jieba's IDF table load with the
+    first Chinese page (in a fresh process: this one has loaded them)."""
+    script = """
+import sys
+from pipelines import Fingerprinter
+from pipelines.content import _idf_table
+from tests.pages import CHINESE_ARTICLE, real_page
+fingerprinter = Fingerprinter()
+fingerprinter.fingerprint(real_page("newspaper-syracuse.com1"))
+print("rjieba" in sys.modules, _idf_table.cache_info().currsize)
+fingerprinter.fingerprint(CHINESE_ARTICLE)
+print("rjieba" in sys.modules, _idf_table.cache_info().currsize)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).parents[1])
+    assert done.stdout.split() == ["False", "1", "True", "2"]
