@@ -288,6 +288,7 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "rss_mb_end": total(memory[-1], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
         "pss_mb_end": total(memory[-1], 1), "pss_mb_max": max(total(sample, 1) for sample in memory),
         "rss_mb_end_crawl": memory[-1][0][0], "rss_mb_end_workers": [w[0] for w in memory[-1][1]],
+        "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
     }
 
 

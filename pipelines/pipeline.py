@@ -194,12 +194,8 @@ class SimhashDedupPipeline:
         if not isinstance(html, (str, bytes)):
             self._count("not_html", url)
             return None
-        key = self._recent.key(html)
-        fingerprint = self._recent.get(key)
-        if fingerprint is None:
-            fingerprint = await self.fingerprints.fingerprint(html, url)
-            self._recent.add(key, fingerprint)
-        else:
+        fingerprint, known = await self._recent.fingerprint(html, url, self.fingerprints.fingerprint)
+        if known:
             self._count("same_html")
         if fingerprint.problem:
             self._count(fingerprint.problem, url)

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from multiprocessing.connection import Connection
 
@@ -155,31 +156,46 @@ class FingerprintPool:
 
 
 class RecentPages:
-    """The fingerprints of the most recently fingerprinted HTML documents, by a 128-bit hash of the
-    HTML: the same page under another URL (a session id or tracking parameter in the link, a
-    mirror, a trap) is not fingerprinted again.  The fingerprint depends on the HTML only, so
-    reusing it changes no decision."""
+    """Byte-identical pages are fingerprinted once: the same page under another URL (a session id
+    or tracking parameter in the link, a mirror, a trap) takes the fingerprint of the last 10,000
+    distinct pages (by a 128-bit hash of the HTML), or waits for it when that page is being
+    fingerprinted.  The fingerprint depends on the HTML only: reusing it changes no decision."""
 
     def __init__(self, size: int = RECENT_PAGES) -> None:
         self.size = size
         self._fingerprints: OrderedDict[bytes, Fingerprint] = OrderedDict()
+        self._waiting: dict[bytes, list[Deferred[Fingerprint]]] = {}  # pages being fingerprinted: their copies
+
+    async def fingerprint(
+        self, html: str | bytes, url: str, compute: Callable[[str | bytes, str], Awaitable[Fingerprint]]
+    ) -> tuple[Fingerprint, bool]:
+        """The page's fingerprint (by ``compute`` unless known), and whether it was known."""
+        key = self.key(html)
+        if (known := self._fingerprints.get(key)) is not None:
+            self._fingerprints.move_to_end(key)
+            return known, True
+        if (copies := self._waiting.get(key)) is not None:
+            copies.append(Deferred())
+            return await maybe_deferred_to_future(copies[-1]), True
+        self._waiting[key] = []
+        try:
+            fingerprint = await compute(html, url)
+        except Exception as error:  # its copies fail the same way (kept, counted)
+            for copy in self._waiting.pop(key):
+                copy.errback(error)
+            raise
+        self._fingerprints[key] = fingerprint
+        if len(self._fingerprints) > self.size:
+            self._fingerprints.popitem(last=False)
+        for copy in self._waiting.pop(key):
+            copy.callback(fingerprint)
+        return fingerprint, False
 
     @staticmethod
     def key(html: str | bytes) -> bytes:
         if isinstance(html, bytes):
             return b"b" + xxhash.xxh3_128_digest(html)
         return b"s" + xxhash.xxh3_128_digest(html.encode("utf-8", "surrogatepass"))
-
-    def get(self, key: bytes) -> Fingerprint | None:
-        found = self._fingerprints.get(key)
-        if found is not None:
-            self._fingerprints.move_to_end(key)
-        return found
-
-    def add(self, key: bytes, fingerprint: Fingerprint) -> None:
-        self._fingerprints[key] = fingerprint
-        if len(self._fingerprints) > self.size:
-            self._fingerprints.popitem(last=False)
 
 
 class ArrivalOrder:

@@ -389,8 +389,13 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
 
 def test_remembered_pages_are_bounded() -> None:
     recent = RecentPages(size=2)
-    keys = [recent.key(f"<p>{n}</p>") for n in range(3)]
-    for key in keys:
-        recent.add(key, Fingerprint(1, 2))
-    assert recent.get(keys[0]) is None and recent.get(keys[2]) == Fingerprint(1, 2)
+
+    async def fingerprint(html: str | bytes, url: str) -> Fingerprint:
+        return Fingerprint(len(html), 2)
+
+    pages = [f"<p>{n}</p>" for n in range(3)]
+    for html in [*pages, pages[2], pages[0]]:
+        run(recent.fingerprint(html, "", fingerprint))
+    assert run(recent.fingerprint(pages[1], "", fingerprint)) == (Fingerprint(8, 2), False)  # forgotten
+    assert run(recent.fingerprint(pages[0], "", fingerprint))[1]
     assert recent.key("<p>0</p>") != recent.key(b"<p>0</p>")  # text and bytes never share a key

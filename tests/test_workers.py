@@ -50,6 +50,8 @@ def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Pa
     assert len(result["dropped"]) == len(urls) - len(CLUSTERS)
     assert all(cluster_of[drop["url"]] == cluster_of[drop["duplicate_of"]] for drop in result["dropped"])
     assert all(drop["duplicate_of"] in result["kept"] for drop in result["dropped"])
+    # the 12 byte-identical copies of each article: fingerprinted once, the other 11 wait for it or reuse it
+    assert result["stats"]["simhash_dedup/same_html"] == 11 * len(CLUSTERS)
 
 
 def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[Path, str], crawl: Callable) -> None:
