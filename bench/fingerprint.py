@@ -102,8 +102,13 @@ class Variant:
 
 
 def worktree(ref: str) -> Path:
+    """A checkout of ``ref``, its compiled parts built (its other requirements must be installed:
+    numba for commits before the compiled index)."""
     folder = Path(tempfile.mkdtemp(prefix="fingerprint-bench-")) / "tree"
     subprocess.run(["git", "-C", str(PROJECT), "worktree", "add", "--detach", "-q", str(folder), ref], check=True)
+    if (folder / "setup.py").exists():
+        subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=folder, check=True,
+                       capture_output=True)
     return folder
 
 
