@@ -230,6 +230,7 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
     lags: list[float] = []
     memory: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # (crawl, [each worker])
     worker_pids: set[int] = set()  # every worker seen: the pool replaces a worker that dies
+    at_end: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # the sample at the crawl's end
     clock: dict[str, float] = {}
 
     def probe(due: float) -> None:
@@ -262,6 +263,7 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
     def idle(**_: Any) -> None:  # the last time is the end of the crawl, before the workers stop
         clock["end"] = time.monotonic()
         sample_memory(again=False)
+        at_end[:] = memory[-1:]  # (the periodic samples go on until the spider closes)
 
     def closed(**_: Any) -> None:
         clock["closed"] = time.monotonic()
@@ -285,9 +287,9 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "cpu_ms_per_page_crawl": 1000 * own_cpu / max(1, pages),
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
-        "rss_mb_end": total(memory[-1], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
-        "pss_mb_end": total(memory[-1], 1), "pss_mb_max": max(total(sample, 1) for sample in memory),
-        "rss_mb_end_crawl": memory[-1][0][0], "rss_mb_end_workers": [w[0] for w in memory[-1][1]],
+        "rss_mb_end": total(at_end[0], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
+        "pss_mb_end": total(at_end[0], 1), "pss_mb_max": max(total(sample, 1) for sample in memory),
+        "rss_mb_end_crawl": at_end[0][0][0], "rss_mb_end_workers": [w[0] for w in at_end[0][1]],
         "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
     }
 
