@@ -44,7 +44,7 @@ import xxhash
 
 from . import treewalk
 from .structure import DEFAULT_DECAY
-from .textloops import only_words, xxh3_hashes
+from .textloops import only_words, starting_in, xxh3_hashes
 from .treewalk import Block, Node
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
@@ -75,14 +75,15 @@ MIN_OWN_SHARE = 0.15
 #: Tokens per shingle in the sketch.
 SHINGLE_SIZE = 3
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+#: Han characters (CJK ideographs and their extensions): the text jieba segments and weighs.
+HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF))
+_HAN = "".join(f"{chr(first)}-{chr(last)}" for first, last in HAN_RANGES)
 #: Scripts written without spaces that jieba does not segment: kana, Thai, Lao, Khmer, Myanmar.
 _UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
 _TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
 _NOT_SPACED = re.compile(f"[{_HAN}{_UNSPACED}]")
 _WORD = re.compile(r"[^\W_]+")  # the third kind of token, in texts without the first two
 _ASCII_WORD = re.compile(r"[a-z0-9]+")  # the same, in lower-case ASCII
-_STARTS_HAN = re.compile(f"[{_HAN}]")
 
 
 @dataclass
@@ -290,7 +291,7 @@ def content_features(blocks: list[list[str]]) -> dict[str, float]:
     counts = Counter(only_words([token for block in blocks for token in block]))
     words = list(counts)
     hashes = xxh3_hashes(words)
-    chinese = np.fromiter((_STARTS_HAN.match(word) is not None for word in words), bool, len(words))
+    chinese = starting_in(words, HAN_RANGES)
     idf = np.empty(len(words))
     idf[~chinese] = _word_idf().lookup(hashes[~chinese])
     if chinese.any():

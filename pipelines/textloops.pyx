@@ -12,6 +12,7 @@ package gives.
 from cpython.unicode cimport Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize
 from libc.stdint cimport uint64_t
 from libcpp.string cimport string
+from libcpp.vector cimport vector
 
 import numpy as np
 
@@ -40,6 +41,30 @@ cdef inline bint _all_digits(str token):
         if not Py_UNICODE_ISDIGIT(character):
             return False
     return True
+
+
+def starting_in(list words, tuple ranges):
+    """Per word, as ``bool``: does its first character fall in one of ``ranges`` (pairs of first and
+    last code points)?"""
+    found = np.zeros(len(words), dtype=bool)
+    cdef unsigned char[::1] out = found.view(np.uint8)
+    cdef Py_ssize_t n, r, count = len(ranges)
+    cdef long code
+    cdef str word
+    cdef vector[long] bounds
+    for low, high in ranges:
+        bounds.push_back(low)
+        bounds.push_back(high)
+    for n in range(len(words)):
+        word = words[n]
+        if not word:
+            continue
+        code = <long>(<Py_UCS4>word[0])
+        for r in range(count):
+            if bounds[2 * r] <= code <= bounds[2 * r + 1]:
+                out[n] = 1
+                break
+    return found
 
 
 def xxh3_hashes(list texts):
