@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import charset_normalizer
 import lxml.etree
 from w3lib.encoding import html_to_unicode
 
@@ -79,5 +78,7 @@ def _decoded(body: bytes) -> tuple[str, bytes | None]:
 
 
 def _guess_encoding(body: bytes) -> str:
+    import charset_normalizer  # ~4 MB: only for the rare page that is neither UTF-8 nor declared
+
     best = charset_normalizer.from_bytes(body[:65536]).best()
     return best.encoding if best else "cp1252"
