@@ -1,39 +1,42 @@
 """Fingerprinting off the reactor thread, on every core.
 
 The reactor only hands pages out and applies decisions.  Each worker process
-is driven by a thread of its own, which sends it one page through a pipe and
-waits for the fingerprint (the wait releases the GIL): a page that kills its
-worker is known, it fails with :class:`WorkerCrashed` (the pipeline keeps it and
-counts it in ``simhash_dedup/errors``), and the next page starts a new worker.
-Pages wait in the thread pool's queue without blocking the reactor; Scrapy's
-limits on items in progress (``CONCURRENT_ITEMS``, the scraper's active size)
-bound that queue.  A worker is a fresh interpreter running
-``python -m pipelines.worker_process``: it imports the fingerprint's modules
-only, never the crawler's ``__main__`` nor a copy of its memory.
+holds one end of a socket, the reactor the other: a page goes out as one
+message (``multiprocessing.connection``'s framing, which the worker reads
+with a ``Connection``), its fingerprint comes back as another, read when it
+arrives; no thread, no wait.  A worker holds one page at a time; pages wait
+in a queue for the first free worker, without blocking the reactor, and
+Scrapy's limits on items in progress (``CONCURRENT_ITEMS``, the scraper's
+active size) bound that queue.  A page that kills its worker is known: it
+fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
+``simhash_dedup/errors``), and the next page starts a new worker.  A worker
+is a fresh interpreter running ``python -m pipelines.worker_process``: it
+imports the fingerprint's modules only, never the crawler's ``__main__`` nor
+a copy of its memory.
 
-With ``processes`` of 0 or 1 there is no worker and no thread: pages are
-fingerprinted where they arrive, on the reactor thread, as plain function
-calls (small crawls, debugging, tests that step a coroutine).
+With ``processes`` of 0 or 1 there is no worker: pages are fingerprinted
+where they arrive, on the reactor thread, as plain function calls (small
+crawls, debugging, tests that step a coroutine).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
+import struct
 import subprocess
 import sys
-import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from multiprocessing.connection import Connection
 
 import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThreadPool
-from twisted.python.threadpool import ThreadPool
+from twisted.internet.protocol import Factory, Protocol
+from twisted.python.failure import Failure
 
 from .fingerprint import Fingerprint, Fingerprinter
 from .worker_process import FingerprinterOptions, FingerprintFailed
@@ -48,40 +51,61 @@ class WorkerCrashed(RuntimeError):
     """The worker process died while fingerprinting this page."""
 
 
-class FingerprintWorker:
-    """One worker process and the crawler's end of its pipe; used by one thread at a time."""
+def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Popen, socket.socket]:
+    """A worker process and the crawl's end of its socket."""
+    mine, theirs = socket.socketpair()
+    path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process found pipelines
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines.worker_process", str(theirs.fileno()), json.dumps(asdict(options))],
+        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path},
+    )
+    theirs.close()
+    return process, mine
 
-    def __init__(self, options: FingerprinterOptions) -> None:
-        mine, theirs = socket.socketpair()
-        path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process found pipelines
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.worker_process", str(theirs.fileno()), json.dumps(asdict(options))],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path},
-        )
-        theirs.close()
-        self.connection = Connection(mine.detach())
+
+class FingerprintWorker(Protocol):
+    """One worker process, the reactor reading the crawl's end of its socket; one page at a time."""
+
+    def __init__(self, options: FingerprinterOptions, on_lost: Callable[[FingerprintWorker], None]) -> None:
+        from twisted.internet import reactor
+
+        self.process, self._socket = start_worker_process(options)
         self.url: str | None = None  # the page it is fingerprinting
+        self._answer: Deferred[Fingerprint] | None = None
+        self._received = bytearray()
+        self._on_lost = on_lost
+        reactor.adoptStreamConnection(self._socket.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: self))
+
+    def fingerprint(self, html: str | bytes, url: str) -> Deferred[Fingerprint]:
+        self.url, self._answer = url, Deferred()
+        message = pickle.dumps((html, url), protocol=pickle.HIGHEST_PROTOCOL)
+        self.transport.writeSequence([_header(len(message)), message])
+        return self._answer
+
+    def dataReceived(self, data: bytes) -> None:
+        self._received += data
+        while (message := _take_message(self._received)) is not None:
+            answer, self._answer, self.url = self._answer, None, None
+            result = pickle.loads(message)
+            if isinstance(result, FingerprintFailed):
+                answer.errback(result)
+            else:
+                answer.callback(result)
+
+    def connectionLost(self, reason: Failure) -> None:
+        self._on_lost(self)
+        if self._answer is not None:  # it died on this page
+            answer, self._answer, self.url = self._answer, None, None
+            code = self.process.poll()
+            answer.errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
 
-    def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
-        self.url = url
-        try:
-            self.connection.send((html, url))
-            result = self.connection.recv()
-        except (EOFError, OSError) as error:
-            self.process.wait(STOP_TIMEOUT)
-            raise WorkerCrashed(f"the fingerprint worker died (exit code {self.process.returncode})") from error
-        finally:
-            self.url = None
-        if isinstance(result, FingerprintFailed):
-            raise result
-        return result
-
     def stop(self) -> None:
+        """End of input (the worker exits), then wait for it; killed if it does not exit in time."""
         try:
-            self.connection.send(None)
+            self._socket.shutdown(socket.SHUT_WR)
         except OSError:
             pass
         try:
@@ -89,70 +113,101 @@ class FingerprintWorker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.connection.close()
+        self._socket.close()
+        if self.transport is not None:
+            self.transport.abortConnection()
+
+
+def _header(size: int) -> bytes:
+    """``multiprocessing.connection``'s frame header."""
+    return struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+
+
+def _take_message(received: bytearray) -> bytes | None:
+    """The first whole message in ``received`` (removed from it), or None."""
+    if len(received) < 4:
+        return None
+    (size,) = struct.unpack_from("!i", received)
+    start = 4
+    if size == -1:
+        if len(received) < 12:
+            return None
+        (size,), start = struct.unpack_from("!Q", received, 4), 12
+    if len(received) < start + size:
+        return None
+    message = bytes(received[start : start + size])
+    del received[: start + size]
+    return message
 
 
 class FingerprintPool:
     """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` <= 1).
 
-    Threads and processes start with the first page.
+    Workers start with the first pages.
     """
 
     def __init__(self, fingerprinter: Fingerprinter, processes: int) -> None:
         self.fingerprinter = fingerprinter
         self.processes = processes
         self._options = FingerprinterOptions.of(fingerprinter)
-        self._threads: ThreadPool | None = None
-        self._local = threading.local()  # each thread's worker
         self._workers: list[FingerprintWorker] = []
-        self._lock = threading.Lock()
+        self._free: list[FingerprintWorker] = []
+        self._queue: deque[tuple[str | bytes, str, Deferred[Fingerprint]]] = deque()
+        self._started = False
+        self._closed = False
 
     async def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
-        if self.processes <= 1:
+        if self.processes <= 1 or self._closed:
             return self.fingerprinter.fingerprint(html, url)
-        from twisted.internet import reactor
+        if not self._started:
+            from twisted.internet import reactor
 
-        if self._threads is None:
-            self._threads = ThreadPool(minthreads=1, maxthreads=self.processes, name="simhash_dedup_fingerprint")
-            self._threads.start()
             reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
-        return await maybe_deferred_to_future(deferToThreadPool(reactor, self._threads, self._run, html, url))
+            self._started = True
+        answer: Deferred[Fingerprint] = Deferred()
+        self._queue.append((html, url, answer))
+        self._hand_out()
+        return await maybe_deferred_to_future(answer)
 
     def workers(self) -> list[tuple[int, str | None]]:
         """The live worker processes: their pid, and the URL of the page each is fingerprinting."""
-        with self._lock:
-            return [(worker.process.pid, worker.url) for worker in self._workers if worker.is_alive()]
+        return [(worker.process.pid, worker.url) for worker in self._workers if worker.is_alive()]
 
     def close(self) -> None:
-        """Wait for the pages in progress, then stop every worker (again: nothing happens)."""
-        threads, self._threads = self._threads, None
-        if threads is not None:
-            threads.stop()
-        with self._lock:
-            workers, self._workers = self._workers, []
+        """Stop every worker (again: nothing happens).  Scrapy closes the spider once every item is
+        done, so no page is in progress; pages that come after are fingerprinted in this thread."""
+        self._closed = True
+        workers, self._workers, self._free = self._workers, [], []
         for worker in workers:
             worker.stop()
+        while self._queue:  # (a reactor stopped mid-crawl) kept, counted as errors
+            self._queue.popleft()[2].errback(WorkerCrashed("the fingerprint workers were stopped"))
 
-    def _run(self, html: str | bytes, url: str) -> Fingerprint:  # in a pool thread
-        worker = getattr(self._local, "worker", None)
-        if worker is not None and not worker.is_alive():  # died between two pages: none lost
-            self._forget(worker)
-            worker = None
-        if worker is None:
-            worker = self._local.worker = FingerprintWorker(self._options)
-            with self._lock:
+    def _hand_out(self) -> None:
+        """Give queued pages to free workers, starting workers up to ``processes``."""
+        while self._queue and not self._closed:
+            if self._free:
+                worker = self._free.pop()
+            elif len(self._workers) < self.processes:
+                worker = FingerprintWorker(self._options, self._lost)
                 self._workers.append(worker)
-        try:
-            return worker.fingerprint(html, url)
-        except WorkerCrashed:
-            self._forget(worker)  # the next page starts a new one
-            raise
+            else:
+                return
+            html, url, answer = self._queue.popleft()
+            worker.fingerprint(html, url).addBoth(self._done, worker, answer)
 
-    def _forget(self, worker: FingerprintWorker) -> None:
-        self._local.worker = None
-        with self._lock:
+    def _done(self, result: Fingerprint | Failure, worker: FingerprintWorker, answer: Deferred[Fingerprint]) -> None:
+        if worker in self._workers:
+            self._free.append(worker)
+        self._hand_out()
+        answer.callback(result) if not isinstance(result, Failure) else answer.errback(result)
+
+    def _lost(self, worker: FingerprintWorker) -> None:
+        """A worker is gone (died, or stopped): forget it; the next page starts a new one."""
+        if worker in self._workers:
             self._workers.remove(worker)
-        worker.connection.close()
+        if worker in self._free:
+            self._free.remove(worker)
 
 
 class RecentPages:

@@ -4,11 +4,12 @@ order of arrival however concurrent the crawl, and a worker that dies loses no p
 from __future__ import annotations
 
 from collections import Counter
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from pipelines import Fingerprinter
-from pipelines.workers import FingerprinterOptions, FingerprintWorker
+from pipelines.workers import FingerprinterOptions, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -17,13 +18,15 @@ PAGES = [real_page("newspaper-syracuse.com1"), real_page("gne-163-1"), CHINESE_A
 
 def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
     for fingerprinter in (Fingerprinter(), Fingerprinter(structure_decay=0.8, min_features=10, max_bytes=50_000)):
-        worker = FingerprintWorker(FingerprinterOptions.of(fingerprinter))
+        process, end = start_worker_process(FingerprinterOptions.of(fingerprinter))
+        connection = Connection(end.detach())
         try:
             for html in PAGES:
-                assert worker.fingerprint(html, "https://a.test/") == fingerprinter.fingerprint(html)
+                connection.send((html, "https://a.test/"))
+                assert connection.recv() == fingerprinter.fingerprint(html)
         finally:
-            worker.stop()
-        assert not worker.is_alive()
+            connection.close()  # end of input: the worker exits
+        assert process.wait(10) == 0
 
 
 CLUSTERS = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
