@@ -22,6 +22,7 @@ crawls, debugging, tests that step a coroutine).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import socket
@@ -41,10 +42,14 @@ from twisted.python.failure import Failure
 from .fingerprint import Fingerprint, Fingerprinter
 from .worker_process import FingerprinterOptions, FingerprintFailed
 
+logger = logging.getLogger(__name__)
+
 #: Seconds a worker gets to finish when the pool closes, before it is killed.
 STOP_TIMEOUT = 5.0
 #: Distinct HTML documents whose fingerprints are remembered (~300 bytes each).
 RECENT_PAGES = 10_000
+#: Pages a worker holds at once: the one it fingerprints, and the next.
+PAGES_PER_WORKER = 2
 
 
 class WorkerCrashed(RuntimeError):
@@ -63,29 +68,36 @@ def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Pope
     return process, mine
 
 
-class FingerprintWorker(Protocol):
-    """One worker process, the reactor reading the crawl's end of its socket; one page at a time."""
+Page = tuple[str | bytes, str, Deferred]  # HTML, URL, where its fingerprint goes
 
-    def __init__(self, options: FingerprinterOptions, on_lost: Callable[[FingerprintWorker], None]) -> None:
+
+class FingerprintWorker(Protocol):
+    """One worker process, the reactor reading the crawl's end of its socket.  Pages go out in order
+    and their fingerprints come back in that order: the first page unanswered is the one in progress."""
+
+    def __init__(self, options: FingerprinterOptions, on_lost: Callable[[FingerprintWorker, list[Page]], None]) -> None:
         from twisted.internet import reactor
 
         self.process, self._socket = start_worker_process(options)
-        self.url: str | None = None  # the page it is fingerprinting
-        self._answer: Deferred[Fingerprint] | None = None
+        self.pages: deque[Page] = deque()  # sent, not answered
         self._received = bytearray()
         self._on_lost = on_lost
         reactor.adoptStreamConnection(self._socket.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: self))
 
-    def fingerprint(self, html: str | bytes, url: str) -> Deferred[Fingerprint]:
-        self.url, self._answer = url, Deferred()
-        message = pickle.dumps((html, url), protocol=pickle.HIGHEST_PROTOCOL)
+    @property
+    def url(self) -> str | None:
+        """The page it is fingerprinting."""
+        return self.pages[0][1] if self.pages else None
+
+    def send(self, page: Page) -> None:
+        self.pages.append(page)
+        message = pickle.dumps(page[:2], protocol=pickle.HIGHEST_PROTOCOL)
         self.transport.writeSequence([_header(len(message)), message])
-        return self._answer
 
     def dataReceived(self, data: bytes) -> None:
         self._received += data
         while (message := _take_message(self._received)) is not None:
-            answer, self._answer, self.url = self._answer, None, None
+            answer = self.pages.popleft()[2]
             result = pickle.loads(message)
             if isinstance(result, FingerprintFailed):
                 answer.errback(result)
@@ -93,11 +105,11 @@ class FingerprintWorker(Protocol):
                 answer.callback(result)
 
     def connectionLost(self, reason: Failure) -> None:
-        self._on_lost(self)
-        if self._answer is not None:  # it died on this page
-            answer, self._answer, self.url = self._answer, None, None
+        pages, self.pages = list(self.pages), deque()
+        self._on_lost(self, pages[1:])  # the pages it had not started go to another worker
+        if pages:  # it died on this one
             code = self.process.poll()
-            answer.errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
+            pages[0][2].errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
@@ -143,7 +155,8 @@ def _take_message(received: bytearray) -> bytes | None:
 class FingerprintPool:
     """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` <= 1).
 
-    Workers start with the first pages.
+    Workers start with the first pages.  Each holds up to ``PAGES_PER_WORKER`` pages: the next one
+    waits in its socket, so a worker never idles while the reactor is busy elsewhere.
     """
 
     def __init__(self, fingerprinter: Fingerprinter, processes: int) -> None:
@@ -151,8 +164,7 @@ class FingerprintPool:
         self.processes = processes
         self._options = FingerprinterOptions.of(fingerprinter)
         self._workers: list[FingerprintWorker] = []
-        self._free: list[FingerprintWorker] = []
-        self._queue: deque[tuple[str | bytes, str, Deferred[Fingerprint]]] = deque()
+        self._queue: deque[Page] = deque()
         self._started = False
         self._closed = False
 
@@ -165,6 +177,7 @@ class FingerprintPool:
             reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
             self._started = True
         answer: Deferred[Fingerprint] = Deferred()
+        answer.addBoth(self._room_again)
         self._queue.append((html, url, answer))
         self._hand_out()
         return await maybe_deferred_to_future(answer)
@@ -177,37 +190,46 @@ class FingerprintPool:
         """Stop every worker (again: nothing happens).  Scrapy closes the spider once every item is
         done, so no page is in progress; pages that come after are fingerprinted in this thread."""
         self._closed = True
-        workers, self._workers, self._free = self._workers, [], []
+        workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()
-        while self._queue:  # (a reactor stopped mid-crawl) kept, counted as errors
-            self._queue.popleft()[2].errback(WorkerCrashed("the fingerprint workers were stopped"))
+        self._fail(list(self._queue))
 
     def _hand_out(self) -> None:
-        """Give queued pages to free workers, starting workers up to ``processes``."""
+        """Give queued pages to the least busy workers, starting workers up to ``processes``."""
         while self._queue and not self._closed:
-            if self._free:
-                worker = self._free.pop()
-            elif len(self._workers) < self.processes:
+            worker = min(self._workers, key=lambda w: len(w.pages), default=None)
+            if (worker is None or worker.pages) and len(self._workers) < self.processes:
                 worker = FingerprintWorker(self._options, self._lost)
                 self._workers.append(worker)
-            else:
+            elif worker is None or len(worker.pages) >= PAGES_PER_WORKER:
                 return
-            html, url, answer = self._queue.popleft()
-            worker.fingerprint(html, url).addBoth(self._done, worker, answer)
+            worker.send(self._queue.popleft())
 
-    def _done(self, result: Fingerprint | Failure, worker: FingerprintWorker, answer: Deferred[Fingerprint]) -> None:
-        if worker in self._workers:
-            self._free.append(worker)
+    def _room_again(self, result: Fingerprint | Failure) -> Fingerprint | Failure:
+        """A page is answered: its worker takes the next one (the answer passes on unchanged)."""
         self._hand_out()
-        answer.callback(result) if not isinstance(result, Failure) else answer.errback(result)
+        return result
 
-    def _lost(self, worker: FingerprintWorker) -> None:
-        """A worker is gone (died, or stopped): forget it; the next page starts a new one."""
+    def _lost(self, worker: FingerprintWorker, unstarted: list[Page]) -> None:
+        """A worker is gone (died, or stopped): forget it; its pages not started go first to the others
+        (or a new worker)."""
         if worker in self._workers:
             self._workers.remove(worker)
-        if worker in self._free:
-            self._free.remove(worker)
+        if self._closed:
+            self._fail(unstarted)
+            return
+        if unstarted:
+            logger.info("simhash_dedup: pages a fingerprint worker had not started go to another worker: %d",
+                        len(unstarted))
+        self._queue.extendleft(reversed(unstarted))
+        self._hand_out()
+
+    @staticmethod
+    def _fail(pages: list[Page]) -> None:
+        """(A reactor stopped mid-crawl) the pages are kept, counted as errors."""
+        for _, _, answer in pages:
+            answer.errback(WorkerCrashed("the fingerprint workers were stopped"))
 
 
 class RecentPages:

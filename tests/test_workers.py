@@ -29,6 +29,13 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         assert process.wait(10) == 0
 
 
+def huge_page() -> str:
+    """6 MB of paragraphs: a worker takes seconds over it."""
+    return "<html><body>" + "".join(
+        f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
+    ) + "</body></html>"
+
+
 CLUSTERS = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
             "gne-163-1", "gne-sina-1"]
 
@@ -61,10 +68,7 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[
     """The workers are killed while they fingerprint a 6 MB page: that page is kept and counted as an
     error; the next pages are fingerprinted by new workers and decided as always."""
     root, base_url = site
-    huge = "<html><body>" + "".join(
-        f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
-    ) + "</body></html>"
-    (root / "huge.html").write_text(huge)
+    (root / "huge.html").write_text(huge_page())
     (root / "a.html").write_bytes(real_page("newspaper-syracuse.com1"))
     (root / "b.html").write_bytes(real_page("newspaper-syracuse.com2"))
     (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
@@ -78,3 +82,25 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[
     assert [(drop["url"], drop["duplicate_of"]) for drop in result["dropped"]] == [(urls[3], urls[0])]
     assert result["stats"]["simhash_dedup/errors"] == 1
     assert "the fingerprint worker died" in result["log"]
+
+
+def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_another(
+    site: tuple[Path, str], crawl: Callable
+) -> None:
+    """A worker holds two pages: killed on the 6 MB page (the first one), it fails that page only;
+    the page queued behind it goes to another worker, is fingerprinted and decided."""
+    root, base_url = site
+    (root / "huge.html").write_text(huge_page())
+    names = [*CLUSTERS, "newspaper-theatlanticcities.com2", "gne-sina-2"]
+    for name in names:
+        (root / f"{name}.html").write_bytes(real_page(name))
+    settings = {
+        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2,
+        "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 100_000_000,  # the next pages come while the 6 MB one is fingerprinted
+    }
+    urls = [f"{base_url}{name}.html" for name in ("huge", *names)]
+    result = crawl(urls, settings)
+    assert "pages a fingerprint worker had not started go to another worker: 1" in result["log"]
+    assert sorted(result["kept"]) == sorted(urls)
+    assert result["stats"]["simhash_dedup/errors"] == 1
