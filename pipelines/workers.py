@@ -105,6 +105,7 @@ class FingerprintWorker(Protocol):
                 answer.callback(result)
 
     def connectionLost(self, reason: Failure) -> None:
+        self._socket.close()
         pages, self.pages = list(self.pages), deque()
         self._on_lost(self, pages[1:])  # the pages it had not started go to another worker
         if pages:  # it died on this one
