@@ -38,8 +38,6 @@ of the runs; in the small levels, a binary search per probe.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import itertools
 from dataclasses import dataclass
 from math import comb
@@ -47,6 +45,7 @@ from math import comb
 import numpy as np
 
 from . import indexloops
+from .memory import release_freed_memory
 
 BUFFER_SIZE = 256
 MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
@@ -293,7 +292,7 @@ class SimhashIndex:
             end = self._level_starts[-1]
             self._words = grown(self._words, end, capacity, axis=1)
             self._positions = grown(self._positions, end, capacity, axis=1)
-            _release_freed_memory()
+            release_freed_memory()  # the old copies: ~13 bytes per fingerprint at 1M
 
 
 def _permuted(fingerprints: np.ndarray, shifts: np.ndarray, masks: np.ndarray, lefts: np.ndarray) -> np.ndarray:
@@ -323,27 +322,6 @@ def grown(array: np.ndarray, used: int, capacity: int, axis: int = 0) -> np.ndar
     rows = (slice(None),) * axis + (slice(0, used),)
     bigger[rows] = array[rows]
     return bigger
-
-
-def _load_libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
-
-
-_LIBC = _load_libc()
-
-
-def _release_freed_memory() -> None:
-    """Give the old copy of a grown array back to the system.
-
-    glibc keeps freed blocks under its mmap threshold (which rises to 32 MB
-    once big blocks are freed) in the heap, so without this the resident
-    memory of a growing index carries the old copies: about 13 bytes per
-    fingerprint more at 1M.  A no-op where the C library is not glibc.
-    """
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
 
 
 def _recipe_arrays(layout: Layout) -> tuple[np.ndarray, ...]:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 
 from .fingerprint import Fingerprinter
+from .memory import release_freed_memory
 
 
 class FingerprintFailed(RuntimeError):
@@ -38,6 +39,8 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
     """The loop: a page in, its fingerprint (or the traceback) out, until ``None`` or the crawler is gone."""
     fingerprinter = Fingerprinter(**asdict(options))
     while True:
+        if not connection.poll():  # nothing waiting: give back what the last pages freed
+            release_freed_memory()
         try:
             page = connection.recv()
         except EOFError:
