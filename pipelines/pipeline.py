@@ -7,22 +7,21 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import redis
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
 
-from .batching import StoreBatcher
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
-from .redis_store import RedisStore, StoreUnavailable, remove_redis_store
 from .settings import DedupSettings
-from .stores import Match, MemoryStore, SqliteStore, remove_store
+from .stores import Match, MemoryStore, SqliteStore, StoreUnavailable, remove_store
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
+
+    from .batching import StoreBatcher
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +86,11 @@ class SimhashDedupPipeline:
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
 
     async def _open_redis(self) -> None:
+        import redis  # (and the Redis store's modules) only in crawls that use it
+
+        from .batching import StoreBatcher
+        from .redis_store import RedisStore, remove_redis_store
+
         key = self.settings.redis_key % {"spider": self.crawler.spider.name}
         timeout = self.settings.redis_timeout
         client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)

@@ -34,7 +34,7 @@ import redis
 
 from .fingerprint import Fingerprint
 from .indexloops import near_any
-from .stores import Match, MemoryStore, Mode, Policy, fingerprint_rows
+from .stores import Match, MemoryStore, Mode, Policy, StoreUnavailable, fingerprint_rows
 
 logger = logging.getLogger(__name__)
 
@@ -49,10 +49,6 @@ MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try;
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
-
-
-class StoreUnavailable(Exception):
-    """Redis could not be reached (or answered too slowly); the page was not checked."""
 
 
 class RedisStore(MemoryStore):
