@@ -21,14 +21,12 @@ from collections.abc import Iterable
 import numpy as np
 import xxhash
 
-from .textloops import xxh3_hashes
+from .textloops import sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
 SKETCH_BYTES = SKETCH_BITS // 8 + 2  # the bits, then the set's size (little-endian)
 _MAX_SIZE = (1 << 16) - 1
-_BIN_SHIFT = np.uint64(64 - 9)  # top 9 bits choose one of 512 bins
-_VALUE_MASK = np.uint64((1 << 55) - 1)
-_EMPTY = np.uint64(1 << 63)
+_VALUE_BITS = 55  # the top 9 bits choose one of 512 bins, the other 55 are the value
 _PROBES = 64  # bins an empty bin tries in turn; when none is full (under ~16 full bins), the next full one
 
 
@@ -47,34 +45,12 @@ def shingle_sketch(shingles: Iterable[str]) -> bytes:
 
 def hashes_sketch(hashes: np.ndarray) -> bytes:
     """The sketch of a set of shingles given by their XXH3-64 hashes (duplicates do not matter: the
-    set's size is the number of distinct hashes)."""
+    set's size is the number of distinct hashes).  The bins are filled in a compiled loop
+    (``textloops.sketch_bits``)."""
     hashes = np.unique(hashes)
     size = min(len(hashes), _MAX_SIZE).to_bytes(2, "little")
-    minima = np.full(SKETCH_BITS, _EMPTY, dtype=np.uint64)
-    np.minimum.at(minima, (hashes >> _BIN_SHIFT).astype(np.intp), hashes & _VALUE_MASK)
-    is_full = minima != _EMPTY
-    if not is_full.any():
-        return bytes(SKETCH_BITS // 8) + size
-    bits = (minima[_densified(is_full)] & np.uint64(1)).astype(np.uint8)
-    return np.packbits(bits, bitorder="little").tobytes() + size
-
-
-def _densified(is_full: np.ndarray) -> np.ndarray:
-    """For every bin, the full bin its value comes from: itself, or the first full one of its probes
-    (else the next full bin after its first probe)."""
-    source = np.arange(SKETCH_BITS)
-    empty = np.flatnonzero(~is_full)
-    if len(empty):
-        probes = _PROBE_TABLE[empty]
-        hit = is_full[probes]
-        first = hit.argmax(axis=1)
-        rows = np.arange(len(empty))
-        source[empty] = probes[rows, first]
-        missed = ~hit[rows, first]
-        if missed.any():
-            full = np.flatnonzero(is_full)
-            source[empty[missed]] = full[np.searchsorted(full, probes[missed, 0]) % len(full)]
-    return source
+    bits = sketch_bits(hashes, _PROBE_TABLE, _VALUE_BITS)
+    return (bits if bits is not None else bytes(SKETCH_BITS // 8)) + size
 
 
 def similarity(a: bytes, b: bytes) -> float:

@@ -102,3 +102,42 @@ def shingle_hashes(list blocks, Py_ssize_t size):
             out[at] = XXH3_64bits(joined.data(), joined.size())
             at += 1
     return hashes
+
+
+def sketch_bits(const uint64_t[::1] hashes, const Py_ssize_t[:, ::1] probes, int value_bits):
+    """The bits of a sketch (see :mod:`pipelines.sketch`): per bin (the hash's top bits), the lowest
+    bit of the least value (its low ``value_bits`` bits); an empty bin takes the bit of the first
+    full one among its ``probes``, else of the first full bin from its first probe on.  None when
+    every bin is empty."""
+    cdef Py_ssize_t bins = probes.shape[0], b, p, n
+    cdef int shift = value_bits
+    cdef uint64_t empty = (<uint64_t>1) << 63, mask = ((<uint64_t>1) << value_bits) - 1, value
+    cdef vector[uint64_t] minima = vector[uint64_t](bins, empty)
+    for n in range(hashes.shape[0]):
+        b = <Py_ssize_t>((hashes[n] >> shift) % bins)
+        value = hashes[n] & mask
+        if value < minima[b]:
+            minima[b] = value
+    cdef Py_ssize_t full = 0
+    for b in range(bins):
+        full += minima[b] != empty
+    if not full:
+        return None
+    packed = bytearray(bins // 8)
+    cdef unsigned char[::1] out = packed
+    cdef Py_ssize_t source
+    for b in range(bins):
+        source = b
+        if minima[b] == empty:
+            source = -1
+            for p in range(probes.shape[1]):
+                if minima[probes[b, p]] != empty:
+                    source = probes[b, p]
+                    break
+            if source < 0:  # the first full bin from the first probe on, around the end
+                source = probes[b, 0]
+                while minima[source] == empty:
+                    source = (source + 1) % bins
+        if minima[source] & 1:
+            out[b // 8] |= 1 << (b % 8)
+    return bytes(packed)
