@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .textloops import xxh3_hashes
+from .textloops import simhash_bits, xxh3_hashes
 
 FeatureHash = Callable[[bytes], int]
 
@@ -37,16 +37,12 @@ def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = No
     if feature_hash is None:
         hashes = xxh3_hashes(list(features))
     else:
-        hashes = np.fromiter((feature_hash(feature.encode("utf-8")) for feature in features), "<u8", len(features))
+        hashes = np.fromiter((feature_hash(feature.encode("utf-8")) for feature in features), np.uint64, len(features))
     weights = np.rint(
         np.fromiter(features.values(), dtype=np.float64, count=len(features))
         * WEIGHT_SCALE
     ).astype(np.int64)
-    bits = np.unpackbits(hashes.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    # sum over features of +w where the bit is set, -w where it is clear
-    votes = 2 * (weights @ bits.astype(np.int64)) - weights.sum()
-    packed = np.packbits(votes >= 0, bitorder="little")
-    return int.from_bytes(packed.tobytes(), "little")
+    return simhash_bits(hashes, weights)
 
 
 def hamming(a: int, b: int) -> int:

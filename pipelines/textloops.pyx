@@ -10,7 +10,8 @@ package gives.
 """
 
 from cpython.unicode cimport Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memset
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
@@ -141,3 +142,24 @@ def sketch_bits(const uint64_t[::1] hashes, const Py_ssize_t[:, ::1] probes, int
         if minima[source] & 1:
             out[b // 8] |= 1 << (b % 8)
     return bytes(packed)
+
+
+def simhash_bits(const uint64_t[::1] hashes, const int64_t[::1] weights):
+    """Charikar's SimHash (see :mod:`pipelines.simhash`): bit *i* is 1 where the weights of the
+    features whose hash has bit *i* set outweigh, or equal, those whose hash has it clear.  Integer
+    sums, wrapping as numpy's int64 would."""
+    cdef uint64_t votes[64]
+    cdef uint64_t total = 0, weight, hash_, result = 0
+    cdef Py_ssize_t n
+    cdef int bit
+    memset(votes, 0, sizeof(votes))
+    for n in range(hashes.shape[0]):
+        hash_, weight = hashes[n], <uint64_t>weights[n]
+        total += weight
+        for bit in range(64):
+            if (hash_ >> bit) & 1:
+                votes[bit] += weight
+    for bit in range(64):
+        if <int64_t>(2 * votes[bit] - total) >= 0:  # set minus clear
+            result |= (<uint64_t>1) << bit
+    return result
