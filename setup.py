@@ -18,7 +18,7 @@ setup(
             ),
             Extension("pipelines.indexloops", ["pipelines/indexloops.pyx"], extra_compile_args=["-O3", *POPCOUNT]),
             Extension("pipelines.textloops", ["pipelines/textloops.pyx"], include_dirs=["pipelines"],
-                      extra_compile_args=["-O2"]),
+                      extra_compile_args=["-O3"]),
         ],
         compiler_directives={"language_level": 3},
     )

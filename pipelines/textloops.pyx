@@ -156,9 +156,8 @@ def simhash_bits(const uint64_t[::1] hashes, const int64_t[::1] weights):
     for n in range(hashes.shape[0]):
         hash_, weight = hashes[n], <uint64_t>weights[n]
         total += weight
-        for bit in range(64):
-            if (hash_ >> bit) & 1:
-                votes[bit] += weight
+        for bit in range(64):  # no branch: the compiler vectorises it
+            votes[bit] += weight & (0 - ((hash_ >> bit) & 1))
     for bit in range(64):
         if <int64_t>(2 * votes[bit] - total) >= 0:  # set minus clear
             result |= (<uint64_t>1) << bit
