@@ -34,7 +34,6 @@ import functools
 import importlib.resources
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -44,7 +43,7 @@ import xxhash
 
 from . import treewalk
 from .structure import DEFAULT_DECAY
-from .textloops import only_words, starting_in, xxh3_hashes
+from .textloops import only_words, starting_in, word_counts, xxh3_hashes
 from .treewalk import Block, Node
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
@@ -288,7 +287,7 @@ def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
     for the rest)."""
-    counts = Counter(only_words([token for block in blocks for token in block]))
+    counts = word_counts(blocks)
     words = list(counts)
     hashes = xxh3_hashes(words)
     chinese = starting_in(words, HAN_RANGES)

@@ -31,9 +31,26 @@ cpdef list only_words(list tokens):
     cdef list found = []
     cdef str token
     for token in tokens:
-        if len(token) > 1 and not _all_digits(token):
+        if _is_word(token):
             found.append(token)
     return found
+
+
+def word_counts(list blocks):
+    """Word -> how many times it occurs in the blocks (lists of tokens), words as ``only_words``
+    keeps them, in order of first occurrence."""
+    cdef dict counts = {}
+    cdef list block
+    cdef str token
+    for block in blocks:
+        for token in block:
+            if _is_word(token):
+                counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+cdef inline bint _is_word(str token):
+    return len(token) > 1 and not _all_digits(token)
 
 
 cdef inline bint _all_digits(str token):
