@@ -28,4 +28,4 @@ redis-server:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server || command -v redis-server; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.cpp
+	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.c pipelines/*.cpp
