@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 import lxml.etree
 import numpy as np
-import xxhash
 
 from . import treewalk
 from .structure import DEFAULT_DECAY
@@ -310,7 +309,7 @@ class IdfTable:
 
     @classmethod
     def of(cls, table: dict[str, float], default: float) -> IdfTable:
-        hashes = np.fromiter((xxhash.xxh3_64_intdigest(word.encode("utf-8")) for word in table), np.uint64, len(table))
+        hashes = xxh3_hashes(list(table))
         if len(np.unique(hashes)) != len(hashes):
             raise ValueError("two words of the IDF table share a hash")
         order = np.argsort(hashes)

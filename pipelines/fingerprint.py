@@ -10,8 +10,8 @@ from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import load
 from .simhash import simhash
 from .sketch import hashes_sketch
-from .textloops import shingle_hashes
 from .structure import DEFAULT_DECAY
+from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.

@@ -54,7 +54,6 @@ MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint
 # entries on 2-core x86-64: 5 tables beat 4 up to a few million entries, 4 beat 3 beyond.
 SCAN_PER_PROBE = 128
 RELAYOUT_GAIN = 0.8  # a growing index takes another layout when it costs queries 20% less
-SHORT_RUN = 32  # entries a query checks one by one, without counting matches first
 MANY_PROBES = 16  # from this many probes a query scans the small levels, not a binary search per probe
 _LEVELS = 3
 _POSITION = np.uint64(0xFFFFFFFF)  # a query's result: distance << 32 | position

@@ -24,9 +24,9 @@ from .sketch import similarity, sketch_size
 logger = logging.getLogger(__name__)
 
 
-
 class StoreUnavailable(Exception):
     """The store could not be reached (Redis down or too slow); the page was not checked."""
+
 
 class Mode(str, Enum):
     """Which fingerprints must be near for a page to count as a duplicate."""

@@ -36,7 +36,7 @@ class FingerprinterOptions:
 
 
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
-    """The loop: a page in, its fingerprint (or the traceback) out, until ``None`` or the crawler is gone."""
+    """The loop: a page in, its fingerprint (or the traceback) out, until the crawler closes its end."""
     fingerprinter = Fingerprinter(**asdict(options))
     while True:
         if not connection.poll():  # nothing waiting: give back what the last pages freed
@@ -44,8 +44,6 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
         try:
             page = connection.recv()
         except EOFError:
-            return
-        if page is None:
             return
         html, url = page
         try:

@@ -4,12 +4,14 @@ The reactor only hands pages out and applies decisions.  Each worker process
 holds one end of a socket, the reactor the other: a page goes out as one
 message (``multiprocessing.connection``'s framing, which the worker reads
 with a ``Connection``), its fingerprint comes back as another, read when it
-arrives; no thread, no wait.  A worker holds one page at a time; pages wait
-in a queue for the first free worker, without blocking the reactor, and
+arrives; no thread, no wait.  A worker holds at most ``PAGES_PER_WORKER``
+pages; the others wait in a queue for the first worker with room, without
+blocking the reactor, and
 Scrapy's limits on items in progress (``CONCURRENT_ITEMS``, the scraper's
 active size) bound that queue.  A page that kills its worker is known: it
 fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
-``simhash_dedup/errors``), and the next page starts a new worker.  A worker
+``simhash_dedup/errors``), the pages it had not started go to another
+worker, and the next page starts a new worker.  A worker
 is a fresh interpreter running ``python -m pipelines.worker_process``: it
 imports the fingerprint's modules only, never the crawler's ``__main__`` nor
 a copy of its memory.
