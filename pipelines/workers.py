@@ -42,7 +42,8 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from .fingerprint import Fingerprint, Fingerprinter
-from .worker_process import FingerprinterOptions, FingerprintFailed
+from .textloops import text_digest
+from .worker_process import FingerprinterOptions, FingerprintFailed, page_message
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ class FingerprintWorker(Protocol):
 
     def send(self, page: Page) -> None:
         self.pages.append(page)
-        message = pickle.dumps(page[:2], protocol=pickle.HIGHEST_PROTOCOL)
+        message = pickle.dumps(page_message(*page[:2]), protocol=pickle.HIGHEST_PROTOCOL)
         self.transport.writeSequence([_header(len(message)), message])
 
     def dataReceived(self, data: bytes) -> None:
@@ -273,9 +274,8 @@ class RecentPages:
 
     @staticmethod
     def key(html: str | bytes) -> bytes:
-        if isinstance(html, bytes):
-            return b"b" + xxhash.xxh3_128_digest(html)
-        return b"s" + xxhash.xxh3_128_digest(html.encode("utf-8", "surrogatepass"))
+        """A 128-bit hash of the HTML, read where it lies (no encoding)."""
+        return b"b" + xxhash.xxh3_128_digest(html) if isinstance(html, bytes) else text_digest(html)
 
 
 class ArrivalOrder:

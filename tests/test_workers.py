@@ -3,17 +3,22 @@ order of arrival however concurrent the crawl, and a worker that dies loses no p
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
 from pipelines import Fingerprinter
-from pipelines.workers import FingerprinterOptions, start_worker_process
+from pipelines.worker_process import page_message, page_of
+from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
 PAGES = [real_page("newspaper-syracuse.com1"), real_page("gne-163-1"), CHINESE_ARTICLE.encode(), b"", b"\x00PNG"]
+#: Strings of every width Python stores characters in (1, 2 and 4 bytes), and a lone surrogate.
+TEXTS = [real_page("newspaper-syracuse.com1").decode(), CHINESE_ARTICLE, CHINESE_ARTICLE + "\U0001F600",
+         "<p>café \udc80 " + "word " * 60 + "</p>", ""]
 
 
 def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
@@ -21,12 +26,24 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         process, end = start_worker_process(FingerprinterOptions.of(fingerprinter))
         connection = Connection(end.detach())
         try:
-            for html in PAGES:
-                connection.send((html, "https://a.test/"))
+            for html in PAGES + TEXTS:
+                connection.send(page_message(html, "https://a.test/"))
                 assert connection.recv() == fingerprinter.fingerprint(html)
         finally:
             connection.close()  # end of input: the worker exits
         assert process.wait(10) == 0
+
+
+def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
+    """Strings go as Python holds them (no encoding), and come back equal, of every width."""
+    for html in PAGES + TEXTS:
+        message = pickle.loads(pickle.dumps(page_message(html, "https://a.test/")))
+        assert page_of(message) == (html, "https://a.test/")
+        assert type(page_of(message)[0]) is type(html)
+    keys = [RecentPages.key(html) for html in TEXTS]
+    assert len(set(keys)) == len(TEXTS)  # distinct pages, distinct keys
+    assert [RecentPages.key("".join(list(html))) for html in TEXTS] == keys  # equal strings, equal keys
+    assert RecentPages.key("abc") != RecentPages.key(b"abc")
 
 
 def huge_page() -> str:
