@@ -22,7 +22,7 @@ cost; words a project adds to the global jieba never change our fingerprints),
 and weighted with jieba's IDF table; both load with the first Chinese page; kana, Thai and other
 scripts without spaces become character bigrams.  Every other script is split
 into words and weighted with a table built from wordfreq frequencies (both
-tables in ``data/idf_tables.npz``, see ``tools/build_idf.py``).  One-character words and numbers (dates,
+tables in ``data/idf_*.bin``, see ``tools/build_idf.py``).  One-character words and numbers (dates,
 counters, prices) are not SimHash features; shingles keep every token (people
 judge two pages whose figures differ as different pages: counting numbers as
 one token in shingles cost 6 false drops of 358 Webis pairs).
@@ -38,11 +38,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import lxml.etree
-import numpy as np
 
 from . import treewalk
 from .structure import DEFAULT_DECAY
-from .textloops import only_words, starting_in, word_counts, xxh3_hashes
+from .textloops import IdfTable, only_words, tf_idf, word_counts
 from .treewalk import Block, Node
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
@@ -285,40 +284,8 @@ def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
 
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
-    for the rest)."""
-    counts = word_counts(blocks)
-    words = list(counts)
-    hashes = xxh3_hashes(words)
-    chinese = starting_in(words, HAN_RANGES)
-    idf = np.empty(len(words))
-    idf[~chinese] = _word_idf().lookup(hashes[~chinese])
-    if chinese.any():
-        idf[chinese] = _chinese_idf().lookup(hashes[chinese])
-    weights = np.fromiter(counts.values(), np.float64, len(words)) * idf
-    return dict(zip(words, weights.tolist()))
-
-
-@dataclass(frozen=True)
-class IdfTable:
-    """IDF by word, held as the words' sorted xxh3-64 hashes beside their IDF: 16 bytes a word, where a
-    dict of strings takes ~190 (a worker process holds both tables).  Words not in it get ``default``."""
-
-    hashes: np.ndarray
-    values: np.ndarray
-    default: float
-
-    @classmethod
-    def of(cls, table: dict[str, float], default: float) -> IdfTable:
-        hashes = xxh3_hashes(list(table))
-        if len(np.unique(hashes)) != len(hashes):
-            raise ValueError("two words of the IDF table share a hash")
-        order = np.argsort(hashes)
-        return cls(hashes[order], np.fromiter(table.values(), np.float64, len(table))[order], default)
-
-    def lookup(self, hashes: np.ndarray) -> np.ndarray:
-        """The IDF of the words with these hashes."""
-        at = np.searchsorted(self.hashes, hashes).clip(max=len(self.hashes) - 1)
-        return np.where(self.hashes[at] == hashes, self.values[at], self.default)
+    for the rest; compiled, ``textloops.tf_idf``)."""
+    return tf_idf(word_counts(blocks), HAN_RANGES, _word_idf, _chinese_idf)
 
 
 @functools.cache
@@ -330,13 +297,11 @@ def _segmenter() -> Callable[[str], list[str]]:
 
 @functools.cache
 def _idf_table(name: str) -> IdfTable:
-    """One IDF table from ``data/idf_tables.npz`` (built by ``tools/build_idf.py``): ``"words"``, the word
+    """One IDF table, ``data/idf_<name>.bin`` (built by ``tools/build_idf.py``): ``"words"``, the word
     table (unknown words get the rarest known word's IDF), or ``"chinese"``, jieba 0.42.1's table
     (unknown words get its median, as ``jieba.analyse`` does; loaded with the first Chinese word).
     Held as arrays: no Python object per word."""
-    with importlib.resources.files("pipelines").joinpath("data", "idf_tables.npz").open("rb") as file:
-        arrays = np.load(file)
-        return IdfTable(arrays[f"{name}_hashes"], arrays[f"{name}_values"], float(arrays[f"{name}_default"]))
+    return IdfTable.from_bytes(importlib.resources.files("pipelines").joinpath("data", f"idf_{name}.bin").read_bytes())
 
 
 def _word_idf() -> IdfTable:

@@ -10,9 +10,8 @@ machine.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Mapping
-
-import numpy as np
 
 from .textloops import simhash_bits, xxh3_hashes
 
@@ -37,12 +36,8 @@ def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = No
     if feature_hash is None:
         hashes = xxh3_hashes(list(features))
     else:
-        hashes = np.fromiter((feature_hash(feature.encode("utf-8")) for feature in features), np.uint64, len(features))
-    weights = np.rint(
-        np.fromiter(features.values(), dtype=np.float64, count=len(features))
-        * WEIGHT_SCALE
-    ).astype(np.int64)
-    return simhash_bits(hashes, weights)
+        hashes = array("Q", (feature_hash(feature.encode("utf-8")) for feature in features))
+    return simhash_bits(hashes, features.values(), WEIGHT_SCALE)
 
 
 def hamming(a: int, b: int) -> int:

@@ -16,12 +16,12 @@ changed sentence weighs depends on it (see ``Policy.similarity_needed``).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 
-import numpy as np
 import xxhash
 
-from .textloops import sketch_bits, xxh3_hashes
+from .textloops import distinct, sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
 SKETCH_BYTES = SKETCH_BITS // 8 + 2  # the bits, then the set's size (little-endian)
@@ -34,8 +34,8 @@ def _probe_sequence(bin_: int) -> list[int]:
     return [xxhash.xxh3_64_intdigest(f"{bin_}/{n}".encode()) % SKETCH_BITS for n in range(_PROBES)]
 
 
-#: Per bin, the bins it takes its value from when it is empty, in order (the same on every machine).
-_PROBE_TABLE = np.array([_probe_sequence(b) for b in range(SKETCH_BITS)], dtype=np.intp)
+#: Bin after bin, the bins each takes its value from when it is empty, in order (the same on every machine).
+_PROBE_TABLE = array("q", [probe for b in range(SKETCH_BITS) for probe in _probe_sequence(b)])
 
 
 def shingle_sketch(shingles: Iterable[str]) -> bytes:
@@ -43,13 +43,12 @@ def shingle_sketch(shingles: Iterable[str]) -> bytes:
     return hashes_sketch(xxh3_hashes(list(shingles)))
 
 
-def hashes_sketch(hashes: np.ndarray) -> bytes:
-    """The sketch of a set of shingles given by their XXH3-64 hashes (duplicates do not matter: the
-    set's size is the number of distinct hashes).  The bins are filled in a compiled loop
-    (``textloops.sketch_bits``)."""
-    hashes = np.unique(hashes)
-    size = min(len(hashes), _MAX_SIZE).to_bytes(2, "little")
-    bits = sketch_bits(hashes, _PROBE_TABLE, _VALUE_BITS)
+def hashes_sketch(hashes: array) -> bytes:
+    """The sketch of a set of shingles given by their XXH3-64 hashes (an ``array("Q")``; duplicates do
+    not matter: the set's size is the number of distinct hashes).  The bins are filled in a compiled
+    loop (``textloops.sketch_bits``)."""
+    size = min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
+    bits = sketch_bits(hashes, _PROBE_TABLE, SKETCH_BITS, _VALUE_BITS)
     return (bits if bits is not None else bytes(SKETCH_BITS // 8)) + size
 
 

@@ -18,12 +18,19 @@ from cpython.unicode cimport (
     Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize, PyUnicode_DATA, PyUnicode_FromKindAndData, PyUnicode_GET_LENGTH,
     PyUnicode_KIND,
 )
+from cpython cimport array
+from libc.math cimport nearbyint
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset
+from libcpp.algorithm cimport sort, unique
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
-import numpy as np
+import sys
+from array import array as _array
+
+cdef array.array _UINT64 = _array("Q")
+cdef array.array _DOUBLES = _array("d")
 
 cdef extern from *:
     """
@@ -73,33 +80,118 @@ cdef inline bint _all_digits(str token):
     return True
 
 
-def starting_in(list words, tuple ranges):
-    """Per word, as ``bool``: does its first character fall in one of ``ranges`` (pairs of first and
-    last code points)?"""
-    found = np.zeros(len(words), dtype=bool)
-    cdef unsigned char[::1] out = found.view(np.uint8)
-    cdef Py_ssize_t n, r, count = len(ranges)
-    cdef long code
-    cdef str word
+def tf_idf(dict counts, tuple ranges, words_table, chinese_table):
+    """Word -> count x IDF: the IDF of ``chinese_table()`` for a word whose first character falls
+    in one of ``ranges`` (pairs of first and last code points), of ``words_table()`` for the others.
+    A table is asked for when a word first needs it (jieba's loads with the first Chinese word)."""
+    cdef dict weights = {}
+    cdef IdfTable words = None, chinese = None
+    cdef Py_ssize_t length
+    cdef const char* data
+    cdef uint64_t hash_
     cdef vector[long] bounds
     for low, high in ranges:
         bounds.push_back(low)
         bounds.push_back(high)
-    for n in range(len(words)):
-        word = words[n]
-        if not word:
-            continue
-        code = <long>(<Py_UCS4>word[0])
-        for r in range(count):
-            if bounds[2 * r] <= code <= bounds[2 * r + 1]:
-                out[n] = 1
-                break
-    return found
+    for word, count in counts.items():
+        data = PyUnicode_AsUTF8AndSize(word, &length)
+        hash_ = XXH3_64bits(data, length)
+        if _starts_in(word, bounds):
+            if chinese is None:
+                chinese = chinese_table()
+            weights[word] = count * chinese.idf(hash_)
+        else:
+            if words is None:
+                words = words_table()
+            weights[word] = count * words.idf(hash_)
+    return weights
+
+
+cdef inline bint _starts_in(str word, vector[long]& bounds):
+    if not word:
+        return False
+    cdef long code = <long>(<Py_UCS4>word[0])
+    cdef size_t r
+    for r in range(0, bounds.size(), 2):
+        if bounds[r] <= code <= bounds[r + 1]:
+            return True
+    return False
+
+
+cdef class IdfTable:
+    """IDF by word, held as the words' sorted XXH3-64 hashes beside their IDF: 16 bytes a word, where a
+    dict of strings takes ~190 (a worker process holds both tables).  Words not in it get ``default``.
+
+    Stored as bytes (``to_bytes``; little-endian): the number of words and ``default``, then the
+    hashes, then the IDF values."""
+
+    cdef readonly array.array hashes  # uint64, sorted
+    cdef readonly array.array values  # float64, the IDF of the word with the hash beside
+    cdef readonly double default
+
+    def __init__(self, array.array hashes, array.array values, double default):
+        if hashes.typecode != "Q" or values.typecode != "d" or len(hashes) != len(values):
+            raise ValueError("an IDF table is uint64 hashes beside as many float64 values")
+        self.hashes, self.values, self.default = hashes, values, default
+
+    @classmethod
+    def of(cls, dict table, double default):
+        """The table of ``table`` (word -> IDF)."""
+        words = list(table)
+        hashes = xxh3_hashes(words)
+        order = sorted(range(len(words)), key=hashes.__getitem__)
+        sorted_hashes = _array("Q", [hashes[n] for n in order])
+        if any(sorted_hashes[n] == sorted_hashes[n + 1] for n in range(len(order) - 1)):
+            raise ValueError("two words of the IDF table share a hash")
+        return cls(sorted_hashes, _array("d", [table[words[n]] for n in order]), default)
+
+    @classmethod
+    def from_bytes(cls, bytes data):
+        count = int.from_bytes(data[:8], "little")
+        (default,) = _array("d", data[8:16]) if sys.byteorder == "little" else _swapped("d", data[8:16])
+        hashes = _array("Q", data[16 : 16 + 8 * count])
+        values = _array("d", data[16 + 8 * count : 16 + 16 * count])
+        if sys.byteorder != "little":
+            hashes.byteswap()
+            values.byteswap()
+        return cls(hashes, values, default)
+
+    def to_bytes(self):
+        parts = [_array("Q", [len(self.hashes)]), _array("d", [self.default]), self.hashes, self.values]
+        if sys.byteorder != "little":
+            parts = [_array(part.typecode, part) for part in parts]
+            for part in parts:
+                part.byteswap()
+        return b"".join(part.tobytes() for part in parts)
+
+    def lookup(self, words):
+        """The IDF of each word (a list of strings)."""
+        hashes = xxh3_hashes(list(words))
+        return [self.idf(hash_) for hash_ in hashes]
+
+    cdef double idf(self, uint64_t hash_):
+        cdef const uint64_t[::1] hashes = self.hashes
+        cdef Py_ssize_t low = 0, high = hashes.shape[0], middle
+        while low < high:
+            middle = (low + high) // 2
+            if hashes[middle] < hash_:
+                low = middle + 1
+            else:
+                high = middle
+        if low < hashes.shape[0] and hashes[low] == hash_:
+            return self.values[low]
+        return self.default
+
+
+def _swapped(str typecode, bytes data):
+    values = _array(typecode, data)
+    values.byteswap()
+    return values
 
 
 def xxh3_hashes(list texts):
-    """XXH3-64 of each text's UTF-8 bytes, as ``uint64`` (``xxhash.xxh3_64_intdigest``)."""
-    hashes = np.empty(len(texts), dtype=np.uint64)
+    """XXH3-64 of each text's UTF-8 bytes, as an ``array("Q")`` (``xxhash.xxh3_64_intdigest``)."""
+    hashes = array.clone(_UINT64, len(texts), False)
     cdef uint64_t[::1] out = hashes
     cdef Py_ssize_t n, length
     cdef const char* data
@@ -111,12 +203,13 @@ def xxh3_hashes(list texts):
 
 def shingle_hashes(list blocks, Py_ssize_t size):
     """XXH3-64 of every shingle of the blocks (lists of tokens): each run of ``size`` consecutive
-    tokens within a block, joined by a space; a shorter block is one shingle (an empty one: "")."""
+    tokens within a block, joined by a space; a shorter block is one shingle (an empty one: ""), as an
+    ``array("Q")``."""
     cdef Py_ssize_t total = 0, start, n, length
     cdef list block
     for block in blocks:
         total += max(1, len(block) - size + 1)
-    hashes = np.empty(total, dtype=np.uint64)
+    hashes = array.clone(_UINT64, total, False)
     cdef uint64_t[::1] out = hashes
     cdef string joined
     cdef const char* data
@@ -134,12 +227,22 @@ def shingle_hashes(list blocks, Py_ssize_t size):
     return hashes
 
 
-def sketch_bits(const uint64_t[::1] hashes, const Py_ssize_t[:, ::1] probes, int value_bits):
-    """The bits of a sketch (see :mod:`pipelines.sketch`): per bin (the hash's top bits), the lowest
-    bit of the least value (its low ``value_bits`` bits); an empty bin takes the bit of the first
-    full one among its ``probes``, else of the first full bin from its first probe on.  None when
-    every bin is empty."""
-    cdef Py_ssize_t bins = probes.shape[0], b, p, n
+def distinct(const uint64_t[::1] hashes):
+    """How many distinct values ``hashes`` holds."""
+    cdef vector[uint64_t] values = vector[uint64_t](hashes.shape[0])
+    cdef Py_ssize_t n
+    for n in range(hashes.shape[0]):
+        values[n] = hashes[n]
+    sort(values.begin(), values.end())
+    return unique(values.begin(), values.end()) - values.begin()
+
+
+def sketch_bits(const uint64_t[::1] hashes, const int64_t[::1] probes, Py_ssize_t bins, int value_bits):
+    """The bits of a sketch (see :mod:`pipelines.sketch`) of ``bins`` bins: per bin (the hash's top
+    bits), the lowest bit of the least value (its low ``value_bits`` bits); an empty bin takes the
+    bit of the first full one among its probes (``probes`` holds each bin's in turn, as many for
+    every bin), else of the first full bin from its first probe on.  None when every bin is empty."""
+    cdef Py_ssize_t per_bin = probes.shape[0] // bins, b, p, n
     cdef int shift = value_bits
     cdef uint64_t empty = (<uint64_t>1) << 63, mask = ((<uint64_t>1) << value_bits) - 1, value
     cdef vector[uint64_t] minima = vector[uint64_t](bins, empty)
@@ -160,12 +263,12 @@ def sketch_bits(const uint64_t[::1] hashes, const Py_ssize_t[:, ::1] probes, int
         source = b
         if minima[b] == empty:
             source = -1
-            for p in range(probes.shape[1]):
-                if minima[probes[b, p]] != empty:
-                    source = probes[b, p]
+            for p in range(b * per_bin, (b + 1) * per_bin):
+                if minima[probes[p]] != empty:
+                    source = probes[p]
                     break
             if source < 0:  # the first full bin from the first probe on, around the end
-                source = probes[b, 0]
+                source = probes[b * per_bin]
                 while minima[source] == empty:
                     source = (source + 1) % bins
         if minima[source] & 1:
@@ -173,17 +276,23 @@ def sketch_bits(const uint64_t[::1] hashes, const Py_ssize_t[:, ::1] probes, int
     return bytes(packed)
 
 
-def simhash_bits(const uint64_t[::1] hashes, const int64_t[::1] weights):
+def simhash_bits(const uint64_t[::1] hashes, weights, double scale):
     """Charikar's SimHash (see :mod:`pipelines.simhash`): bit *i* is 1 where the weights of the
-    features whose hash has bit *i* set outweigh, or equal, those whose hash has it clear.  Integer
-    sums, wrapping as numpy's int64 would."""
+    features whose hash has bit *i* set outweigh, or equal, those whose hash has it clear.  Each
+    weight (an iterable of floats, beside the hashes) is rounded to a whole multiple of 1/``scale``
+    (to even on a tie, as ``numpy.rint``); the sums are of integers, wrapping at 64 bits."""
+    cdef vector[int64_t] quantised
+    for value in weights:
+        quantised.push_back(<int64_t>nearbyint(<double>value * scale))
+    if <Py_ssize_t>quantised.size() != hashes.shape[0]:
+        raise ValueError("as many weights as hashes")
     cdef uint64_t votes[64]
     cdef uint64_t total = 0, weight, hash_, result = 0
     cdef Py_ssize_t n
     cdef int bit
     memset(votes, 0, sizeof(votes))
     for n in range(hashes.shape[0]):
-        hash_, weight = hashes[n], <uint64_t>weights[n]
+        hash_, weight = hashes[n], <uint64_t>quantised[n]
         total += weight
         for bit in range(64):  # no branch: the compiler vectorises it
             votes[bit] += weight & (0 - ((hash_ >> bit) & 1))

@@ -17,6 +17,7 @@ import jieba
 
 from pipelines import SCHEME_VERSION
 from pipelines.content import _HAN, PageText, tokens
+from pipelines.textloops import IdfTable
 from pipelines.document import load
 from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 
@@ -45,13 +46,12 @@ def test_chinese_is_segmented_as_jieba_segments_it() -> None:
 
 
 def test_the_idf_tables_are_built_from_the_word_table_and_jieba() -> None:
-    """``pipelines/data/idf_tables.npz`` is what ``tools/build_idf.py`` makes of its sources today."""
-    import numpy as np
+    """``pipelines/data/idf_*.bin`` are what ``tools/build_idf.py`` makes of its sources today."""
+    from tools.build_idf import idf_tables, table_path
 
-    from tools.build_idf import ARRAYS, idf_arrays
-
-    shipped = np.load(ARRAYS)
-    built = idf_arrays()
-    assert sorted(shipped.files) == sorted(built)
-    for name, array in built.items():
-        assert np.array_equal(shipped[name], array), name
+    built = idf_tables()
+    assert sorted(built) == ["chinese", "words"]
+    for name, table in built.items():
+        assert table_path(name).read_bytes() == table.to_bytes(), name
+        shipped = IdfTable.from_bytes(table_path(name).read_bytes())
+        assert (shipped.hashes, shipped.values, shipped.default) == (table.hashes, table.values, table.default)

@@ -4,6 +4,8 @@ order of arrival however concurrent the crawl, and a worker that dies loses no p
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from collections import Counter
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -32,6 +34,23 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         finally:
             connection.close()  # end of input: the worker exits
         assert process.wait(10) == 0
+
+
+def test_a_worker_process_imports_no_numpy() -> None:
+    """A worker holds the fingerprint's modules only: numpy (~15 MB resident, ~60 ms to import in
+    each worker) stays in the crawler, for the index."""
+    script = """
+import sys
+from pipelines.worker_process import serve
+from pipelines import Fingerprinter
+from tests.pages import CHINESE_ARTICLE, real_page
+Fingerprinter().fingerprint(real_page("newspaper-syracuse.com1"))
+Fingerprinter().fingerprint(CHINESE_ARTICLE)
+print(sorted(name for name in sys.modules if name.split(".")[0] in ("numpy", "scrapy", "twisted")))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).parents[1])
+    assert done.stdout.split() == ["[]"]
 
 
 def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:

@@ -1,5 +1,6 @@
 """Build ``pipelines/data/word_idf.tsv.gz``, the IDF table for non-Chinese words, and
-``pipelines/data/idf_tables.npz``, the two tables the fingerprint reads (this one and jieba's).
+``pipelines/data/idf_words.bin`` and ``idf_chinese.bin``, the two tables the fingerprint reads
+(this one and jieba's).
 
 Source: the ``small`` word lists of wordfreq 3.1.1 (frozen upstream), top
 ``TOP_WORDS`` words of every language that separates words with spaces.  A
@@ -11,7 +12,7 @@ of ``pipelines.fingerprint.SCHEME_VERSION``:
 
     pip install wordfreq==3.1.1 && python tools/build_idf.py
 
-``python -m tools.build_idf arrays`` only rebuilds ``idf_tables.npz`` from
+``python -m tools.build_idf arrays`` only rebuilds the ``.bin`` tables from
 ``word_idf.tsv.gz`` and jieba 0.42.1's ``analyse/idf.txt`` (a word table: its
 words' xxh3-64 hashes, sorted, beside their IDF; unknown words get the rarest
 known word's IDF, or for Chinese jieba's median as ``jieba.analyse`` does).
@@ -26,19 +27,23 @@ import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
+from pipelines.textloops import IdfTable
 
 TOP_WORDS = 5000
 OUT = Path(__file__).resolve().parent.parent / "pipelines" / "data" / "word_idf.tsv.gz"
-ARRAYS = OUT.with_name("idf_tables.npz")
 NOT_SPACED = {"zh", "ja"}  # Chinese goes through jieba; Japanese has no spaces
 
 
 def main() -> None:
     if sys.argv[1:] != ["arrays"]:
         build_word_table()
-    np.savez(ARRAYS, **idf_arrays())
-    print(f"-> {ARRAYS}")
+    for name, table in idf_tables().items():
+        table_path(name).write_bytes(table.to_bytes())
+        print(f"-> {table_path(name)}")
+
+
+def table_path(name: str) -> Path:
+    return OUT.with_name(f"idf_{name}.bin")
 
 
 def build_word_table() -> None:
@@ -56,10 +61,8 @@ def build_word_table() -> None:
     print(f"{len(lines)} words -> {OUT}")
 
 
-def idf_arrays() -> dict[str, np.ndarray]:
-    """The arrays of ``idf_tables.npz``, from the word table and jieba's."""
-    from pipelines.content import IdfTable
-
+def idf_tables() -> dict[str, IdfTable]:
+    """The tables the fingerprint reads, by name, from the word table and jieba's."""
     words = {}
     for line in gzip.decompress(OUT.read_bytes()).decode("utf-8").splitlines():
         word, _, value = line.partition("\t")
@@ -69,10 +72,8 @@ def idf_arrays() -> dict[str, np.ndarray]:
         word, _, value = line.partition(" ")
         if value:
             chinese[word] = float(value)
-    tables = {"words": IdfTable.of(words, max(words.values())),
-              "chinese": IdfTable.of(chinese, statistics.median(chinese.values()))}
-    return {f"{name}_{part}": value for name, table in tables.items()
-            for part, value in (("hashes", table.hashes), ("values", table.values), ("default", np.float64(table.default)))}
+    return {"words": IdfTable.of(words, max(words.values())),
+            "chinese": IdfTable.of(chinese, statistics.median(chinese.values()))}
 
 
 if __name__ == "__main__":
