@@ -128,11 +128,14 @@ cdef class IdfTable:
     cdef readonly array.array hashes  # uint64, sorted
     cdef readonly array.array values  # float64, the IDF of the word with the hash beside
     cdef readonly double default
+    cdef const uint64_t[::1] _hashes  # the same, read in the compiled loop
+    cdef const double[::1] _values
 
     def __init__(self, array.array hashes, array.array values, double default):
         if hashes.typecode != "Q" or values.typecode != "d" or len(hashes) != len(values):
             raise ValueError("an IDF table is uint64 hashes beside as many float64 values")
         self.hashes, self.values, self.default = hashes, values, default
+        self._hashes, self._values = hashes, values
 
     @classmethod
     def of(cls, dict table, double default):
@@ -169,17 +172,16 @@ cdef class IdfTable:
         hashes = xxh3_hashes(list(words))
         return [self.idf(hash_) for hash_ in hashes]
 
-    cdef double idf(self, uint64_t hash_):
-        cdef const uint64_t[::1] hashes = self.hashes
-        cdef Py_ssize_t low = 0, high = hashes.shape[0], middle
+    cdef double idf(self, uint64_t hash_) noexcept:
+        cdef Py_ssize_t low = 0, high = self._hashes.shape[0], middle
         while low < high:
             middle = (low + high) // 2
-            if hashes[middle] < hash_:
+            if self._hashes[middle] < hash_:
                 low = middle + 1
             else:
                 high = middle
-        if low < hashes.shape[0] and hashes[low] == hash_:
-            return self.values[low]
+        if low < self._hashes.shape[0] and self._hashes[low] == hash_:
+            return self._values[low]
         return self.default
 
 
