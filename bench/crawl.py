@@ -1,6 +1,6 @@
 """A real crawl with and without the filter: pages/s, CPU, reactor lag and memory, side by side.
 
-    python -m bench.crawl [--rounds 3] [--pages 450] [--data ../shared/data]
+    python -m bench.crawl [--rounds 3] [--pages 450] [--data ../shared/data] [--feed]
 
 Builds a site from real pages of ``../shared/data`` (``--pages`` distinct
 news pages, each also served under three more URLs: an exact copy, a copy
@@ -25,6 +25,10 @@ they share, such as libraries, count once per process) and proportional
 (PSS: shared pages divided among the processes that map them, the memory
 the crawl really takes).  Prints every round and the medians with their ratios to ``no
 filter``; writes ``bench/results/crawl.json``.
+
+``--feed``: every variant also exports its items (URL and HTML) to a JSON
+Lines file, as a crawl that stores its pages does (``FEEDS``); the figures go
+to ``bench/results/crawl-feed.json``.
 """
 
 from __future__ import annotations
@@ -203,8 +207,9 @@ def memory_mb(pid: int | str = "self") -> tuple[float, float]:
     return tuple(int(rollup.split(f"\n{name}:")[1].split()[0]) / 1024 for name in ("Rss", "Pss"))
 
 
-def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
-    """Crawl the site once with ``variant``'s settings; return its figures."""
+def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, Any]:
+    """Crawl the site once with ``variant``'s settings (and a JSON Lines feed of its items if
+    ``feed``); return its figures."""
     import scrapy
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
@@ -225,6 +230,8 @@ def crawl(variant: str, url: str, work: Path) -> dict[str, Any]:
         "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "AUTOTHROTTLE_ENABLED": False,
         "SIMHASH_DEDUP_PATH": str(work / f"seen-{os.getpid()}.sqlite"), **VARIANTS[variant],
     }
+    if feed:
+        settings["FEEDS"] = {str(work / f"items-{os.getpid()}.jsonl"): {"format": "jsonlines"}}
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
     lags: list[float] = []
@@ -302,10 +309,10 @@ def total(sample: tuple[tuple[float, float], list[tuple[float, float]]], which: 
 
 # -- the rounds -------------------------------------------------------------------------------------
 
-def run_variant(variant: str, url: str, work: Path) -> dict[str, Any]:
+def run_variant(variant: str, url: str, work: Path, feed: bool) -> dict[str, Any]:
     out = work / "result.json"
     done = subprocess.run([sys.executable, "-m", "bench.crawl", "--one", variant, "--url", url, "--work", str(work),
-                           "--out", str(out)], cwd=PROJECT, capture_output=True, text=True, timeout=1800)
+                           "--out", str(out), *(["--feed"] if feed else [])], cwd=PROJECT, capture_output=True, text=True, timeout=1800)
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
     return json.loads(out.read_text())
@@ -345,13 +352,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pages", type=int, default=450, help="distinct real pages (each served under 4 URLs)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # one crawl, in this process
-        args.out.write_text(json.dumps(crawl(args.one, args.url, args.work)))
+        args.out.write_text(json.dumps(crawl(args.one, args.url, args.work, args.feed)))
         return
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as temp:
@@ -366,7 +374,7 @@ def main() -> None:
         try:
             for n in range(args.rounds):
                 order = variants if n % 2 == 0 else list(reversed(variants))
-                results = {variant: run_variant(variant, server.url, work) for variant in order}
+                results = {variant: run_variant(variant, server.url, work, args.feed) for variant in order}
                 rounds.append(results)
                 print(f"round {n + 1}\n\n{COLUMNS}")
                 baseline = results["no filter"]
@@ -382,9 +390,10 @@ def main() -> None:
     for variant, m in medians.items():
         print(row(variant, m, m["ratio"], medians["no filter"]))
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
-    RESULTS.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total,
+    written = RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS
+    written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total,
                                    "rounds": rounds, "medians": medians}, indent=1))
-    print(f"\nwritten {RESULTS}; reproduce with: {command}")
+    print(f"\nwritten {written}; reproduce with: {command}")
 
 
 if __name__ == "__main__":
