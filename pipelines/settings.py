@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from scrapy.settings import BaseSettings
 
@@ -36,57 +40,47 @@ class DedupSettings:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
-        """Read the settings; a wrong value stops the crawl at start with a clear error."""
+        """Read the settings; a wrong value stops the crawl at start with an error naming its setting."""
         default = cls()
-        mode = settings.get("SIMHASH_DEDUP_MODE", default.policy.mode.value)
-        try:
-            mode = Mode(mode)
-        except ValueError:
-            choices = ", ".join(m.value for m in Mode)
-            raise ValueError(f"SIMHASH_DEDUP_MODE must be one of {choices}; got {mode!r}") from None
-        min_similarity = settings.getfloat("SIMHASH_DEDUP_MIN_SIMILARITY", default.policy.min_similarity)
-        if not -1 <= min_similarity <= 1:
-            raise ValueError(f"SIMHASH_DEDUP_MIN_SIMILARITY must be within -1..1; got {min_similarity}")
+        mode = _text(settings, "SIMHASH_DEDUP_MODE", default.policy.mode.value)
+        _choice("SIMHASH_DEDUP_MODE", mode, tuple(m.value for m in Mode))
         policy = Policy(
-            mode,
-            _distance(settings, "SIMHASH_DEDUP_CONTENT_DISTANCE", default.policy.content_distance),
-            _distance(settings, "SIMHASH_DEDUP_STRUCTURE_DISTANCE", default.policy.structure_distance),
-            min_similarity,
+            Mode(mode),
+            _integer(settings, "SIMHASH_DEDUP_CONTENT_DISTANCE", default.policy.content_distance, 0, 64),
+            _integer(settings, "SIMHASH_DEDUP_STRUCTURE_DISTANCE", default.policy.structure_distance, 0, 64),
+            _number(settings, "SIMHASH_DEDUP_MIN_SIMILARITY", default.policy.min_similarity, -1, 1),
         )
-        decay = settings.getfloat("SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay)
-        if not 0 < decay <= 1:
-            raise ValueError(f"SIMHASH_DEDUP_STRUCTURE_DECAY must be in (0, 1]; got {decay}")
-        persist = settings.getbool("SIMHASH_DEDUP_PERSIST", True)
-        redis_url = settings.get("SIMHASH_DEDUP_REDIS_URL") or None
-        backend = settings.get("SIMHASH_DEDUP_BACKEND") or ("redis" if redis_url else "sqlite" if persist else "memory")
+        persist = _flag(settings, "SIMHASH_DEDUP_PERSIST", True)
+        redis_url = _text(settings, "SIMHASH_DEDUP_REDIS_URL", "") or None
+        backend = _text(settings, "SIMHASH_DEDUP_BACKEND", "") or (
+            "redis" if redis_url else "sqlite" if persist else "memory"
+        )
         _choice("SIMHASH_DEDUP_BACKEND", backend, ("sqlite", "memory", "redis"))
         if backend == "redis" and not redis_url:
-            redis_url = settings.get("REDIS_URL") or "redis://localhost:6379"  # scrapy-redis's setting
-        fail_mode = settings.get("SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)
+            redis_url = _text(settings, "REDIS_URL", "") or "redis://localhost:6379"  # scrapy-redis's setting
+        fail_mode = _text(settings, "SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)
         _choice("SIMHASH_DEDUP_FAIL_MODE", fail_mode, ("open", "closed"))
-        workers = settings.getint("SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1)
-        if workers < 0:
-            raise ValueError(f"SIMHASH_DEDUP_WORKERS must be 0 or more; got {workers}")
         return cls(
-            html_field=settings.get("SIMHASH_DEDUP_HTML_FIELD", default.html_field),
-            url_field=settings.get("SIMHASH_DEDUP_URL_FIELD", default.url_field),
+            html_field=_text(settings, "SIMHASH_DEDUP_HTML_FIELD", default.html_field, empty=False),
+            url_field=_text(settings, "SIMHASH_DEDUP_URL_FIELD", default.url_field, empty=False),
             policy=policy,
-            structure_decay=decay,
-            min_features=max(1, settings.getint("SIMHASH_DEDUP_MIN_FEATURES", default.min_features)),
-            max_html_bytes=settings.getint("SIMHASH_DEDUP_MAX_HTML_BYTES", default.max_html_bytes),
-            fingerprint_fields=settings.getbool("SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
-            remove_html=settings.getbool("SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
-            drop_log_level=settings.get("SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
-            reset=settings.getbool("SIMHASH_DEDUP_RESET", default.reset),
-            commit_every=max(1, settings.getint("SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every)),
-            path=settings.get("SIMHASH_DEDUP_PATH") or None,
+            structure_decay=_number(settings, "SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay, 0, 1,
+                                    above_low=True),
+            min_features=_integer(settings, "SIMHASH_DEDUP_MIN_FEATURES", default.min_features, 1),
+            max_html_bytes=_integer(settings, "SIMHASH_DEDUP_MAX_HTML_BYTES", default.max_html_bytes, 1),
+            fingerprint_fields=_flag(settings, "SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
+            remove_html=_flag(settings, "SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
+            drop_log_level=_log_level(settings, "SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
+            reset=_flag(settings, "SIMHASH_DEDUP_RESET", default.reset),
+            commit_every=_integer(settings, "SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every, 1),
+            path=_text(settings, "SIMHASH_DEDUP_PATH", "") or None,
             backend=backend,
             redis_url=redis_url,
-            redis_key=settings.get("SIMHASH_DEDUP_REDIS_KEY", default.redis_key),
-            redis_timeout=settings.getfloat("SIMHASH_DEDUP_REDIS_TIMEOUT", default.redis_timeout),
-            expire_days=max(0.0, settings.getfloat("SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days)),
+            redis_key=_text(settings, "SIMHASH_DEDUP_REDIS_KEY", default.redis_key, empty=False),
+            redis_timeout=_number(settings, "SIMHASH_DEDUP_REDIS_TIMEOUT", default.redis_timeout, 0, above_low=True),
+            expire_days=_number(settings, "SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days, 0),
             fail_mode=fail_mode,
-            workers=workers,
+            workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1, 0),
         )
 
 
@@ -95,8 +89,57 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
-def _distance(settings: BaseSettings, name: str, default: int) -> int:
-    value = settings.getint(name, default)
-    if not 0 <= value <= 64:
-        raise ValueError(f"{name} must be within 0..64; got {value}")
+def _integer(settings: BaseSettings, name: str, default: int, low: int, high: int | None = None) -> int:
+    """A whole number within ``low``..``high``."""
+    within = f"a whole number of {low} or more" if high is None else f"a whole number within {low}..{high}"
+    value = _converted(settings, name, default, _whole, within)
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {within}; got {value}")
     return value
+
+
+def _number(settings: BaseSettings, name: str, default: float, low: float, high: float = math.inf, *,
+            above_low: bool = False) -> float:
+    """A number within ``low``..``high`` (above ``low`` if ``above_low``)."""
+    bound = f"above {low}" if above_low else f"{low} or more"
+    within = f"a number {bound}" if high == math.inf else f"a number {bound} and at most {high}"
+    value = _converted(settings, name, default, float, within)
+    if not (low < value if above_low else low <= value) or not value <= high:
+        raise ValueError(f"{name} must be {within}; got {value}")
+    return value
+
+
+def _flag(settings: BaseSettings, name: str, default: bool) -> bool:
+    return _converted(settings, name, default, lambda value: settings.getbool(name, default), "True or False")
+
+
+def _text(settings: BaseSettings, name: str, default: str, *, empty: bool = True) -> str:
+    value = settings.get(name, default)
+    if value is None and empty:
+        return ""
+    if not isinstance(value, str) or (not value and not empty):
+        raise ValueError(f"{name} must be {'a' if empty else 'a non-empty'} string; got {value!r}")
+    return value
+
+
+def _log_level(settings: BaseSettings, name: str, default: str) -> str:
+    """A level name of the ``logging`` module (DEBUG, INFO, WARNING, ERROR, CRITICAL), any case."""
+    value = _text(settings, name, default, empty=False).upper()
+    if not isinstance(logging.getLevelName(value), int):
+        raise ValueError(f"{name} must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL; got {value!r}")
+    return value
+
+
+def _converted(settings: BaseSettings, name: str, default: Any, convert: Callable[[Any], Any], what: str) -> Any:
+    value = settings.get(name, default)
+    try:
+        return convert(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}; got {value!r}") from None
+
+
+def _whole(value: Any) -> int:
+    """An int from an int, a whole float or the text of an int; no booleans, no fractions."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise TypeError(value)
+    return int(value)

@@ -263,14 +263,39 @@ def test_disabled_pipeline_is_not_configured() -> None:
     [
         {"SIMHASH_DEDUP_MODE": "sometimes"},
         {"SIMHASH_DEDUP_CONTENT_DISTANCE": 65},
+        {"SIMHASH_DEDUP_CONTENT_DISTANCE": "abc"},
         {"SIMHASH_DEDUP_STRUCTURE_DISTANCE": -1},
         {"SIMHASH_DEDUP_STRUCTURE_DECAY": 0},
         {"SIMHASH_DEDUP_MIN_SIMILARITY": 1.5},
+        {"SIMHASH_DEDUP_MIN_SIMILARITY": "high"},
+        {"SIMHASH_DEDUP_MIN_FEATURES": 0},
+        {"SIMHASH_DEDUP_MAX_HTML_BYTES": -1},
+        {"SIMHASH_DEDUP_MAX_HTML_BYTES": 2.5},
+        {"SIMHASH_DEDUP_COMMIT_EVERY": 0},
+        {"SIMHASH_DEDUP_WORKERS": -1},
+        {"SIMHASH_DEDUP_WORKERS": True},
+        {"SIMHASH_DEDUP_DROP_LOG_LEVEL": "LOUD"},
+        {"SIMHASH_DEDUP_REMOVE_HTML": "maybe"},
+        {"SIMHASH_DEDUP_PERSIST": "sometimes"},
+        {"SIMHASH_DEDUP_HTML_FIELD": ""},
+        {"SIMHASH_DEDUP_URL_FIELD": 3},
+        {"SIMHASH_DEDUP_REDIS_TIMEOUT": 0},
+        {"SIMHASH_DEDUP_EXPIRE_DAYS": -1},
     ],
 )
-def test_wrong_settings_fail_at_start(settings: dict[str, Any]) -> None:
+def test_wrong_settings_fail_at_start_naming_the_setting(settings: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(settings))):
         make_pipeline(**settings)
+
+
+def test_settings_given_as_text_are_read() -> None:
+    """``scrapy crawl -s NAME=VALUE`` gives strings."""
+    pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE="5", SIMHASH_DEDUP_MIN_SIMILARITY="0.7",
+                             SIMHASH_DEDUP_REMOVE_HTML="1", SIMHASH_DEDUP_DROP_LOG_LEVEL="debug",
+                             SIMHASH_DEDUP_WORKERS="0")
+    assert (pipeline.settings.policy.content_distance, pipeline.settings.policy.min_similarity) == (5, 0.7)
+    assert (pipeline.settings.remove_html, pipeline.settings.drop_log_level, pipeline.settings.workers) == (
+        True, "DEBUG", 0)
 
 
 def test_drop_log_level_setting() -> None:
