@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import xxhash
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -14,7 +16,7 @@ from scrapy.utils.project import data_path
 
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .settings import DedupSettings
-from .stores import Match, MemoryStore, SqliteStore, StoreUnavailable, remove_store
+from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
@@ -76,10 +78,13 @@ class SimhashDedupPipeline:
     async def open_spider(self) -> None:
         if self.settings.backend == "sqlite":
             path = self.store_path()
-            if self._reset_requested() and path.exists():
-                remove_store(path)
-                logger.info("simhash_dedup: reset, %s removed", path)
-            self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
+            try:
+                if self._reset_requested() and reset_store(path):
+                    logger.info("simhash_dedup: reset, %s removed", path)
+                self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
+            except StoreNotOpened as error:
+                self._store_not_opened(error)
+                return
             logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), path)
         elif self.settings.backend == "redis":
             await self._open_redis()
@@ -114,12 +119,13 @@ class SimhashDedupPipeline:
         self.store.close()
 
     def store_path(self) -> Path:
-        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else ``.scrapy/simhash_dedup/<spider>.sqlite``."""
+        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else
+        ``.scrapy/simhash_dedup/<spider>.sqlite`` (the spider's name made safe for a file name)."""
         if self.settings.path:
             return Path(self.settings.path)
         if job_dir := self.crawler.settings.get("JOBDIR"):
             return Path(job_dir) / "simhash_dedup.sqlite"
-        return Path(data_path("simhash_dedup", createdir=True)) / f"{self.crawler.spider.name}.sqlite"
+        return Path(data_path("simhash_dedup", createdir=True)) / f"{file_name(self.crawler.spider.name)}.sqlite"
 
     def scheme(self) -> str:
         """What the stored fingerprints depend on: another value makes them incomparable."""
@@ -174,6 +180,20 @@ class SimhashDedupPipeline:
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
         return match
 
+    def _store_not_opened(self, error: StoreNotOpened) -> None:
+        """The store cannot be used: one line that says why and what to do, and the crawl stops before
+        its first item (items already on their way are treated as with the store down)."""
+        logger.error("simhash_dedup: %s. The crawl stops.", error)
+        self._close_spider()
+
+    def _close_spider(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        from twisted.internet import reactor  # closing from inside open_spider or process_item: next turn
+
+        reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
+
     def _store_failed(self, url: str, error: Exception) -> None:
         """Redis is unreachable: keep the item (counted), log once per outage, stop if fail-closed."""
         self.crawler.stats.inc_value(f"{STATS_PREFIX}/store_errors")
@@ -186,11 +206,8 @@ class SimhashDedupPipeline:
                 "items are kept unchecked, counted in simhash_dedup/store_errors, until it answers "
                 "(SIMHASH_DEDUP_FAIL_MODE = 'open').",
             )
-        if closed and not self._closing:
-            self._closing = True
-            from twisted.internet import reactor  # closing from inside open_spider or process_item: next turn
-
-            reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
+        if closed:
+            self._close_spider()
 
     async def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
         """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""
@@ -242,6 +259,14 @@ class SimhashDedupPipeline:
             "counted in the stats (simhash_dedup/%s).",
             outcome, url, outcome, exc_info=exc_info,
         )
+
+
+def file_name(name: str) -> str:
+    """``name`` as a file name that stays in its folder on every system: letters, digits, ``.``, ``_``
+    and ``-`` kept, anything else (``/``, ``\\``, ``:``, ``..``, a leading dot...) made ``_``, and then, so
+    that two names never share a file, a hash of the name added."""
+    safe = re.sub(r"^\.|\.\.+", "_", re.sub(r"[^A-Za-z0-9._-]", "_", name))[:100]
+    return safe if safe == name and name else f"{safe}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8', 'surrogatepass'))[:8]}"
 
 
 def _show(value: float | None) -> str:

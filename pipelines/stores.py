@@ -9,6 +9,7 @@ can never both be kept.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from dataclasses import dataclass
 from enum import Enum
@@ -26,6 +27,11 @@ logger = logging.getLogger(__name__)
 
 class StoreUnavailable(Exception):
     """The store could not be reached (Redis down or too slow); the page was not checked."""
+
+
+class StoreNotOpened(Exception):
+    """The store cannot be used by this crawl (corrupt, not a store of this plugin, in use by another
+    crawl); the message names the file and the way out."""
 
 
 class Mode(str, Enum):
@@ -234,12 +240,26 @@ class SqliteStore(MemoryStore):
         self.path = path
         self.commit_every = max(1, commit_every)
         self._pending: dict[int, tuple[str, bytes | None]] = {}
-        self._connection = self._open(path, scheme)
-        self._load()
+        self._lock = StoreLock(path)
+        try:
+            self._connection = self._open(path, scheme)
+            self._load()
+        except sqlite3.Error as error:
+            self._lock.close()
+            raise StoreNotOpened(
+                f"{path} cannot be read as a store of simhash_dedup ({error}); move it aside or delete it "
+                f"(or set SIMHASH_DEDUP_PATH to another file), then run again"
+            ) from None
 
     def _open(self, path: Path, scheme: str) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(path, isolation_level=None)
+        if not is_store(connection):
+            connection.close()
+            raise StoreNotOpened(
+                f"{path} is not a store of simhash_dedup (another program's file?) and was left untouched; "
+                f"move it aside, or set SIMHASH_DEDUP_PATH to another file"
+            )
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.executescript(_SCHEMA)
@@ -295,6 +315,7 @@ class SqliteStore(MemoryStore):
     def close(self) -> None:
         self.flush()
         self._connection.close()
+        self._lock.close()
 
     def _url(self, row: int) -> str:
         if row in self._pending:
@@ -311,6 +332,71 @@ def remove_store(path: Path) -> None:
     """Delete a store's file and SQLite's journal files beside it."""
     for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         file.unlink(missing_ok=True)
+
+
+def reset_store(path: Path) -> bool:
+    """Delete the store at ``path`` (for ``SIMHASH_DEDUP_RESET``), only if it is one of this plugin's
+    and no other crawl is using it; whether there was one."""
+    if not path.exists():
+        return False
+    with StoreLock(path):
+        try:
+            connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                ours = is_store(connection)
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            ours = False
+        if not ours:
+            raise StoreNotOpened(f"{path} is not a store of simhash_dedup, so the reset left it untouched; "
+                                 f"move it aside, or set SIMHASH_DEDUP_PATH to another file")
+        remove_store(path)
+    return True
+
+
+def is_store(connection: sqlite3.Connection) -> bool:
+    """Is this database new and empty, or one of this plugin's stores (its three tables, and no other)?"""
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return not tables or tables == {"meta", "pages", "batches"}
+
+
+class StoreLock:
+    """An exclusive lock on ``<store>.lock`` for as long as a crawl uses the store: a second crawl of the
+    same spider gets a clear error instead of sharing (and at close, corrupting) the file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(f"{path}.lock", "a+")  # noqa: SIM115 (held open: the lock lives as long as it)
+        try:
+            _exclusive(self._file.fileno())
+        except OSError:
+            self._file.close()
+            raise StoreNotOpened(
+                f"{path} is in use by another running crawl; wait for it to finish, or give this crawl its "
+                f"own store (SIMHASH_DEDUP_PATH, or JOBDIR)"
+            ) from None
+
+    def close(self) -> None:
+        self._file.close()  # releases the lock
+
+    def __enter__(self) -> StoreLock:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+if os.name == "posix":
+    import fcntl
+
+    def _exclusive(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+else:  # Windows
+    import msvcrt
+
+    def _exclusive(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
 
 
 _SCHEMA = """

@@ -109,7 +109,9 @@ def main(config_path: str, result_path: str) -> None:
         })
 
     process = CrawlerProcess({**BASE_SETTINGS, **config["settings"]})
-    crawler = process.create_crawler(InOrderSpider)
+    spider = InOrderSpider if "spider_name" not in config else type(
+        "NamedSpider", (InOrderSpider,), {"name": config["spider_name"]})
+    crawler = process.create_crawler(spider)
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     crawler.signals.connect(on_dropped, signal=signals.item_dropped)
     process.crawl(

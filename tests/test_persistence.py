@@ -6,6 +6,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,7 +16,8 @@ import pytest
 
 from pipelines.fingerprint import Fingerprint
 from pipelines.sketch import SKETCH_BYTES
-from pipelines.stores import Policy, SqliteStore
+from pipelines.pipeline import CLOSE_REASON
+from pipelines.stores import Policy, SqliteStore, StoreLock
 
 from .conftest import PROJECT
 
@@ -139,6 +141,88 @@ def test_default_store_lives_under_the_project_data_dir(site: tuple[Path, str], 
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (project / ".scrapy" / "simhash_dedup" / "in_order.sqlite").exists()
+
+
+def run_in_project(project: Path, tmp: Path, urls: list[str], settings: dict, **config: object) -> tuple[dict, str]:
+    """A crawl started in ``project`` (a Scrapy project folder): its result, and its log."""
+    (project / "scrapy.cfg").write_text("[settings]\ndefault = crawler.settings\n")
+    path = tmp / f"crawl-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps({"urls": urls, "settings": settings, **config}))
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_runner", str(path), str(tmp / "result.json")],
+        cwd=project, env={**os.environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp / "result.json").read_text()), done.stderr
+
+
+def files_outside_data_dir(project: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(project)): path.read_bytes() for path in project.rglob("*")
+            if path.is_file() and ".scrapy" not in path.parts and path.name != "scrapy.cfg"}
+
+
+@pytest.mark.parametrize("name", ["../../x", "../precious", "a/b", "C:\\x", ".."])
+def test_a_spider_name_never_puts_the_store_outside_the_data_dir(site: tuple[Path, str], tmp_path: Path,
+                                                                    name: str) -> None:
+    """Spider names become safe file names, and a reset deletes only the spider's own store."""
+    root, base_url = site
+    paths = write_clusters(root)
+    world = tmp_path / "world"  # everything a crawl could reach from its project with ../
+    project = world / "deep" / "er" / "project"
+    (project / ".scrapy" / "simhash_dedup").mkdir(parents=True)
+    for where in (project, project.parent, project.parent.parent, project / ".scrapy"):
+        for victim in ("x.sqlite", "precious.sqlite", "b.sqlite", ".sqlite", "..sqlite"):
+            (where / victim).write_bytes(b"someone else's data")
+    before = files_outside_data_dir(world)
+    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+    for reset in ("0", "1"):
+        result, _ = run_in_project(project, tmp_path, [base_url + paths[0]], settings, spider_name=name,
+                                   spider_args={"simhash_dedup_reset": reset})
+        assert len(result["kept"]) == 1
+    assert files_outside_data_dir(world) == before
+    assert (project / ".scrapy" / "x.sqlite").read_bytes() == b"someone else's data"
+    stores = list((project / ".scrapy" / "simhash_dedup").glob("*.sqlite"))
+    assert len(stores) == 1 and stores[0].parent == project / ".scrapy" / "simhash_dedup"
+
+
+def foreign_sqlite(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE customers (name TEXT)")
+    connection.execute("INSERT INTO customers VALUES ('Ann')")
+    connection.commit()
+    connection.close()
+
+
+@pytest.mark.parametrize("problem", ["corrupt", "foreign", "foreign, reset", "in use"])
+def test_a_store_that_cannot_be_opened_stops_the_crawl_at_start_with_one_clear_line(
+    site: tuple[Path, str], tmp_path: Path, problem: str
+) -> None:
+    root, base_url = site
+    paths = write_clusters(root)
+    store = tmp_path / "stores" / "seen.sqlite"
+    store.parent.mkdir()
+    if problem == "corrupt":
+        store.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
+    elif problem.startswith("foreign"):
+        foreign_sqlite(store)
+    before = store.read_bytes() if store.exists() else None
+    lock = StoreLock(store) if problem == "in use" else None  # as a running crawl holds it
+    try:
+        result, log = run_in_project(
+            tmp_path, tmp_path, [base_url + p for p in paths],
+            {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PATH": str(store)},
+            spider_args={"simhash_dedup_reset": "1" if "reset" in problem else "0"},
+        )
+    finally:
+        if lock:
+            lock.close()
+    assert result["stats"]["finish_reason"] == CLOSE_REASON
+    assert result["kept"] == [] and result["dropped"] == []
+    errors = [line for line in log.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and str(store) in errors[0], log[-3000:]
+    assert ("another running crawl" if problem == "in use" else "move it aside") in errors[0]
+    assert "Traceback" not in log
+    assert (store.read_bytes() if store.exists() else None) == before  # left as it was
 
 
 def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
