@@ -21,13 +21,14 @@ from .simhash import hamming, simhash
 if TYPE_CHECKING:
     from .addon import SimhashDedupAddon
     from .middleware import SimhashDedupHtmlMiddleware
-    from .pipeline import SimhashDedupPipeline, SimhashDuplicate
+    from .pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
     "SimhashDedupAddon": "addon",
     "SimhashDedupHtmlMiddleware": "middleware",
     "SimhashDedupPipeline": "pipeline",
     "SimhashDuplicate": "pipeline",
+    "SimhashUnchecked": "pipeline",
 }
 __all__ = [
     "SCHEME_VERSION",
@@ -37,6 +38,7 @@ __all__ = [
     "SimhashDedupHtmlMiddleware",
     "SimhashDedupPipeline",
     "SimhashDuplicate",
+    "SimhashUnchecked",
     "hamming",
     "simhash",
 ]

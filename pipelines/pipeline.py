@@ -45,6 +45,17 @@ class SimhashDuplicate(DropItem):
         self.match = match
 
 
+class SimhashUnchecked(DropItem):
+    """With ``SIMHASH_DEDUP_FAIL_MODE = "closed"``: an item that could not be checked, the store being
+    unreachable.  Dropped rather than let through unchecked; each is logged (WARNING) and counted."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url}",
+            log_level="WARNING",
+        )
+
+
 class SimhashDedupPipeline:
     """Fingerprints every item's HTML and drops near-duplicates of kept pages.
 
@@ -147,18 +158,23 @@ class SimhashDedupPipeline:
             self._count("no_html", url)
             return item
         turn = self._order.take()
+        unchecked = False
         try:
             fingerprint = await self._fingerprint(url, html)
             await self._order.wait(turn)
             match = await self._check_and_add(url, fingerprint, turn) if fingerprint else None
-        except StoreUnavailable as error:  # kept unchecked; with fail mode "closed" the crawl stops
+        except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self._store_failed(url, error)
-            match = None
+            unchecked, match = self.settings.fail_mode == "closed", None
         except Exception:  # a bug or an odd page must never lose the item
             self._count("errors", url, exc_info=True)
             fingerprint, match = None, None
         finally:
             self._order.end(turn)
+        if unchecked:
+            self._count("dropped_unchecked")
+            self._remove_html(adapter)
+            raise SimhashUnchecked(url)
         if match is not None:
             self._count("dropped")
             self._count(f"dropped/{match.reason}")

@@ -102,7 +102,10 @@ def main(config_path: str, result_path: str) -> None:
             kept_log.flush()
 
     def on_dropped(item: Any, exception: Exception, **_: Any) -> None:
-        match = exception.match
+        match = getattr(exception, "match", None)
+        if match is None:  # not a duplicate: dropped unchecked (fail mode "closed")
+            dropped.append({"url": item["url"], "unchecked": True})
+            return
         dropped.append({
             "url": item["url"], "duplicate_of": match.url, "reason": match.reason,
             "content_distance": match.content_distance, "structure_distance": match.structure_distance,

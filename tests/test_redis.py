@@ -223,7 +223,7 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
     result = json.loads((tmp_path / "result.json").read_text())
     stats = result["stats"]
     assert "Traceback" not in log
-    assert result["dropped"] == []  # never a drop without a check
+    assert [d for d in result["dropped"] if not d.get("unchecked")] == []  # never a duplicate without a check
     if fail_mode == "open":
         assert len(result["kept"]) == len(urls)
         assert stats["finish_reason"] == "finished"
@@ -231,9 +231,41 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
         assert log.count("the Redis store is unreachable") == 1  # logged once per outage
     else:
         assert stats["finish_reason"] == "simhash_dedup_store_unavailable"
-        assert len(result["kept"]) < len(urls)
+        assert result["kept"] == []  # no item passes unchecked
+        assert stats.get("simhash_dedup/dropped_unchecked", 0) == len(result["dropped"])
         assert stats["simhash_dedup/store_errors"] >= 1
         assert "closing the spider" in log
+
+
+def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
+    site: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Redis stops with items in flight (each page yields 5 copies at once): every item after is
+    dropped as unchecked, named in the log and counted; none reaches the output unchecked."""
+    root, base_url = site
+    urls = [base_url + p for p in write_clusters(root)]
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+                    "SIMHASH_DEDUP_FAIL_MODE": "closed", "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1}
+        process = start_crawl(tmp_path, urls, settings, repeat=5)
+        wait_for_kept(tmp_path, 3)
+        server.stop()
+        _, log = process.communicate(timeout=120)
+        assert process.returncode == 0, log[-3000:]
+    finally:
+        server.stop()
+    result = json.loads((tmp_path / "result.json").read_text())
+    stats = result["stats"]
+    assert stats["finish_reason"] == "simhash_dedup_store_unavailable"
+    assert "Traceback" not in log
+    assert all("#" not in url for url in result["kept"])  # a copy kept would have passed unchecked
+    assert len(set(result["kept"])) == len(result["kept"]) >= 3
+    unchecked = [d["url"] for d in result["dropped"] if d.get("unchecked")]
+    assert unchecked and stats["simhash_dedup/dropped_unchecked"] == len(unchecked)
+    assert all(f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url}" in log
+               for url in unchecked)
 
 
 def test_redis_restarted_in_the_middle_of_a_crawl(site: tuple[Path, str], tmp_path: Path) -> None:
