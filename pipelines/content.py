@@ -95,13 +95,18 @@ class PageText:
     blocks: list[Block] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     structure: dict[str, float] = field(default_factory=dict)  # the structure features
+    elements: int = 0  # elements the walk visited (one more than the limit when it stopped there)
 
     @classmethod
-    def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY) -> PageText:
+    def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
         """Read the tree in one walk (any depth; see :mod:`pipelines.treewalk`).  The same walk weighs
-        the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints."""
-        title, blocks, nodes, structure = treewalk.read(root, decay)
-        return cls(title, blocks, nodes, structure)
+        the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints.
+        With ``max_elements``, a tree of more elements is not read (``elements`` says so)."""
+        return cls(*treewalk.read(root, decay, max_elements))
+
+    def characters(self) -> int:
+        """Visible characters of the page: the title, and the blocks' text in and outside links."""
+        return len(self.title) + sum(len(block.text) + len(block.link_text) for block in self.blocks)
 
     def own_blocks(self) -> list[list[str]]:
         """The tokens of the own text's blocks, in page order; empty when the page has no main content.

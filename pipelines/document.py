@@ -11,10 +11,14 @@ from dataclasses import dataclass
 import lxml.etree
 from w3lib.encoding import html_to_unicode
 
+from .textloops import utf8_length
+
 #: Outcome names for pages that cannot be fingerprinted (stats ``simhash_dedup/<name>``).
 EMPTY = "empty_html"
 NOT_HTML = "not_html"
-TOO_LARGE = "too_large"
+TOO_LARGE = "too_large"  # more bytes than SIMHASH_DEDUP_MAX_HTML_BYTES (a string: its UTF-8 bytes)
+TOO_MANY_ELEMENTS = "too_many_elements"  # more than SIMHASH_DEDUP_MAX_ELEMENTS
+TOO_MUCH_TEXT = "too_much_text"  # more visible characters than SIMHASH_DEDUP_MAX_TEXT_CHARS
 
 _SNIFF_BYTES = 8192
 # libxml2: allow text nodes over 10 MB and trees deeper than 256 (it stops at 2048); no table of the
@@ -35,7 +39,7 @@ class Document:
 
 def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
     """Decode and parse ``html``; pages over ``max_bytes`` are not parsed at all."""
-    if len(html) > max_bytes:
+    if too_large(html, max_bytes):
         return Document(None, TOO_LARGE)
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES]:
@@ -53,6 +57,13 @@ def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return Document(None, EMPTY)
     return Document(root) if root is not None else Document(None, EMPTY)
+
+
+def too_large(html: str | bytes, max_bytes: int) -> bool:
+    """Has ``html`` more than ``max_bytes`` bytes (a string: in UTF-8)?  Counted without encoding."""
+    if isinstance(html, bytes) or len(html) > max_bytes or 4 * len(html) <= max_bytes:
+        return len(html) > max_bytes
+    return utf8_length(html) > max_bytes
 
 
 def decode(body: bytes) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import xxhash
 
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
-from .document import load
+from .document import TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, load
 from .simhash import simhash
 from .sketch import hashes_sketch
 from .structure import DEFAULT_DECAY
@@ -18,6 +18,10 @@ from .textloops import shingle_hashes
 SCHEME_VERSION = 3
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+#: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):
+#: elements walked, and visible characters read into words.
+DEFAULT_MAX_ELEMENTS = 200_000
+DEFAULT_MAX_TEXT_CHARS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -47,17 +51,25 @@ class Fingerprinter:
         structure_decay: float = DEFAULT_DECAY,
         min_features: int = DEFAULT_MIN_FEATURES,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        max_elements: int = DEFAULT_MAX_ELEMENTS,
+        max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
     ) -> None:
         self.structure_decay = structure_decay
         self.min_features = min_features
         self.max_bytes = max_bytes
+        self.max_elements = max_elements
+        self.max_text_chars = max_text_chars
 
     def fingerprint(self, html: str | bytes, url: str = "") -> Fingerprint:
         """Fingerprint one page.  ``url`` only resolves relative links while parsing."""
         document = load(html, self.max_bytes, base_url=url)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
-        text = PageText.read(document.root, self.structure_decay)
+        text = PageText.read(document.root, self.structure_decay, self.max_elements)
+        if text.elements > self.max_elements:
+            return Fingerprint(None, None, TOO_MANY_ELEMENTS)
+        if text.characters() > self.max_text_chars:
+            return Fingerprint(None, None, TOO_MUCH_TEXT)
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if (content := self._simhash(content_features(blocks))) is not None:

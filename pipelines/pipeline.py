@@ -70,6 +70,8 @@ class SimhashDedupPipeline:
             structure_decay=settings.structure_decay,
             min_features=settings.min_features,
             max_bytes=settings.max_html_bytes,
+            max_elements=settings.max_elements,
+            max_text_chars=settings.max_text_chars,
         )
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once

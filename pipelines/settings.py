@@ -11,7 +11,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from .fingerprint import DEFAULT_MAX_BYTES, DEFAULT_MIN_FEATURES
+from .fingerprint import DEFAULT_MAX_BYTES, DEFAULT_MAX_ELEMENTS, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MIN_FEATURES
 from .stores import Mode, Policy
 from .structure import DEFAULT_DECAY
 
@@ -24,6 +24,8 @@ class DedupSettings:
     structure_decay: float = DEFAULT_DECAY
     min_features: int = DEFAULT_MIN_FEATURES
     max_html_bytes: int = DEFAULT_MAX_BYTES
+    max_elements: int = DEFAULT_MAX_ELEMENTS
+    max_text_chars: int = DEFAULT_MAX_TEXT_CHARS
     fingerprint_fields: bool = False
     remove_html: bool = False
     drop_log_level: str = "INFO"
@@ -68,6 +70,8 @@ class DedupSettings:
                                     above_low=True),
             min_features=_integer(settings, "SIMHASH_DEDUP_MIN_FEATURES", default.min_features, 1),
             max_html_bytes=_integer(settings, "SIMHASH_DEDUP_MAX_HTML_BYTES", default.max_html_bytes, 1),
+            max_elements=_integer(settings, "SIMHASH_DEDUP_MAX_ELEMENTS", default.max_elements, 1),
+            max_text_chars=_integer(settings, "SIMHASH_DEDUP_MAX_TEXT_CHARS", default.max_text_chars, 1),
             fingerprint_fields=_flag(settings, "SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
             remove_html=_flag(settings, "SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
             drop_log_level=_log_level(settings, "SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),

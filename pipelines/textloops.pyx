@@ -16,7 +16,7 @@ the reactor thread ~0.1 ms, and pickling it (which encodes it again) ~0.3 ms.
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport (
     Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize, PyUnicode_DATA, PyUnicode_FromKindAndData, PyUnicode_GET_LENGTH,
-    PyUnicode_KIND,
+    PyUnicode_KIND, PyUnicode_READ,
 )
 from cpython cimport array
 from libc.math cimport nearbyint
@@ -322,3 +322,16 @@ def text_digest(str text):
     cdef int kind = PyUnicode_KIND(text)
     cdef XXH128_hash_t digest = XXH3_128bits(PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text) * kind)
     return bytes([kind]) + digest.high64.to_bytes(8, "big") + digest.low64.to_bytes(8, "big")
+
+
+def utf8_length(str text):
+    """How many bytes ``text`` takes in UTF-8 (a lone surrogate: 3, as ``surrogatepass`` writes it),
+    counted without encoding."""
+    cdef Py_ssize_t n, length = PyUnicode_GET_LENGTH(text), total = 0
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_UCS4 code
+    for n in range(length):
+        code = PyUnicode_READ(kind, data, n)
+        total += 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+    return total

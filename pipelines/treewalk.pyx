@@ -153,6 +153,7 @@ cdef class _Walk:
     cdef unordered_map[long, double] pair_weights  # parent id << 32 | child id -> summed weight
     cdef vector[long] pair_order  # pair keys in the order first seen
     cdef vector[double] powers  # decay ** depth
+    cdef long elements, max_elements  # elements started so far; the walk stops after max_elements (0: never)
 
     def __cinit__(self):
         self.blocks, self.nodes, self.text, self.links = [], [], [], []
@@ -304,6 +305,9 @@ cdef class _Walk:
         cdef xmlNode* node = self.root
         cdef xmlNode* child
         while True:
+            self.elements += 1
+            if self.max_elements and self.elements > self.max_elements:
+                return  # the caller sees elements > max_elements: a page too big to read
             self.start(node)
             child = _first_visited(node.children) if node.type == tree.XML_ELEMENT_NODE else NULL
             if child != NULL:
@@ -329,17 +333,21 @@ cdef class _Walk:
         return found
 
 
-def read(_Element root, double decay):
-    """``(title, blocks, nodes, structure)`` of the tree under ``root`` (any depth; inline elements do
-    not split a block).  Block-level elements are numbered in document order (``nodes``); those inside
-    node ``n`` are numbered ``n + 1`` to ``nodes[n].end - 1``."""
+def read(_Element root, double decay, long max_elements=0):
+    """``(title, blocks, nodes, structure, elements)`` of the tree under ``root`` (any depth; inline
+    elements do not split a block).  Block-level elements are numbered in document order (``nodes``);
+    those inside node ``n`` are numbered ``n + 1`` to ``nodes[n].end - 1``.  ``elements``: how many the
+    walk visited; with ``max_elements`` (above 0) it stops after that many, and the rest is unusable."""
     cdef _Walk walk = _Walk()
     walk.root = root._c_node
     walk.decay = decay
+    walk.max_elements = max_elements
     walk.open_blocks.push_back(Open(NULL, -1))  # outside any block-level element
     walk.walk()
+    if max_elements and walk.elements > max_elements:
+        return "", [], [], {}, walk.elements
     walk.flush()
-    return walk.title, walk.blocks, walk.nodes, walk.structure()
+    return walk.title, walk.blocks, walk.nodes, walk.structure(), walk.elements
 
 
 cdef inline bint _visited(xmlNode* node):

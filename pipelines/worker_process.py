@@ -30,10 +30,13 @@ class FingerprinterOptions:
     structure_decay: float
     min_features: int
     max_bytes: int
+    max_elements: int
+    max_text_chars: int
 
     @classmethod
     def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
-        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes)
+        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes,
+                   fingerprinter.max_elements, fingerprinter.max_text_chars)
 
 
 PageMessage = tuple[int, bytes, str]

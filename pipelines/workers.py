@@ -41,6 +41,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
+from .document import too_large
 from .fingerprint import Fingerprint, Fingerprinter
 from .textloops import text_digest
 from .worker_process import FingerprinterOptions, FingerprintFailed, page_message
@@ -173,7 +174,7 @@ class FingerprintPool:
         self._closed = False
 
     async def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
-        if self.processes <= 1 or self._closed:
+        if self.processes <= 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
             return self.fingerprinter.fingerprint(html, url)
         if not self._started:
             from twisted.internet import reactor

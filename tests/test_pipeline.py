@@ -15,12 +15,14 @@ from scrapy.utils.test import get_crawler
 
 from itemadapter import ItemAdapter
 
+from bench.hostile import PAGES as HOSTILE
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
 from pipelines.content import own_blocks
 from pipelines.document import load
 from pipelines.sketch import similarity, sketch_size
 from pipelines.fingerprint import Fingerprint
 from pipelines.stores import Policy
+from pipelines.textloops import utf8_length
 from pipelines.workers import RecentPages
 
 from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
@@ -319,9 +321,14 @@ def gbk_article() -> bytes:
         (PNG_BYTES, "not_html"),
         (12345, "not_html"),
         (b"<html>" + b"x" * (20 * 1024 * 1024) + b"</html>", "too_large"),
+        (HOSTILE["17.8 MB Chinese str"](), "too_large"),  # 6.4 M characters: under the limit counted in characters
+        (HOSTILE["7.5 MB Chinese str"](), "too_much_text"),
+        (HOSTILE["1,000,000 empty elements"](), "too_many_elements"),
+        (HOSTILE["2,000,000 one-letter paragraphs"](), "too_many_elements"),
         ("<html><body><img src='a.png'><br></body></html>", "too_few_features/content"),
     ],
-    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "no visible word"],
+    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "17.8 MB str", "1 M Han characters",
+         "1 M elements", "2 M paragraphs", "no visible word"],
 )
 def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.LogCaptureFixture) -> None:
     pipeline = make_pipeline()
@@ -332,6 +339,25 @@ def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.L
     assert stat(pipeline, outcome) == 2
     assert stat(pipeline, "kept") == 2
     assert sum(outcome in record.getMessage() for record in caplog.records) == 1  # logged once
+
+
+def test_the_bounds_on_work_are_settings() -> None:
+    """A page under the default bounds goes over lowered ones (and is kept, counted, never compared)."""
+    pipeline = make_pipeline(SIMHASH_DEDUP_MAX_ELEMENTS=20)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    assert stat(pipeline, "too_many_elements") == 1
+    pipeline = make_pipeline(SIMHASH_DEDUP_MAX_TEXT_CHARS=100)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    process(pipeline, {"url": "b", "html": ARTICLE})
+    assert (stat(pipeline, "too_much_text"), stat(pipeline, "kept"), stat(pipeline, "dropped")) == (2, 2, None)
+    pipeline = make_pipeline(SIMHASH_DEDUP_MAX_HTML_BYTES=len(ARTICLE) - 1)
+    process(pipeline, {"url": "a", "html": ARTICLE})
+    assert stat(pipeline, "too_large") == 1
+
+
+def test_a_string_is_measured_in_utf8_bytes_without_encoding() -> None:
+    texts = ["", "abc", "é" * 5, "中文" * 3, "\U0001F600", "a\udc80b", ARTICLE.decode(), CHINESE_ARTICLE]
+    assert [utf8_length(text) for text in texts] == [len(text.encode("utf-8", "surrogatepass")) for text in texts]
 
 
 def test_100000_nested_divs_are_kept() -> None:

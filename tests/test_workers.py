@@ -65,8 +65,12 @@ def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
     assert RecentPages.key("abc") != RecentPages.key(b"abc")
 
 
+#: Lets the huge page be read (it has more text than the default bound): a worker then takes seconds over it.
+READ_HUGE_PAGES = {"SIMHASH_DEDUP_MAX_TEXT_CHARS": 100_000_000}
+
+
 def huge_page() -> str:
-    """6 MB of paragraphs: a worker takes seconds over it."""
+    """6 MB of paragraphs: with ``READ_HUGE_PAGES``, a worker takes seconds over it."""
     return "<html><body>" + "".join(
         f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
     ) + "</body></html>"
@@ -110,7 +114,7 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[
     (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
     settings = {
         "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
-        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2,
+        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2, **READ_HUGE_PAGES,
     }
     urls = [f"{base_url}{name}.html" for name in ("a", "huge", "b", "a-copy")]
     result = crawl(urls, settings)
@@ -132,7 +136,7 @@ def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_
         (root / f"{name}.html").write_bytes(real_page(name))
     settings = {
         "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
-        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2,
+        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2, **READ_HUGE_PAGES,
         "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 100_000_000,  # the next pages come while the 6 MB one is fingerprinted
     }
     urls = [f"{base_url}{name}.html" for name in ("huge", *names)]
