@@ -6,6 +6,8 @@ or a named outcome; nothing raises.  The outcome names double as stats keys.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 
 import lxml.etree
@@ -21,6 +23,7 @@ TOO_MANY_ELEMENTS = "too_many_elements"  # more than SIMHASH_DEDUP_MAX_ELEMENTS
 TOO_MUCH_TEXT = "too_much_text"  # more visible characters than SIMHASH_DEDUP_MAX_TEXT_CHARS
 
 _SNIFF_BYTES = 8192
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (and UTF-32 little-endian) byte order marks
 # libxml2: allow text nodes over 10 MB and trees deeper than 256 (it stops at 2048); no table of the
 # ids (nothing looks elements up by id: 8% of the parse).  A plain etree tree: lxml.html's element
 # classes give the same tree at twice the cost of walking it.
@@ -42,7 +45,7 @@ def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
     if too_large(html, max_bytes):
         return Document(None, TOO_LARGE)
     if isinstance(html, bytes):
-        if b"\x00" in html[:_SNIFF_BYTES]:
+        if b"\x00" in html[:_SNIFF_BYTES] and not html.startswith(_WIDE_BOMS):  # UTF-16/32 have NULs
             return Document(None, NOT_HTML)
         text, utf8 = _decoded(html)
     elif "\x00" in html[:_SNIFF_BYTES]:
@@ -53,6 +56,7 @@ def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
         return Document(None, EMPTY)
     try:
         utf8 = utf8 or text.encode("utf-8", "replace")
+        base_url = base_url.encode("utf-8", "backslashreplace").decode("utf-8")  # lxml refuses lone surrogates
         root = lxml.etree.fromstring(utf8, parser=_PARSER, base_url=base_url or None)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return Document(None, EMPTY)
@@ -80,7 +84,7 @@ def decode(body: bytes) -> str:
 def _decoded(body: bytes) -> tuple[str, bytes | None]:
     """``body`` as text (see ``decode``), and as UTF-8 when it already is: the bytes to parse, no
     copy made (None: encode the text)."""
-    if not body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+    if not body.startswith((b"\xef\xbb\xbf", *_WIDE_BOMS)):
         try:
             return body.decode("utf-8"), body
         except UnicodeDecodeError:
@@ -90,7 +94,29 @@ def _decoded(body: bytes) -> tuple[str, bytes | None]:
 
 
 def _guess_encoding(body: bytes) -> str:
+    """charset-normalizer's guess, except that among the Latin single-byte encodings windows-1252 (what
+    browsers assume for Western pages) wins unless it would put symbols inside words: on a short
+    text the guesser often takes Latin-1 French or Spanish for cp1250 or cp1257 (``à`` -> ``ą``)."""
     import charset_normalizer  # ~4 MB: only for the rare page that is neither UTF-8 nor declared
 
-    best = charset_normalizer.from_bytes(body[:65536]).best()
-    return best.encoding if best else "cp1252"
+    sample = body[:65536]
+    best = charset_normalizer.from_bytes(sample).best()
+    guess = best.encoding if best else "cp1252"
+    if guess != "cp1252" and _latin_letters_only(sample.decode(guess, "replace")) and _fits_cp1252(sample):
+        return "cp1252"
+    return guess
+
+
+def _latin_letters_only(text: str) -> bool:
+    return all(unicodedata.name(ch, "").startswith("LATIN") for ch in set(text) if ord(ch) > 127 and ch.isalpha())
+
+
+_SYMBOL_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\w\s\u2019](?=[^\W\d_])")  # "Za¿ó³æ"; an apostrophe is fine
+
+
+def _fits_cp1252(sample: bytes) -> bool:
+    try:
+        text = sample.decode("cp1252")
+    except UnicodeDecodeError:  # bytes cp1252 leaves undefined
+        return False
+    return not any(_SYMBOL_IN_WORD.search(text[m.start() - 1 : m.end() + 1]) for m in re.finditer(r"[\x80-\xff]", text))

@@ -18,7 +18,7 @@ from itemadapter import ItemAdapter
 from bench.hostile import PAGES as HOSTILE
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
 from pipelines.content import own_blocks
-from pipelines.document import load
+from pipelines.document import decode, load
 from pipelines.sketch import similarity, sketch_size
 from pipelines.fingerprint import Fingerprint
 from pipelines.stores import Policy
@@ -366,6 +366,37 @@ def test_100000_nested_divs_are_kept() -> None:
     assert process(pipeline, item) is item
     assert stat(pipeline, "kept") == 1
     assert stat(pipeline, "errors") is None
+
+
+UNDECLARED = {  # text, and the legacy encoding a page holding it comes in without a charset
+    "fr": ("Voilà, à la carte: un café crème, des crêpes à emporter. Où est la gare? Déjà vu, cœur. ", "cp1252"),
+    "es": ("El niño comió piña y jamón en la montaña; ¿qué pasó después? ¡Olé! ", "latin-1"),
+    "de": ("Grüße aus München: schöne Äpfel, süße Brötchen und heißer Kaffee für die Straße. ", "latin-1"),
+    "en": ("It’s “quoted” — don’t stop… a café for 20€. ", "cp1252"),
+    "pl": ("Zażółć gęślą jaźń, źdźbło trawy i łódź na jeziorze. ", "cp1250"),
+    "cs": ("Příliš žluťoučký kůň úpěl ďábelské ódy. ", "cp1250"),
+    "ru": ("Съешь же ещё этих мягких французских булок, да выпей чаю. ", "cp1251"),
+}
+
+
+@pytest.mark.parametrize("language", list(UNDECLARED))
+def test_undeclared_legacy_bytes_are_decoded_as_written(language: str) -> None:
+    """Western pages (latin-1, cp1252) read as windows-1252, as browsers do, not as the Central European
+    encodings a guesser picks for short texts; Central European and Cyrillic pages stay as guessed."""
+    text, encoding = UNDECLARED[language]
+    page = f"<html><body><p>{text * 5}</p></body></html>"
+    assert decode(page.encode(encoding)) == page
+
+
+def test_utf16_with_a_byte_order_mark_and_a_url_with_a_lone_surrogate_are_read() -> None:
+    """Neither is ``not_html`` nor ``empty_html``: both give the page's own fingerprint."""
+    fingerprinter = Fingerprinter()
+    text = ARTICLE.decode()
+    expected = fingerprinter.fingerprint(text)
+    assert expected.content is not None
+    for data in (text.encode("utf-16"), b"\xfe\xff" + text.encode("utf-16-be"), text.encode("utf-32")):
+        assert fingerprinter.fingerprint(data) == expected
+    assert fingerprinter.fingerprint(text, "https://a.test/\udc80page") == expected
 
 
 def test_gbk_bytes_without_charset_are_decoded_as_chinese() -> None:
