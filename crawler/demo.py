@@ -29,6 +29,8 @@ LOCAL_CRAWL = {  # a local server needs no politeness
     "AUTOTHROTTLE_ENABLED": False,
     "LOG_LEVEL": "WARNING",
     "SIMHASH_DEDUP_RESET": True,  # every demo is a first crawl: forget the previous demo's pages
+    # its own store, beside its output: a crawl of your site with the same spider never meets the demo's pages
+    "SIMHASH_DEDUP_PATH": str(OUTPUT.with_name("seen.sqlite")),
 }
 
 

@@ -12,9 +12,14 @@ MIDDLEWARE_PRIORITY = 600
 
 
 class SimhashDedupAddon:
-    """``ADDONS = {"pipelines.SimhashDedupAddon": 0}``; priorities set by hand win."""
+    """``ADDONS = {"pipelines.SimhashDedupAddon": 0}``; priorities set by hand win.
+
+    The HTML the middleware puts in items is there for the filter only: kept items lose it once
+    fingerprinted (``SIMHASH_DEDUP_REMOVE_HTML``, which a project's own setting overrides), so it is
+    neither exported nor printed in Scrapy's "Scraped from" DEBUG lines."""
 
     def update_settings(self, settings: BaseSettings) -> None:
+        settings.set("SIMHASH_DEDUP_REMOVE_HTML", True, priority="addon")
         settings.setdefault_in_component_priority_dict(
             "ITEM_PIPELINES", SimhashDedupPipeline, PIPELINE_PRIORITY
         )

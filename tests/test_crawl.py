@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -74,6 +76,27 @@ def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(
     paths = write_known_duplicates(root)
     result = crawl([base_url + p for p in paths], {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}, yield_html=False)
     assert_expected_drops(result, paths, base_url)
+
+
+@pytest.mark.parametrize("keep_html", [None, False, True])
+def test_the_html_the_addon_adds_is_neither_exported_nor_logged_unless_asked_for(
+    site: tuple[Path, str], crawl: Callable, tmp_path: Path, keep_html: bool | None
+) -> None:
+    """At Scrapy's default DEBUG level, with a feed: the add-on's HTML stays out of both; a project that
+    sets ``SIMHASH_DEDUP_REMOVE_HTML = False`` gets it."""
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    feed = tmp_path / "items.jsonl"
+    settings = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}, "LOG_LEVEL": "DEBUG",
+                "FEEDS": {str(feed): {"format": "jsonlines"}}}
+    if keep_html is not None:
+        settings["SIMHASH_DEDUP_REMOVE_HTML"] = not keep_html
+    result = crawl([base_url + p for p in paths], settings, yield_html=False)
+    assert_expected_drops(result, paths, base_url)
+    exported = [json.loads(line) for line in feed.read_text().splitlines()]
+    assert len(exported) == len(result["kept"]) > 0
+    assert all(("html" in item) == bool(keep_html) for item in exported)
+    assert ("<html" in result["log"].lower()) == bool(keep_html)  # the "Scraped from" DEBUG lines
 
 
 def same_site_pairs() -> list[Path]:
