@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 from itemadapter import ItemAdapter
+from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
@@ -81,6 +82,10 @@ class SimhashDedupPipeline:
         self._logged: set[str] = set()
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
+        self._unconfirmed: dict[int, int] = {}  # id of a kept item on its way through later pipelines -> its row
+        crawler.signals.connect(self._item_passed, signal=signals.item_scraped)
+        crawler.signals.connect(self._item_lost, signal=signals.item_dropped)
+        crawler.signals.connect(self._item_lost, signal=signals.item_error)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -95,6 +100,7 @@ class SimhashDedupPipeline:
                 if self._reset_requested() and reset_store(path):
                     logger.info("simhash_dedup: reset, %s removed", path)
                 self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
+                self.store.before_write = self._flush_feeds
             except StoreNotOpened as error:
                 self._store_not_opened(error)
                 return
@@ -164,7 +170,7 @@ class SimhashDedupPipeline:
         try:
             fingerprint = await self._fingerprint(url, html)
             await self._order.wait(turn)
-            match = await self._check_and_add(url, fingerprint, turn) if fingerprint else None
+            match = await self._check_and_add(url, fingerprint, turn, id(item)) if fingerprint else None
         except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self._store_failed(url, error)
             unchecked, match = self.settings.fail_mode == "closed", None
@@ -186,10 +192,14 @@ class SimhashDedupPipeline:
         self._finish_kept(adapter, url, fingerprint)
         return item
 
-    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> Match | None:
-        """Check and add, atomically; the next item's turn starts once the page is in the store's queue."""
+    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int, item_id: int) -> Match | None:
+        """Check and add, atomically; the next item's turn starts once the page is in the store's queue.
+        A page kept in the SQLite store waits there for its item to get past the later pipelines."""
         if self._batcher is None:
-            return self.store.check_and_add(url, fingerprint)
+            match = self.store.check_and_add(url, fingerprint)
+            if match is None and isinstance(self.store, SqliteStore):
+                self._unconfirmed[item_id] = len(self.store) - 1
+            return match
         answer = self._batcher.submit(url, fingerprint)
         self._order.end(turn)
         match = await maybe_deferred_to_future(answer)
@@ -197,6 +207,29 @@ class SimhashDedupPipeline:
             self._store_down = False
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
         return match
+
+    def _item_passed(self, item: Any, **_: Any) -> None:
+        """``item_scraped``: the item got past every pipeline (and to the feed exports): its page may
+        now be written to the store."""
+        if (row := self._unconfirmed.pop(id(item), None)) is not None:
+            self.store.confirm(row)  # type: ignore[attr-defined]
+
+    def _item_lost(self, item: Any, **_: Any) -> None:
+        """``item_dropped`` / ``item_error`` after this pipeline kept it: its page is never written."""
+        if (row := self._unconfirmed.pop(id(item), None)) is not None:
+            self.store.forget(row)  # type: ignore[attr-defined]
+
+    def _flush_feeds(self) -> None:
+        """Push what the feed exports hold in memory to their files before pages are written to the
+        store, so that a kill leaves no page remembered whose item is not in the output (Scrapy's
+        exports buffer ~8 KB)."""
+        for extension in getattr(self.crawler.extensions, "middlewares", ()):
+            for slot in getattr(extension, "slots", ()):
+                for stream in (getattr(getattr(slot, "exporter", None), "stream", None), getattr(slot, "file", None)):
+                    try:
+                        stream.flush()
+                    except (AttributeError, OSError, ValueError):  # none, or closed
+                        pass
 
     def _store_not_opened(self, error: StoreNotOpened) -> None:
         """The store cannot be used: one line that says why and what to do, and the crawl stops before

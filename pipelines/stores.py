@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -227,19 +228,30 @@ class MemoryStore:
 class SqliteStore(MemoryStore):
     """Kept pages in one SQLite file per spider, remembered across pause, resume and re-runs.
 
-    Fingerprints are written in batches of ``commit_every`` pages, one
-    transaction each (WAL journal): a killed process loses at most the pages
-    kept since the last batch, and the file always opens.  At open, the
-    fingerprints are read back as packed arrays (one row per batch) and
-    indexed with one sort; URLs and sketches stay on disk and are read only
-    for a candidate match.
+    A kept page is in the index at once (later pages are checked against it)
+    but is written to the file only once its item got past every pipeline
+    (``confirm``, on Scrapy's ``item_scraped``): the file never remembers a
+    page the crawl's output does not hold.  A page whose item a later
+    pipeline dropped is ``forget``-ten (never written).  Confirmed pages are
+    written in batches of ``commit_every``, one transaction each (WAL
+    journal), ``before_write`` called first (the pipeline flushes the feed
+    exports there): a killed process loses at most the pages confirmed since
+    the last batch, which the next run checks as new, and the file always
+    opens.  At open, the fingerprints are read back as packed arrays (one row
+    per batch) and indexed with one sort; URLs and sketches stay on disk and
+    are read only for a candidate match.
     """
 
     def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100) -> None:
         super().__init__(policy)
         self.path = path
         self.commit_every = max(1, commit_every)
-        self._pending: dict[int, tuple[str, bytes | None]] = {}
+        self.before_write: Callable[[], None] | None = None
+        self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, item not yet past the pipelines
+        self._pending: dict[int, tuple[str, bytes | None]] = {}  # confirmed, not yet written
+        self._forgotten: dict[int, tuple[str, bytes | None]] = {}  # dropped by a later pipeline: never written
+        self._written_as: dict[int, int] = {}  # this run's rows written -> their row in the file
+        self._loaded = 0  # rows read from the file at open: the same number there
         self._lock = StoreLock(path)
         try:
             self._connection = self._open(path, scheme)
@@ -287,29 +299,43 @@ class SqliteStore(MemoryStore):
         if parts:
             content, structure, present = (np.concatenate(column) for column in zip(*parts))
             self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
+        self._loaded = self._rows
 
     def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
-        self._pending[row] = (url, sketch)
+        self._unconfirmed[row] = (url, sketch)
+
+    def confirm(self, row: int) -> None:
+        """The item of the page kept at ``row`` got past every pipeline: it may be written."""
+        self._pending[row] = self._unconfirmed.pop(row)
         if len(self._pending) >= self.commit_every:
             self.flush()
 
+    def forget(self, row: int) -> None:
+        """The item of the page kept at ``row`` was dropped after this pipeline: never written (it
+        stays in this run's index)."""
+        self._forgotten[row] = self._unconfirmed.pop(row)  # its URL and sketch stay readable for this run
+
     def flush(self) -> None:
-        """Write the pages kept since the last flush, in one transaction."""
+        """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last."""
         if not self._pending:
             return
-        first = min(self._pending)
-        rows = slice(first, self._rows)
+        if self.before_write is not None:
+            self.before_write()
+        rows = sorted(self._pending)
+        first = self._loaded + len(self._written_as)
         with self._connection:  # BEGIN ... COMMIT
             self._connection.execute("BEGIN")
             self._connection.executemany(
                 "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
-                [(row, url, sketch) for row, (url, sketch) in self._pending.items()],
+                [(first + n, *self._pending[row]) for n, row in enumerate(rows)],
             )
             self._connection.execute(
                 "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
                 (first, self._fingerprints[rows, 0].astype("<u8").tobytes(),
                  self._fingerprints[rows, 1].astype("<u8").tobytes(), self._present[rows].tobytes()),
             )
+        for n, row in enumerate(rows):
+            self._written_as[row] = first + n
         self._pending.clear()
 
     def close(self) -> None:
@@ -318,14 +344,18 @@ class SqliteStore(MemoryStore):
         self._lock.close()
 
     def _url(self, row: int) -> str:
-        if row in self._pending:
-            return self._pending[row][0]
-        return self._connection.execute("SELECT url FROM pages WHERE row = ?", (row,)).fetchone()[0]
+        return self._page(row)[0]
 
     def _sketch(self, row: int) -> bytes | None:
-        if row in self._pending:
-            return self._pending[row][1]
-        return self._connection.execute("SELECT sketch FROM pages WHERE row = ?", (row,)).fetchone()[0]
+        return self._page(row)[1]
+
+    def _page(self, row: int) -> tuple[str, bytes | None]:
+        """URL and sketch of a kept page: in memory until written, then in the file."""
+        for waiting in (self._unconfirmed, self._pending, self._forgotten):
+            if row in waiting:
+                return waiting[row]
+        written = row if row < self._loaded else self._written_as[row]
+        return self._connection.execute("SELECT url, sketch FROM pages WHERE row = ?", (written,)).fetchone()
 
 
 def remove_store(path: Path) -> None:

@@ -63,6 +63,24 @@ class InOrderSpider(scrapy.Spider):
             yield self._request(index + 1)
 
 
+class DropSomeItems:
+    """A later pipeline that drops the items whose URL holds ``TEST_DROP_AT`` (as a validation step would)."""
+
+    def __init__(self, at: str) -> None:
+        self.at = at
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> DropSomeItems:
+        return cls(crawler.settings.get("TEST_DROP_AT"))
+
+    async def process_item(self, item: Any) -> Any:
+        if self.at in item["url"]:
+            from scrapy.exceptions import DropItem
+
+            raise DropItem("dropped by a later pipeline")
+        return item
+
+
 class KillFingerprintWorkers:
     """Kills the filter's worker process that fingerprints the page whose URL holds ``TEST_KILL_WORKERS_AT``,
     0.3 s after the page passes by (enable it before the filter)."""
