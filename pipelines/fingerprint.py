@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import zlib
+
 import xxhash
 
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
@@ -40,6 +42,7 @@ class Fingerprint:
     problem: str | None = None
     sketch: bytes | None = None
     short: bool = False
+    text: bytes | None = None  # with ``keep_text``: the words the content was built from (``own_text``)
 
 
 class Fingerprinter:
@@ -53,12 +56,14 @@ class Fingerprinter:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_elements: int = DEFAULT_MAX_ELEMENTS,
         max_text_chars: int = DEFAULT_MAX_TEXT_CHARS,
+        keep_text: bool = False,
     ) -> None:
         self.structure_decay = structure_decay
         self.min_features = min_features
         self.max_bytes = max_bytes
         self.max_elements = max_elements
         self.max_text_chars = max_text_chars
+        self.keep_text = keep_text
 
     def fingerprint(self, html: str | bytes, url: str = "") -> Fingerprint:
         """Fingerprint one page.  ``url`` only resolves relative links while parsing."""
@@ -73,12 +78,17 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if (content := self._simhash(content_features(blocks))) is not None:
-            return Fingerprint(content, structure, sketch=hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE)))
+            sketch = hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE))
+            return Fingerprint(content, structure, sketch=sketch, text=self._text(blocks))
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure)
         sketch = hashes_sketch(shingle_hashes([visible], SHINGLE_SIZE))
-        return Fingerprint(text_hash(visible), structure, sketch=sketch, short=True)
+        return Fingerprint(text_hash(visible), structure, sketch=sketch, short=True, text=self._text([visible]))
+
+    def _text(self, blocks: list[list[str]]) -> bytes | None:
+        """The words, block per line, compressed (for the decision log's side-by-side review)."""
+        return zlib.compress("\n".join(" ".join(block) for block in blocks).encode("utf-8"), 1) if self.keep_text else None
 
     def _simhash(self, features: dict[str, float]) -> int | None:
         if len(features) < self.min_features:
@@ -89,3 +99,8 @@ class Fingerprinter:
 def text_hash(words: list[str]) -> int:
     """The fingerprint of a short page: a hash of its visible words, numbers included."""
     return xxhash.xxh3_64_intdigest(" ".join(words).encode("utf-8"))
+
+
+def own_text(fingerprint: Fingerprint) -> str | None:
+    """The words a fingerprint's content was built from, one block per line (``keep_text``)."""
+    return None if fingerprint.text is None else zlib.decompress(fingerprint.text).decode("utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,9 +16,10 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
 
+from .decisions import Decision, Reviewer
 from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .settings import DedupSettings
-from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
+from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, dropped, reset_store
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
@@ -73,7 +75,10 @@ class SimhashDedupPipeline:
             max_bytes=settings.max_html_bytes,
             max_elements=settings.max_elements,
             max_text_chars=settings.max_text_chars,
+            keep_text=settings.keep_texts,
         )
+        self.reviewer = Reviewer(settings.keep_texts)  # makes the decision log's entries
+        self._started = time.time()
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once
         self._order = ArrivalOrder()  # decisions in the items' order of arrival
@@ -99,7 +104,8 @@ class SimhashDedupPipeline:
             try:
                 if self._reset_requested() and reset_store(path):
                     logger.info("simhash_dedup: reset, %s removed", path)
-                self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every)
+                self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every,
+                                         self.settings.decisions, self.settings.review_texts)
                 self.store.before_write = self._flush_feeds
             except StoreNotOpened as error:
                 self._store_not_opened(error)
@@ -119,7 +125,8 @@ class SimhashDedupPipeline:
         timeout = self.settings.redis_timeout
         client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
         expire = round(self.settings.expire_days * 86400)
-        store = self.store = RedisStore(self.settings.policy, client, key, self.scheme(), expire)
+        store = self.store = RedisStore(self.settings.policy, client, key, self.scheme(), expire,
+                                        self.settings.decisions, self.settings.review_texts)
         self._batcher = StoreBatcher(store)
         try:
             if self._reset_requested():
@@ -135,7 +142,23 @@ class SimhashDedupPipeline:
         self.fingerprints.close()
         if self._batcher is not None:
             self._batcher.stop()
+        if self.settings.decisions:
+            self.store.save_run(self.run_summary())
         self.store.close()
+
+    def run_summary(self) -> dict[str, Any]:
+        """What the report shows of this crawl: when, which spider, the decision's settings, the counts."""
+        stats = self.crawler.stats.get_stats()
+        policy = self.settings.policy
+        return {
+            "spider": self.crawler.spider.name,
+            "started": self._started,
+            "finished": time.time(),
+            "settings": {"mode": policy.mode.value, "content_distance": policy.content_distance,
+                         "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity},
+            "counts": {key.split("/", 1)[1]: value for key, value in stats.items()
+                       if key.startswith(f"{STATS_PREFIX}/")},
+        }
 
     def store_path(self) -> Path:
         """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else
@@ -183,12 +206,16 @@ class SimhashDedupPipeline:
             self._count("dropped_unchecked")
             self._remove_html(adapter)
             raise SimhashUnchecked(url)
-        if match is not None:
+        if dropped(match):
             self._count("dropped")
             self._count(f"dropped/{match.reason}")
             self._remove_html(adapter)  # keeps the page out of Scrapy's drop log line
+            self._log(self.reviewer.dropped(url, fingerprint, match))
             raise SimhashDuplicate(url, match, self.settings.drop_log_level)
         self._count("kept")
+        if match is not None:
+            self._count("borderline")
+        self._log(self.reviewer.kept(url, fingerprint, match))
         self._finish_kept(adapter, url, fingerprint)
         return item
 
@@ -197,7 +224,7 @@ class SimhashDedupPipeline:
         A page kept in the SQLite store waits there for its item to get past the later pipelines."""
         if self._batcher is None:
             match = self.store.check_and_add(url, fingerprint)
-            if match is None and isinstance(self.store, SqliteStore):
+            if not dropped(match) and isinstance(self.store, SqliteStore):
                 self._unconfirmed[item_id] = len(self.store) - 1
             return match
         answer = self._batcher.submit(url, fingerprint)
@@ -207,6 +234,10 @@ class SimhashDedupPipeline:
             self._store_down = False
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
         return match
+
+    def _log(self, decision: Decision | None) -> None:
+        if decision is not None and self.settings.decisions:
+            self.store.record(decision)
 
     def _item_passed(self, item: Any, **_: Any) -> None:
         """``item_scraped``: the item got past every pipeline (and to the feed exports): its page may

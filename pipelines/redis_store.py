@@ -20,11 +20,13 @@ the distances and however many processes share it.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import struct
 import time
 from array import array
+from collections import deque
 from collections.abc import Callable
 from importlib.resources import files
 from typing import Any, TypeVar
@@ -32,9 +34,10 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
+from .decisions import Decision, packed, unpacked
 from .fingerprint import Fingerprint
 from .indexloops import near_any
-from .stores import Match, MemoryStore, Mode, Policy, StoreUnavailable, fingerprint_rows
+from .stores import Match, MemoryStore, Mode, Policy, StoreUnavailable, dropped, fingerprint_rows
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
 MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try; more, the caller does
+MAX_RUNS = 100  # runs whose counts are kept (<key>:runs)
 RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
@@ -54,12 +58,16 @@ _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
 class RedisStore(MemoryStore):
     """Kept pages shared by every process that uses the same Redis key."""
 
-    def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0) -> None:
+    def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0,
+                 decisions: int = 100_000, texts: int = 1_000) -> None:
         super().__init__(policy)
         self.client = client
         self.key = key
         self.scheme = scheme
         self.expire_seconds = expire_seconds
+        self.decisions_kept = decisions
+        self.texts_kept = texts
+        self._log: deque[Decision] = deque(maxlen=MAX_UNCHECKED)  # recorded (reactor), to send (batch thread)
         self._script = client.register_script(_SCRIPT)
         self._epoch: bytes | None = None
         self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
@@ -91,6 +99,40 @@ class RedisStore(MemoryStore):
         except StoreUnavailable:
             self._unchecked = (self._unchecked + pages)[-MAX_UNCHECKED:]
             raise
+        finally:
+            self.send_log()
+
+    def record(self, decision: Decision) -> None:
+        if self.decisions_kept:
+            self._log.append(decision)
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        try:
+            self.client.pipeline(transaction=False).lpush(f"{self.key}:runs", json.dumps(run)).ltrim(
+                f"{self.key}:runs", 0, MAX_RUNS - 1).execute()
+        except redis.RedisError as error:
+            logger.warning("simhash_dedup: this run's counts could not be saved in Redis: %s", error)
+
+    def send_log(self) -> None:
+        """Append the decisions recorded since the last call to the capped streams ``<key>:decisions``
+        (every field but the texts) and ``<key>:texts`` (whole decisions, the most recent
+        ``texts_kept``).  The log never fails a check: on an error the decisions wait for the next call
+        (at most ``MAX_UNCHECKED``)."""
+        if not self._log or time.monotonic() < self._retry_at:
+            return
+        sending = [self._log.popleft() for _ in range(len(self._log))]
+        pipe = self.client.pipeline(transaction=False)
+        for decision in sending:
+            record = decision.to_json()
+            text, kept_text = record.pop("text"), record.pop("kept_text")
+            pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
+            if (text or kept_text) and self.texts_kept:
+                pipe.xadd(f"{self.key}:texts", _stream_fields(decision.to_json()), maxlen=self.texts_kept,
+                          approximate=True)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            self._log.extendleft(reversed(sending))
 
     def open(self) -> None:
         """Create the store if no process did and read the log (else on the first check)."""
@@ -151,6 +193,10 @@ class RedisStore(MemoryStore):
             self._append_records(np.concatenate(read))
 
     def close(self) -> None:
+        try:
+            self.send_log()
+        except redis.RedisError:
+            pass
         self.client.close()
 
     @property
@@ -194,10 +240,10 @@ class RedisStore(MemoryStore):
         max_pairs = MAX_PAIRS
         while True:
             seen = self._rows
-            pending = [i for i, match in enumerate(results) if match is None]
+            pending = [i for i, match in enumerate(results) if not dropped(match)]
             pending_rows = (rows[0][pending], rows[1][pending])
             in_batch = self._match_in_batch([pages[i] for i in pending], pending_rows)
-            kept = [i for i, match in zip(pending, in_batch) if match is None]
+            kept = [i for i, match in zip(pending, in_batch) if not dropped(match)]
             if not kept:
                 break
             args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist()]
@@ -220,10 +266,11 @@ class RedisStore(MemoryStore):
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
             near = near_any(*pending_rows, *new_rows, self._limits, False)
             for i, maybe in zip(pending, near):
-                if maybe:
-                    results[i] = self._find(pages[i][1], since=seen)
+                if maybe and (found := self._find(pages[i][1], since=seen)) is not None:
+                    results[i] = found
         for i, match in zip(pending, in_batch):
-            results[i] = results[i] or match
+            if not dropped(results[i]) and (results[i] is None or dropped(match)):
+                results[i] = match
         return results
 
     def _match_in_batch(
@@ -239,7 +286,7 @@ class RedisStore(MemoryStore):
         stamp = int(time.time() + self._clock_offset)
         for n, ((url, page), near_earlier) in enumerate(zip(batch, maybe)):
             matches.append(self._find(page, since=first) if near_earlier else None)
-            if matches[-1] is None:
+            if not dropped(matches[-1]):
                 self._batch_pages[self._rows] = (url, page.sketch)
                 self._stamps.append(stamp)
                 self._append_rows(rows[0][n : n + 1], rows[1][n : n + 1])
@@ -271,6 +318,40 @@ class RedisStore(MemoryStore):
             return self._batch_pages[row][1]
         entry = self._entry(row)
         return entry[1 : 1 + entry[0]] if entry and entry[0] else None
+
+
+def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
+    """The decision log and the runs kept under ``key`` (texts joined from ``<key>:texts``)."""
+    texts = {}
+    for _, entry in client.xrange(f"{key}:texts"):
+        decision = _from_stream(entry)
+        texts[(decision.time, decision.url)] = decision
+    decisions = [_from_stream(entry) for _, entry in client.xrange(f"{key}:decisions")]
+    decisions = [texts.get((decision.time, decision.url), decision) for decision in decisions]
+    runs = [json.loads(run) for run in reversed(client.lrange(f"{key}:runs", 0, -1))]
+    return decisions, runs
+
+
+def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
+    """A decision's fields as a stream entry holds them: ``None`` left out, texts compressed."""
+    return {name: packed(value) if name in ("text", "kept_text") else str(value).encode()
+            for name, value in record.items() if value is not None}
+
+
+def _from_stream(entry: dict[bytes, bytes]) -> Decision:
+    values: dict[str, Any] = {}
+    for name, value in entry.items():
+        field = name.decode()
+        if field in ("text", "kept_text"):
+            values[field] = unpacked(value)
+        elif field in ("content_distance", "structure_distance"):
+            values[field] = int(value)
+        elif field in ("time", "similarity", "similarity_needed"):
+            values[field] = float(value)
+        else:
+            values[field] = value.decode()
+    return Decision(**{"content_distance": None, "structure_distance": None, "similarity": None,
+                       "similarity_needed": None, **values})
 
 
 def remove_redis_store(client: redis.Redis, key: str) -> int:

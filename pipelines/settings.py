@@ -39,6 +39,13 @@ class DedupSettings:
     expire_days: float = 0.0
     fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
     workers: int = 1  # fingerprint worker processes; 0 or 1: none, pages fingerprinted on the reactor thread
+    decisions: int = 100_000  # drops and borderline keeps kept in the store's decision log; 0: no log
+    review_texts: int = 1_000  # the most recent decisions that keep both pages' texts
+
+    @property
+    def keep_texts(self) -> bool:
+        """Do fingerprints carry their own text (for the decision log's pairs)?"""
+        return self.decisions > 0 and self.review_texts > 0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
@@ -85,6 +92,8 @@ class DedupSettings:
             expire_days=_number(settings, "SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days, 0),
             fail_mode=fail_mode,
             workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1, 0),
+            decisions=_integer(settings, "SIMHASH_DEDUP_DECISIONS", default.decisions, 0),
+            review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
         )
 
 

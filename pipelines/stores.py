@@ -8,16 +8,19 @@ can never both be kept.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .decisions import Decision, packed, unpacked
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .simhash import hamming
@@ -89,13 +92,22 @@ class Policy:
 
 @dataclass(frozen=True)
 class Match:
-    """The earlier page an item duplicates, and how near it is."""
+    """The earlier page an item duplicates, and how near it is; or, with ``duplicate`` False, the
+    nearest content candidate that failed the sketch or the mode (the page is kept, but a user
+    tuning the distances should look at the pair: the decision log calls it a borderline keep)."""
 
     url: str
-    reason: str  # "both", "content" or "structure": what made it a duplicate
+    reason: str  # a duplicate: "both", "content", "structure" or "exact_text"; else "similarity" or "structure"
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None
+    similarity_needed: float | None = None  # what the sketches had to agree on
+    duplicate: bool = True
+
+
+def dropped(match: Match | None) -> bool:
+    """Is this the answer for a duplicate (not a keep, with or without a borderline candidate)?"""
+    return match is not None and match.duplicate
 
 
 class MemoryStore:
@@ -124,33 +136,43 @@ class MemoryStore:
         return self._rows
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
-        """The match for ``fingerprint``, or ``None`` after remembering it as kept."""
+        """The match for ``fingerprint``; or, after remembering it as kept, ``None`` or its borderline
+        candidate (``dropped`` tells them apart)."""
         match = self._find(fingerprint)
-        if match is None:
+        if not dropped(match):
             self._add(url, fingerprint)
         return match
+
+    def record(self, decision: Decision) -> None:
+        """Add to the decision log; memory keeps none (the crawl's log lines say what was dropped)."""
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        """Keep a crawl's settings and counts beside its decisions (for the report); memory keeps none."""
 
     def close(self) -> None:
         """Nothing to write for memory; persistent stores flush here."""
 
     def _find(self, page: Fingerprint, since: int | None = None) -> Match | None:
-        """The kept page ``page`` duplicates, if any; only the rows from ``since`` on if given."""
+        """The kept page ``page`` duplicates, if any, else its borderline candidate, if any; only the
+        rows from ``since`` on if given."""
         mode = self.policy.mode
+        borderline = None
         if self._content is not None and page.content is not None:
             for row, distance in self._near(self._content, page.content, since):
                 if not self._alive(row) or (page.short and distance):
                     continue
-                kept = self._sketch(row)
-                if not self.policy.content_match(distance, (kept, page.sketch), page.short, bool(self._present[row, 2])):
-                    continue
-                if mode is not Mode.BOTH or self._structure_near(row, page):
+                kept, other_short = self._sketch(row), bool(self._present[row, 2])
+                content = self.policy.content_match(distance, (kept, page.sketch), page.short, other_short)
+                if content and (mode is not Mode.BOTH or self._structure_near(row, page)):
                     reason = "exact_text" if page.short else "both" if mode is Mode.BOTH else "content"
-                    return self._match(row, page, reason, _similarity(kept, page.sketch))
+                    return self._match(row, page, reason, kept)
+                if borderline is None and not (page.short or other_short):  # short texts: equal or unrelated
+                    borderline = self._match(row, page, "structure" if content else "similarity", kept, False)
         if self._structure is not None and page.structure is not None:
             for row, _ in self._near(self._structure, page.structure, since):
                 if self._alive(row):
-                    return self._match(row, page, "structure", _similarity(self._sketch(row), page.sketch))
-        return None
+                    return self._match(row, page, "structure", self._sketch(row))
+        return borderline
 
     def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
         """Rows within the index's distance of ``fingerprint`` and their distances, nearest first:
@@ -178,13 +200,19 @@ class MemoryStore:
     def _part(self, row: int, part: int) -> int | None:
         return int(self._fingerprints[row, part]) if self._present[row, part] else None
 
-    def _match(self, row: int, page: Fingerprint, reason: str, agreement: float | None) -> Match:
+    def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
+               duplicate: bool = True) -> Match:
+        needed = None
+        if kept_sketch is not None and page.sketch is not None:
+            needed = self.policy.similarity_needed(min(sketch_size(kept_sketch), sketch_size(page.sketch)))
         return Match(
             self._url(row),
             reason,
             _distance(self._part(row, 0), page.content),
             _distance(self._part(row, 1), page.structure),
-            agreement,
+            _similarity(kept_sketch, page.sketch),
+            needed,
+            duplicate,
         )
 
     def _add(self, url: str, page: Fingerprint) -> None:
@@ -242,10 +270,14 @@ class SqliteStore(MemoryStore):
     are read only for a candidate match.
     """
 
-    def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100) -> None:
+    def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100,
+                 decisions: int = 100_000, texts: int = 1_000) -> None:
         super().__init__(policy)
         self.path = path
         self.commit_every = max(1, commit_every)
+        self.decisions_kept = decisions  # the log's length: older decisions are deleted
+        self.texts_kept = texts  # the most recent decisions keep both texts
+        self._decisions: list[Decision] = []  # not written yet
         self.before_write: Callable[[], None] | None = None
         self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, item not yet past the pipelines
         self._pending: dict[int, tuple[str, bytes | None]] = {}  # confirmed, not yet written
@@ -315,28 +347,61 @@ class SqliteStore(MemoryStore):
         stays in this run's index)."""
         self._forgotten[row] = self._unconfirmed.pop(row)  # its URL and sketch stay readable for this run
 
+    def record(self, decision: Decision) -> None:
+        if self.decisions_kept:
+            self._decisions.append(decision)
+            if len(self._decisions) >= self.commit_every:
+                self.flush()
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
+
     def flush(self) -> None:
-        """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last."""
-        if not self._pending:
+        """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last,
+        and the decisions logged since the last write."""
+        if not self._pending and not self._decisions:
             return
-        if self.before_write is not None:
+        if self._pending and self.before_write is not None:
             self.before_write()
-        rows = sorted(self._pending)
-        first = self._loaded + len(self._written_as)
         with self._connection:  # BEGIN ... COMMIT
             self._connection.execute("BEGIN")
-            self._connection.executemany(
-                "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
-                [(first + n, *self._pending[row]) for n, row in enumerate(rows)],
-            )
-            self._connection.execute(
-                "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
-                (first, self._fingerprints[rows, 0].astype("<u8").tobytes(),
-                 self._fingerprints[rows, 1].astype("<u8").tobytes(), self._present[rows].tobytes()),
-            )
+            self._write_pages()
+            self._write_decisions()
+
+    def _write_pages(self) -> None:
+        if not self._pending:
+            return
+        rows = sorted(self._pending)
+        first = self._loaded + len(self._written_as)
+        self._connection.executemany(
+            "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
+            [(first + n, *self._pending[row]) for n, row in enumerate(rows)],
+        )
+        self._connection.execute(
+            "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
+            (first, self._fingerprints[rows, 0].astype("<u8").tobytes(),
+             self._fingerprints[rows, 1].astype("<u8").tobytes(), self._present[rows].tobytes()),
+        )
         for n, row in enumerate(rows):
             self._written_as[row] = first + n
         self._pending.clear()
+
+    def _write_decisions(self) -> None:
+        """Append the decisions; then the oldest beyond ``decisions_kept`` go, and those beyond
+        ``texts_kept`` lose their texts (only the rows that just crossed that line are touched)."""
+        if not self._decisions:
+            return
+        added, self._decisions = self._decisions, []
+        self._connection.executemany(
+            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({', '.join('?' * len(_DECISION_FIELDS))})",
+            [decision_row(decision) for decision in added],
+        )
+        (last,) = self._connection.execute("SELECT max(id) FROM decisions").fetchone()
+        self._connection.execute("DELETE FROM decisions WHERE id <= ?", (last - self.decisions_kept,))
+        cut = last - self.texts_kept
+        self._connection.execute(
+            "UPDATE decisions SET text = NULL, kept_text = NULL WHERE id > ? AND id <= ?", (cut - len(added), cut)
+        )
 
     def close(self) -> None:
         self.flush()
@@ -386,9 +451,32 @@ def reset_store(path: Path) -> bool:
 
 
 def is_store(connection: sqlite3.Connection) -> bool:
-    """Is this database new and empty, or one of this plugin's stores (its three tables, and no other)?"""
+    """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
     tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return not tables or tables == {"meta", "pages", "batches"}
+    return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs"}
+
+
+def read_log(path: Path) -> tuple[list[Decision], list[dict[str, Any]]]:
+    """The decision log and the runs kept in the store at ``path`` (read-only: a running crawl may hold it)."""
+    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        if not is_store(connection):
+            raise StoreNotOpened(f"{path} is not a store of simhash_dedup")
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "decisions" not in tables:
+            return [], []
+        rows = connection.execute(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
+        decisions = [Decision(*row[:-2], unpacked(row[-2]), unpacked(row[-1])) for row in rows]
+        runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
+        return decisions, runs
+    finally:
+        connection.close()
+
+
+def decision_row(decision: Decision) -> tuple[Any, ...]:
+    """A decision as the ``decisions`` table holds it: its fields in order, the texts compressed."""
+    values = [getattr(decision, name) for name in _DECISION_FIELDS]
+    return (*values[:-2], packed(values[-2]), packed(values[-1]))
 
 
 class StoreLock:
@@ -435,7 +523,15 @@ CREATE TABLE IF NOT EXISTS pages (row INTEGER PRIMARY KEY, url TEXT NOT NULL, sk
 CREATE TABLE IF NOT EXISTS batches (
     first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY, time REAL NOT NULL, outcome TEXT NOT NULL, url TEXT NOT NULL, kept_url TEXT NOT NULL,
+    reason TEXT NOT NULL, content_distance INTEGER, structure_distance INTEGER, similarity REAL,
+    similarity_needed REAL, text BLOB, kept_text BLOB
+);
+CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, run TEXT NOT NULL);
 """
+_DECISION_FIELDS = tuple(field.name for field in fields(Decision))
+_DECISION_COLUMNS = ", ".join(_DECISION_FIELDS)
 
 
 def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:

@@ -32,11 +32,12 @@ class FingerprinterOptions:
     max_bytes: int
     max_elements: int
     max_text_chars: int
+    keep_text: bool
 
     @classmethod
     def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
         return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes,
-                   fingerprinter.max_elements, fingerprinter.max_text_chars)
+                   fingerprinter.max_elements, fingerprinter.max_text_chars, fingerprinter.keep_text)
 
 
 PageMessage = tuple[int, bytes, str]

@@ -1,0 +1,101 @@
+"""The decision log: every page dropped and why, and the kept pages a user should look at.
+
+A *borderline* keep is a kept page whose nearest content candidate was
+within the search distance but failed the sketch (or, in mode "both", the
+structure): the pairs that show whether the distances are right.  Each
+decision names both pages and their distances; the most recent pairs also
+carry both pages' own texts (the words their content fingerprints were built
+from), so a report can show them side by side without the HTML.  The stores
+keep the log (``record``) and the counts of each run (``save_run``):
+SQLite in tables beside the fingerprints, Redis in capped streams.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from .fingerprint import Fingerprint, own_text
+
+if TYPE_CHECKING:
+    from .stores import Match
+
+#: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
+KEPT_TEXTS = 5_000
+
+DROPPED = "dropped"
+BORDERLINE = "borderline"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One entry of the log: ``url`` was dropped as a near-duplicate of ``kept_url`` (``outcome``
+    "dropped"), or kept though ``kept_url`` was near (``outcome`` "borderline")."""
+
+    time: float
+    outcome: str
+    url: str
+    kept_url: str
+    reason: str  # Match.reason: what matched, or for a borderline keep what failed
+    content_distance: int | None
+    structure_distance: int | None
+    similarity: float | None
+    similarity_needed: float | None
+    text: str | None = None
+    kept_text: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> Decision:
+        names = {field.name for field in fields(cls)}
+        return cls(**{key: value for key, value in record.items() if key in names})
+
+
+class Reviewer:
+    """Turns matches into decisions, with the texts of both pages while they are at hand.
+
+    The dropped page's text comes with its fingerprint; the kept page's from
+    the ``KEPT_TEXTS`` most recently kept pages (a page kept long before, or by
+    another process, has none: the report then shows one side).
+    """
+
+    def __init__(self, keep_texts: bool, recent: int = KEPT_TEXTS) -> None:
+        self.keep_texts = keep_texts
+        self._recent = recent
+        self._texts: OrderedDict[str, bytes] = OrderedDict()  # kept URL -> compressed own text
+
+    def kept(self, url: str, fingerprint: Fingerprint | None, match: Match | None) -> Decision | None:
+        """A page was kept: remember its text; the borderline decision if it had a near candidate."""
+        decision = self.decision(BORDERLINE, url, fingerprint, match) if match is not None else None
+        if self.keep_texts and fingerprint is not None and fingerprint.text is not None:
+            self._texts[url] = fingerprint.text
+            self._texts.move_to_end(url)
+            if len(self._texts) > self._recent:
+                self._texts.popitem(last=False)
+        return decision
+
+    def dropped(self, url: str, fingerprint: Fingerprint, match: Match) -> Decision:
+        return self.decision(DROPPED, url, fingerprint, match)
+
+    def decision(self, outcome: str, url: str, fingerprint: Fingerprint | None, match: Match) -> Decision:
+        kept_text = self._texts.get(match.url) if self.keep_texts else None
+        return Decision(
+            time.time(), outcome, url, match.url, match.reason, match.content_distance, match.structure_distance,
+            match.similarity, match.similarity_needed,
+            own_text(fingerprint) if self.keep_texts and fingerprint is not None else None,
+            None if kept_text is None else zlib.decompress(kept_text).decode("utf-8"),
+        )
+
+
+def packed(text: str | None) -> bytes | None:
+    """A text as stores keep it: UTF-8, compressed."""
+    return None if text is None else zlib.compress(text.encode("utf-8"))
+
+
+def unpacked(data: bytes | None) -> str | None:
+    return None if data is None else zlib.decompress(data).decode("utf-8")

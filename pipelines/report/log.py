@@ -1,0 +1,69 @@
+"""Reading a decision log from wherever it was kept."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..decisions import BORDERLINE, DROPPED, Decision
+from ..stores import Policy, read_log
+
+
+@dataclass
+class Log:
+    """Decisions (oldest first), the runs that made them, and the settings they were made with."""
+
+    source: str
+    decisions: list[Decision]
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # outcome -> pages, over the log's runs
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
+    """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), or a decisions
+    file of ``simhash-dedup dedup`` (JSON Lines).  ``policy`` gives the thresholds when the source
+    does not say which were used."""
+    settings = {"mode": policy.mode.value, "content_distance": policy.content_distance,
+                "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity}
+    if source.startswith(("redis://", "rediss://", "unix://")):
+        import redis
+
+        from ..redis_store import read_redis_log
+
+        if not redis_key:
+            raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")
+        decisions, runs = read_redis_log(redis.Redis.from_url(source), redis_key)
+        return _from_runs(source, decisions, runs, settings)
+    path = Path(source)
+    with path.open("rb") as file:
+        is_sqlite = file.read(16) == b"SQLite format 3\x00"
+    if is_sqlite:
+        return _from_runs(source, *read_log(path), settings)
+    return _from_pages(source, path, settings)
+
+
+def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]], settings: dict[str, Any]) -> Log:
+    counts: Counter[str] = Counter()
+    for run in runs:
+        counts.update(run.get("counts", {}))
+    if runs:
+        settings = {**settings, **runs[-1].get("settings", {})}
+    return Log(source, decisions, runs, dict(counts), settings)
+
+
+def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
+    """A decisions file: one record per page read (its ``outcome``: kept, dropped, borderline or why it
+    could not be compared), and a last record ``{"run": …}`` with the settings and counts."""
+    decisions, runs = [], []
+    with path.open(encoding="utf-8") as file:
+        for line in file:
+            record = json.loads(line)
+            if "run" in record:
+                runs.append(record["run"])
+            elif record.get("outcome") in (DROPPED, BORDERLINE):
+                decisions.append(Decision.from_json(record))
+    return _from_runs(source, decisions, runs, settings)

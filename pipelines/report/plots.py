@@ -1,0 +1,51 @@
+"""The report's histograms, drawn by matplotlib into SVG text (paths, no fonts or files to fetch)."""
+
+from __future__ import annotations
+
+import io
+
+from ..decisions import BORDERLINE, DROPPED, Decision
+
+COLORS = {DROPPED: "#c0392b", BORDERLINE: "#2471a3"}
+LABELS = {DROPPED: "dropped", BORDERLINE: "kept, borderline"}
+
+
+def distance_histogram(decisions: list[Decision], threshold: int) -> str:
+    """Content distance of each pair, drops and borderline keeps side by side; the threshold marked."""
+    top = max([threshold, *(d.content_distance or 0 for d in decisions)]) + 1
+    bins = [x - 0.5 for x in range(top + 1)]
+    return _histogram(decisions, lambda d: d.content_distance, bins, threshold,
+                      f"content distance ≤ {threshold}", "content SimHash distance (bits)")
+
+
+def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
+    """Sketch similarity of each pair; the threshold for long texts marked (short ones need less)."""
+    bins = [x / 20 for x in range(-4, 21)]
+    return _histogram(decisions, lambda d: d.similarity, bins, threshold,
+                      f"similarity ≥ {threshold:.2f} (less for short texts)", "sketch similarity (estimated Jaccard of word 3-grams)")
+
+
+def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str) -> str:  # noqa: ANN001
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 2.8), dpi=100)
+    groups = [(outcome, [value(d) for d in decisions if d.outcome == outcome and value(d) is not None])
+              for outcome in (DROPPED, BORDERLINE)]
+    shown = [(outcome, values) for outcome, values in groups if values]
+    if shown:
+        axes.hist([values for _, values in shown], bins=bins, color=[COLORS[o] for o, _ in shown],
+                  label=[f"{LABELS[o]} ({len(v)})" for o, v in shown])
+    axes.axvline(threshold, color="#333333", linestyle="--", linewidth=1.2, label=threshold_label)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel("pairs")
+    axes.legend(fontsize=8, frameon=False)
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", metadata={"Date": None})  # no date: the same log, the same file
+    plt.close(figure)
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]

@@ -1,0 +1,171 @@
+"""The report's HTML: counts, histograms, clusters and pairs, in one file with its style inline."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from html import escape
+from pathlib import Path
+
+from ..decisions import BORDERLINE, DROPPED, Decision
+from .diff import side_by_side
+from .log import Log
+from .plots import distance_histogram, similarity_histogram
+
+#: Pairs shown with their diff (nearest the threshold first), and clusters listed.
+MAX_PAIRS = 200
+MAX_CLUSTERS = 100
+OPEN_PAIRS = 5  # the first pairs are shown unfolded
+
+#: The counts shown first, in this order; any other count follows.
+MAIN_COUNTS = ("checked", "kept", "dropped", "borderline", "short_text", "same_html")
+
+
+def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(log, pairs), encoding="utf-8")
+    return path
+
+
+def render(log: Log, pairs: int = MAX_PAIRS) -> str:
+    settings = log.settings
+    sections = [
+        _counts(log),
+        _runs(log),
+        "<h2>Distances of the pairs</h2>"
+        "<p>Every drop and every borderline keep (a kept page whose nearest content candidate was within "
+        "the search distance but failed the similarity check or the mode). Drops just inside a threshold, "
+        "and borderline keeps just outside it, are the pairs to look at when tuning.</p>"
+        f"<div class='plots'><figure>{distance_histogram(log.decisions, settings['content_distance'])}</figure>"
+        f"<figure>{similarity_histogram(log.decisions, settings['min_similarity'])}</figure></div>",
+        _clusters(log.decisions),
+        _pairs(log, pairs),
+    ]
+    return _PAGE.format(style=_STYLE, source=escape(log.source), generated=time.strftime("%Y-%m-%d %H:%M"),
+                        settings=escape(", ".join(f"{k} {v}" for k, v in settings.items())), body="".join(sections))
+
+
+def _counts(log: Log) -> str:
+    counts = dict(log.counts) or {
+        DROPPED: sum(d.outcome == DROPPED for d in log.decisions),
+        BORDERLINE: sum(d.outcome == BORDERLINE for d in log.decisions),
+    }
+    names = [name for name in MAIN_COUNTS if name in counts] + sorted(set(counts) - set(MAIN_COUNTS))
+    rows = "".join(f"<tr><th>{escape(name)}</th><td class='num'>{counts[name]:,}</td></tr>" for name in names)
+    return (f"<h2>Counts</h2><p>Pages by outcome over the {len(log.runs) or 'logged'} run(s) "
+            f"(the stats <code>simhash_dedup/…</code>).</p><table class='counts' id='counts'>{rows}</table>")
+
+
+def _runs(log: Log) -> str:
+    if not log.runs:
+        return ""
+    rows = "".join(
+        f"<tr><td>{escape(str(run.get('spider', run.get('input', ''))))}</td><td>{_when(run.get('started'))}</td>"
+        f"<td>{_when(run.get('finished'))}</td>"
+        + "".join(f"<td class='num'>{run.get('counts', {}).get(name, 0):,}</td>" for name in ("checked", "kept", "dropped", "borderline"))
+        + "</tr>"
+        for run in log.runs[-20:]
+    )
+    return ("<h2>Runs</h2><table class='runs'><tr><th>spider / input</th><th>started</th><th>finished</th>"
+            f"<th>checked</th><th>kept</th><th>dropped</th><th>borderline</th></tr>{rows}</table>")
+
+
+def _clusters(decisions: list[Decision]) -> str:
+    clusters: dict[str, list[Decision]] = defaultdict(list)
+    for decision in decisions:
+        if decision.outcome == DROPPED:
+            clusters[decision.kept_url].append(decision)
+    if not clusters:
+        return "<h2>Clusters</h2><p>No page was dropped.</p>"
+    largest = sorted(clusters.items(), key=lambda item: -len(item[1]))[:MAX_CLUSTERS]
+    items = "".join(
+        f"<li><details><summary>{_link(kept)} <span class='badge'>{len(copies)} dropped</span></summary><ul>"
+        + "".join(f"<li>{_link(d.url)} <span class='why'>{_nearness(d)}</span></li>" for d in copies[:50])
+        + "</ul></details></li>"
+        for kept, copies in largest
+    )
+    return (f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies; the largest "
+            f"{len(largest)} first.</p><ol class='clusters'>{items}</ol>")
+
+
+def _pairs(log: Log, limit: int) -> str:
+    content_distance = log.settings["content_distance"]
+    reviewable = [d for d in log.decisions if d.text is not None or d.kept_text is not None]
+    reviewable.sort(key=lambda d: _margin(d, content_distance))
+    shown = reviewable[:limit]
+    items = "".join(
+        f"<details class='pair {d.outcome}'{' open' if n < OPEN_PAIRS else ''}><summary>"
+        f"<span class='outcome'>{'dropped' if d.outcome == DROPPED else 'kept (borderline)'}</span> "
+        f"{_link(d.url)} <span class='vs'>vs kept</span> {_link(d.kept_url)}<br><span class='why'>{_nearness(d)}"
+        f"</span></summary><div class='sides'><div>kept page</div><div>{'dropped page' if d.outcome == DROPPED else 'page kept beside it'}</div></div>"
+        f"{side_by_side(d.kept_text, d.text)}</details>"
+        for n, d in enumerate(shown)
+    )
+    return (f"<h2>Pairs, nearest the threshold first</h2><p>{len(shown)} of {len(reviewable):,} pairs whose "
+            "texts are in the log (the words each content fingerprint was built from, one block per line). "
+            "Left: the kept page; right: the page dropped or kept beside it. "
+            "<del>Struck</del> words are only on the left, <ins>marked</ins> words only on the right. "
+            "A drop whose texts differ in substance means the distances are too wide; a borderline keep "
+            "that is a copy means they are too narrow.</p>" + items)
+
+
+def _margin(decision: Decision, content_distance: int) -> float:
+    """How far the pair is from flipping: the similarity's distance to what was needed, else the
+    content distance's to its threshold (in 64ths)."""
+    if decision.similarity is not None and decision.similarity_needed is not None:
+        return abs(decision.similarity - decision.similarity_needed)
+    if decision.content_distance is not None:
+        return abs(content_distance - decision.content_distance) / 64
+    return 1.0
+
+
+def _nearness(decision: Decision) -> str:
+    parts = [f"matched on {decision.reason}" if decision.outcome == DROPPED else f"failed: {decision.reason}"]
+    if decision.content_distance is not None:
+        parts.append(f"content distance {decision.content_distance}")
+    if decision.similarity is not None:
+        needed = "" if decision.similarity_needed is None else f" (needed {decision.similarity_needed:.2f})"
+        parts.append(f"similarity {decision.similarity:.2f}{needed}")
+    if decision.structure_distance is not None:
+        parts.append(f"structure distance {decision.structure_distance}")
+    return escape(", ".join(parts))
+
+
+def _link(url: str) -> str:
+    href = escape(url, quote=True) if url.startswith(("http://", "https://", "file:")) else "#"
+    return f"<a href='{href}' rel='noreferrer'>{escape(url)}</a>"
+
+
+def _when(seconds: float | None) -> str:
+    return "" if seconds is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<title>simhash-dedup report</title><style>{style}</style></head>
+<body><h1>What was dropped, and why</h1>
+<p class="meta">Decision log of <code>{source}</code>; settings: {settings}; written {generated}.</p>
+{body}
+</body></html>
+"""
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; padding: 0 16px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+.meta, .why, .note { color: #666; } code { background: #f4f4f4; padding: 0 3px; }
+table.counts th { text-align: left; padding-right: 24px; font-weight: normal; } .num { text-align: right; }
+table.runs { border-collapse: collapse; } table.runs td, table.runs th { padding: 2px 10px; border-bottom: 1px solid #eee; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; } figure { margin: 0; } figure svg { max-width: 100%; height: auto; }
+.badge { background: #c0392b; color: white; border-radius: 8px; padding: 0 7px; font-size: 12px; }
+details.pair { border: 1px solid #ddd; border-radius: 6px; margin: 10px 0; }
+details.pair > summary { padding: 6px 10px; cursor: pointer; background: #fafafa; }
+.outcome { font-weight: bold; } .dropped .outcome { color: #c0392b; } .borderline .outcome { color: #2471a3; }
+.sides { display: grid; grid-template-columns: 1fr 1fr; font-weight: bold; padding: 4px 10px; }
+table.diff { width: 100%; border-collapse: collapse; table-layout: fixed; font: 12px/1.4 ui-monospace, monospace; }
+table.diff col.n { width: 3em; } table.diff td { vertical-align: top; padding: 1px 6px; word-wrap: break-word; }
+td.n { color: #999; text-align: right; user-select: none; } td.del { background: #fdecea; } td.ins { background: #e8f6ec; }
+td.empty { background: #f6f6f6; } tr.fold td { color: #888; text-align: center; background: #f8f8ff; }
+del { background: #f5b7b1; text-decoration: line-through; } ins { background: #abebc6; text-decoration: none; }
+.single .line { font: 12px/1.4 ui-monospace, monospace; padding: 1px 6px; }
+"""
