@@ -16,12 +16,13 @@ import time
 import zlib
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .fingerprint import Fingerprint, own_text
 
 if TYPE_CHECKING:
-    from .stores import Match
+    from .stores import Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
 KEPT_TEXTS = 5_000
@@ -90,6 +91,19 @@ class Reviewer:
             own_text(fingerprint) if self.keep_texts and fingerprint is not None else None,
             None if kept_text is None else zlib.decompress(kept_text).decode("utf-8"),
         )
+
+
+def run_summary(name: str, started: float, policy: Policy, counts: Mapping[str, Any]) -> dict[str, Any]:
+    """What the report shows of a run (a crawl, or a batch): what ran, when, the decision's settings,
+    and its counts (the stats ``simhash_dedup/<name>``)."""
+    return {
+        "spider": name,
+        "started": started,
+        "finished": time.time(),
+        "settings": {"mode": policy.mode.value, "content_distance": policy.content_distance,
+                     "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity},
+        "counts": dict(counts),
+    }
 
 
 def packed(text: str | None) -> bytes | None:

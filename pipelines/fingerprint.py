@@ -104,3 +104,17 @@ def text_hash(words: list[str]) -> int:
 def own_text(fingerprint: Fingerprint) -> str | None:
     """The words a fingerprint's content was built from, one block per line (``keep_text``)."""
     return None if fingerprint.text is None else zlib.decompress(fingerprint.text).decode("utf-8")
+
+
+def outcomes(fingerprint: Fingerprint) -> list[str]:
+    """What a page is counted as, besides checked (the stats ``simhash_dedup/<outcome>``): why it was not
+    fingerprinted, or ``short_text`` and the parts it has too few features for."""
+    if fingerprint.problem:
+        return [fingerprint.problem]
+    parts = [f"too_few_features/{part}" for part in ("content", "structure") if getattr(fingerprint, part) is None]
+    return ["short_text", *parts] if fingerprint.short else parts
+
+
+def comparable(fingerprint: Fingerprint) -> bool:
+    """Can the page be compared at all?  (Pages without either fingerprint are always kept.)"""
+    return fingerprint.problem is None and (fingerprint.content is not None or fingerprint.structure is not None)

@@ -16,8 +16,8 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
 
-from .decisions import Decision, Reviewer
-from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
+from .decisions import Decision, Reviewer, run_summary
+from .fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
 from .settings import DedupSettings
 from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, dropped, reset_store
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
@@ -104,7 +104,7 @@ class SimhashDedupPipeline:
             try:
                 if self._reset_requested() and reset_store(path):
                     logger.info("simhash_dedup: reset, %s removed", path)
-                self.store = SqliteStore(self.settings.policy, path, self.scheme(), self.settings.commit_every,
+                self.store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
                                          self.settings.decisions, self.settings.review_texts)
                 self.store.before_write = self._flush_feeds
             except StoreNotOpened as error:
@@ -125,7 +125,7 @@ class SimhashDedupPipeline:
         timeout = self.settings.redis_timeout
         client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
         expire = round(self.settings.expire_days * 86400)
-        store = self.store = RedisStore(self.settings.policy, client, key, self.scheme(), expire,
+        store = self.store = RedisStore(self.settings.policy, client, key, self.settings.scheme, expire,
                                         self.settings.decisions, self.settings.review_texts)
         self._batcher = StoreBatcher(store)
         try:
@@ -147,18 +147,11 @@ class SimhashDedupPipeline:
         self.store.close()
 
     def run_summary(self) -> dict[str, Any]:
-        """What the report shows of this crawl: when, which spider, the decision's settings, the counts."""
-        stats = self.crawler.stats.get_stats()
-        policy = self.settings.policy
-        return {
-            "spider": self.crawler.spider.name,
-            "started": self._started,
-            "finished": time.time(),
-            "settings": {"mode": policy.mode.value, "content_distance": policy.content_distance,
-                         "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity},
-            "counts": {key.split("/", 1)[1]: value for key, value in stats.items()
-                       if key.startswith(f"{STATS_PREFIX}/")},
-        }
+        """This crawl, for the report: the spider, when, the decision's settings and the counts."""
+        prefix = f"{STATS_PREFIX}/"
+        counts = {key[len(prefix):]: value for key, value in self.crawler.stats.get_stats().items()
+                  if key.startswith(prefix)}
+        return run_summary(self.crawler.spider.name, self._started, self.settings.policy, counts)
 
     def store_path(self) -> Path:
         """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else
@@ -168,13 +161,6 @@ class SimhashDedupPipeline:
         if job_dir := self.crawler.settings.get("JOBDIR"):
             return Path(job_dir) / "simhash_dedup.sqlite"
         return Path(data_path("simhash_dedup", createdir=True)) / f"{file_name(self.crawler.spider.name)}.sqlite"
-
-    def scheme(self) -> str:
-        """What the stored fingerprints depend on: another value makes them incomparable."""
-        return (
-            f"v{SCHEME_VERSION}/decay={self.settings.structure_decay}"
-            f"/min_features={self.settings.min_features}"
-        )
 
     def _reset_requested(self) -> bool:
         """``SIMHASH_DEDUP_RESET``, or ``-a simhash_dedup_reset=1`` on the command line."""
@@ -300,17 +286,9 @@ class SimhashDedupPipeline:
         fingerprint, known = await self._recent.fingerprint(html, url, self.fingerprints.fingerprint)
         if known:
             self._count("same_html")
-        if fingerprint.problem:
-            self._count(fingerprint.problem, url)
-            return None
-        if fingerprint.short:
-            self._count("short_text")
-        for part in ("content", "structure"):
-            if getattr(fingerprint, part) is None:
-                self._count(f"too_few_features/{part}", url)
-        if fingerprint.content is None and fingerprint.structure is None:
-            return None
-        return fingerprint
+        for outcome in outcomes(fingerprint):
+            self._count(outcome, "" if outcome == "short_text" else url)  # the first of each kind is logged
+        return fingerprint if comparable(fingerprint) else None
 
     def _finish_kept(self, adapter: ItemAdapter, url: str, fingerprint: Fingerprint | None) -> None:
         try:

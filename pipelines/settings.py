@@ -11,7 +11,13 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from .fingerprint import DEFAULT_MAX_BYTES, DEFAULT_MAX_ELEMENTS, DEFAULT_MAX_TEXT_CHARS, DEFAULT_MIN_FEATURES
+from .fingerprint import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_ELEMENTS,
+    DEFAULT_MAX_TEXT_CHARS,
+    DEFAULT_MIN_FEATURES,
+    SCHEME_VERSION,
+)
 from .stores import Mode, Policy
 from .structure import DEFAULT_DECAY
 
@@ -41,6 +47,11 @@ class DedupSettings:
     workers: int = 1  # fingerprint worker processes; 0 or 1: none, pages fingerprinted on the reactor thread
     decisions: int = 100_000  # drops and borderline keeps kept in the store's decision log; 0: no log
     review_texts: int = 1_000  # the most recent decisions that keep both pages' texts
+
+    @property
+    def scheme(self) -> str:
+        """What stored fingerprints depend on: a store of another scheme holds incomparable ones."""
+        return f"v{SCHEME_VERSION}/decay={self.structure_decay}/min_features={self.min_features}"
 
     @property
     def keep_texts(self) -> bool:

@@ -1,0 +1,7 @@
+"""``python -m pipelines``: the ``simhash-dedup`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
