@@ -96,7 +96,7 @@ def run_dedup(arguments: argparse.Namespace) -> int:
         decisions = files.enter_context(open(arguments.decisions, "w", encoding="utf-8")) if arguments.decisions else None
         counts = dedup(arguments.inputs, settings, store, kept, decisions, arguments.workers,
                        progress=not arguments.no_progress)
-    summary = ", ".join(f"{name} {counts[name]:,}" for name in ("checked", "kept", "dropped", "borderline", "unreadable")
+    summary = ", ".join(f"{name} {counts[name]:,}" for name in ("checked", "kept", "dropped", "borderline", "not_html", "unreadable", "errors")
                         if counts[name] or name in ("kept", "dropped"))
     print(f"simhash-dedup: {summary}", file=sys.stderr)
     return 1 if not counts["checked"] else 0

@@ -46,7 +46,7 @@ def dedup(
     pages = read_inputs(inputs, settings.html_field, settings.url_field)
     for item, result in _progress(fingerprinted(pages, fingerprinter, workers), progress):
         if isinstance(item, BadInput):
-            counts["unreadable"] += 1
+            counts[item.kind] += item.records
             print(f"simhash-dedup: {item.source}: {item.message}", file=sys.stderr)
             continue
         counts["checked"] += 1

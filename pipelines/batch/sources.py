@@ -33,10 +33,12 @@ class Page:
 
 @dataclass
 class BadInput:
-    """What could not be read, and where."""
+    """What could not be read, and where; ``kind`` and ``records``: what it is counted as, how many."""
 
     source: str
     message: str
+    kind: str = "unreadable"
+    records: int = 1
 
 
 def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_field: str = "url") -> Iterator[Page | BadInput]:
@@ -45,7 +47,9 @@ def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_fiel
     for name in inputs:
         path = Path(name)
         try:
-            if path.is_dir():
+            if not path.exists():
+                yield BadInput(str(path), "cannot be read: no such file or folder")
+            elif path.is_dir():
                 yield from read_folder(path)
             elif path.name.endswith(WARC_SUFFIXES):
                 yield from read_warc(path)
@@ -100,6 +104,7 @@ def read_warc(path: Path) -> Iterator[Page | BadInput]:
     ``bench/batch.py``).  A truncated file yields its whole records and one ``BadInput``."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+    skipped: list[str] = []  # records of images, scripts, PDFs…: not pages, summed up in one message
     try:
         for record in ArchiveIterator(str(path), record_types=WarcRecordType.response, parse_http=True):
             source = f"{path}@{record.stream_pos}"
@@ -107,13 +112,36 @@ def read_warc(path: Path) -> Iterator[Page | BadInput]:
             body = record.reader.read()
             if url is None or len(body) < record.content_length:
                 yield BadInput(source, "incomplete record (the file is truncated?); the records before it were read")
-                return
+                break
             content_type = record.http_headers.get("Content-Type") or ""
-            if not content_type.split(";")[0].strip().lower() in HTML_TYPES:
-                continue  # images, scripts, PDFs…: not pages
+            if content_type.split(";")[0].strip().lower() not in HTML_TYPES:
+                skipped.append(f"{source} ({content_type or 'no Content-Type'})")
+                continue
             yield Page(url, decoded(url, body, content_type), source)
     except OSError as error:  # FastWARC reports a broken or foreign file so
         yield BadInput(str(path), f"not readable as WARC ({error})")
+    if skipped:
+        yield BadInput(str(path), f"{len(skipped)} response records are not HTML and were skipped, the first at "
+                                  f"{skipped[0]}", "not_html", len(skipped))
+
+
+def write_warc(path: Path, pages: Iterable[tuple[str, bytes, str]]) -> None:
+    """A WARC.gz of HTTP 200 responses (URL, body, Content-Type), one gzip member per record as crawlers
+    write them: for tests and benchmarks of ``read_warc``."""
+    from fastwarc.stream_io import GzipWriter
+    from fastwarc.warc import WarcRecord, WarcRecordType
+
+    with GzipWriter(str(path)) as out:
+        for url, body, content_type in pages:
+            record = WarcRecord()
+            record.init_headers(WarcRecordType.response)
+            record.headers["WARC-Target-URI"] = url
+            record.headers["Content-Type"] = "application/http; msgtype=response"
+            record.set_bytes_content(
+                f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body)
+            record.write(out)
+            out.finish()
 
 
 def decoded(url: str, body: bytes, content_type: str) -> str | bytes:

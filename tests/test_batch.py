@@ -1,0 +1,130 @@
+"""Batch mode (``simhash-dedup dedup``): the same decisions as a crawl, over files, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pipelines.batch.sources import write_warc
+
+from .conftest import PROJECT
+
+DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
+#: Chapters present in every language of the demo site: many da-DK and zh-CN pages are copies of en-US.
+CHAPTERS = 14
+
+
+def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines", "dedup", "--no-progress", *map(str, arguments)],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture
+def handbook(site: tuple[Path, str]) -> tuple[Path, str, list[str]]:
+    """Chapters of the demo site in three languages, served; their names in sorted (the folder's) order."""
+    root, base_url = site
+    with tarfile.open(DEMO_SITE) as archive:
+        names = sorted(m.name for m in archive if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
+        chapters = [name.removeprefix("html/en-US/") for name in names[:CHAPTERS]]
+        for language in ("da-DK", "en-US", "zh-CN"):
+            for chapter in chapters:
+                member = archive.getmember(f"html/{language}/{chapter}")
+                (root / language).mkdir(exist_ok=True)
+                (root / language / chapter).write_bytes(archive.extractfile(member).read())
+    pages = sorted(str(path.relative_to(root)) for path in root.rglob("*.html"))
+    return root, base_url, pages
+
+
+def kept_pages(output: Path, root: Path | None = None) -> set[str]:
+    """The page names in a ``dedup -o`` output (folder sources, or URLs)."""
+    names = set()
+    for line in output.read_text().splitlines():
+        record = json.loads(line)
+        names.add(str(Path(record["source"]).relative_to(root)) if root else record["url"].split("/", 3)[3])
+    return names
+
+
+def test_dedup_keeps_what_a_crawl_of_the_same_pages_in_the_same_order_keeps(handbook, crawl, tmp_path):
+    root, base_url, pages = handbook
+    crawled = crawl([base_url + page for page in pages], {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}})
+    crawl_kept = {url.removeprefix(base_url) for url in crawled["kept"]}
+    assert crawled["dropped"] and crawl_kept, "the chapters must hold near-duplicates and unique pages"
+
+    lines = tmp_path / "pages.jsonl"
+    lines.write_text("".join(json.dumps({"url": base_url + page, "html": (root / page).read_text("utf-8")}) + "\n"
+                             for page in pages))
+    archive = tmp_path / "pages.warc.gz"
+    write_warc(archive, [(base_url + page, (root / page).read_bytes(), "text/html") for page in pages])
+
+    results = {}
+    for name, source in (("folder", root), ("jsonl", lines), ("warc", archive)):
+        done = dedup(source, "-o", tmp_path / f"{name}.jsonl", "--workers", "2")
+        assert done.returncode == 0, done.stderr
+        results[name] = kept_pages(tmp_path / f"{name}.jsonl", root if name == "folder" else None)
+    assert results["folder"] == results["jsonl"] == results["warc"] == crawl_kept
+
+
+def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, tmp_path):
+    root, base_url, pages = handbook
+    english = [page for page in pages if page.startswith("en-US")]
+    store = tmp_path / "seen.sqlite"
+    crawl([base_url + page for page in english], {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
+                                                  "SIMHASH_DEDUP_PATH": str(store)})
+    done = dedup(root / "da-DK", "--store", store, "--decisions", tmp_path / "decisions.jsonl")
+    assert done.returncode == 0, done.stderr
+    outcomes = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    drops = [record for record in outcomes if record.get("outcome") == "dropped"]
+    assert drops and all("/en-US/" in record["kept_url"] for record in drops)  # the crawl's pages, from its store
+    report = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "pipelines", "report", str(store), "-o", str(report)],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    html = report.read_text()
+    assert html.count("<svg") == 2
+    assert "one side shown" in html  # the kept pages' texts stayed in the crawl's process
+    assert all(record["url"] in html for record in drops[:3])
+
+
+def test_bad_input_is_named_and_the_rest_is_read(handbook, tmp_path):
+    root, base_url, pages = handbook
+    good = [(base_url + page, (root / page).read_bytes(), "text/html") for page in pages[:6]]
+    truncated = tmp_path / "truncated.warc.gz"
+    write_warc(truncated, good)
+    truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size * 2 // 3])
+    mixed = tmp_path / "mixed.warc.gz"
+    write_warc(mixed, [good[0], ("https://a.test/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"url": good[1][0], "html": good[1][1].decode()}) + "\n{not json\n"
+                      + json.dumps({"url": "https://a.test/no-html"}) + "\n")
+    missing = tmp_path / "missing.warc.gz"
+
+    done = dedup(truncated, mixed, broken, missing, "-o", tmp_path / "kept.jsonl")
+    assert done.returncode == 0, done.stderr
+    messages = done.stderr
+    assert f"{truncated}@" in messages and "incomplete record" in messages
+    assert f"{mixed}: 1 response records are not HTML" in messages and "image/png" in messages
+    assert f"{broken}:2: not a JSON line" in messages and f"{broken}:3: no 'html' field" in messages
+    assert f"{missing}: cannot be read" in messages
+    read = [json.loads(line)["url"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert read == [good[0][0], good[1][0]]  # the truncated file's whole records; their copies dropped
+    assert "checked 4, kept 2, dropped 2" in messages  # and the copies in the other files read
+
+    nothing = dedup(missing, tmp_path / "garbage.warc.gz")
+    assert nothing.returncode == 1 and "cannot be read" in nothing.stderr
+
+
+def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
+    page = (PROJECT / "tests" / "data" / "newspaper-syracuse.com1.html.gz").read_bytes()
+    (tmp_path / "one.html").write_bytes(gzip.decompress(page))
+    with gzip.open(tmp_path / "feed.jsonl.gz", "wt") as feed:
+        feed.write(json.dumps({"url": "https://a.test/1", "html": gzip.decompress(page).decode("utf-8")}) + "\n")
+    done = dedup(tmp_path / "one.html", tmp_path / "feed.jsonl.gz", "--decisions", tmp_path / "d.jsonl", "--workers", "0")
+    assert done.returncode == 0, done.stderr
+    outcomes = [json.loads(line).get("outcome") for line in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert outcomes[:2] == ["kept", "dropped"]  # the same page twice
