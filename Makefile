@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test clean redis-server compiled
+.PHONY: demo test clean redis-server chromium compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -17,7 +17,7 @@ compiled: $(INSTALLED)
 demo: compiled
 	$(PYTHON) -m crawler.demo
 
-test: compiled redis-server
+test: compiled redis-server chromium
 	$(PYTHON) -m pytest -q
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.
@@ -26,6 +26,13 @@ redis-server:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server || command -v redis-server; }
+
+# The report's test opens it in a real browser: Debian's chromium, installed when missing.
+chromium:
+	@command -v chromium >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium || command -v chromium; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.c pipelines/*.cpp

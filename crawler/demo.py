@@ -3,11 +3,15 @@
 The site is a subset of the Debian Administrator's Handbook (en-US, da-DK and
 zh-CN; see ``demo_site/COPYRIGHT``).  Many da-DK and zh-CN pages are
 unfinished translations, still mostly English: near-duplicates of their
-en-US page under another URL.  Kept items go to ``demo-output/kept.jsonl``.
+en-US page under another URL.  Kept items go to ``demo-output/kept.jsonl``,
+the report of what was dropped and why to ``demo-output/report.html``.
+
+    python -m crawler.demo [--output demo-output]
 """
 
 from __future__ import annotations
 
+import argparse
 import tarfile
 import tempfile
 from collections import Counter
@@ -21,7 +25,6 @@ from scrapy.utils.project import get_project_settings
 from crawler.local_site import serve_directory
 
 SITE_ARCHIVE = Path(__file__).parent / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
-OUTPUT = Path("demo-output") / "kept.jsonl"
 LOCAL_CRAWL = {  # a local server needs no politeness
     "ROBOTSTXT_OBEY": False,
     "DOWNLOAD_DELAY": 0,
@@ -29,12 +32,13 @@ LOCAL_CRAWL = {  # a local server needs no politeness
     "AUTOTHROTTLE_ENABLED": False,
     "LOG_LEVEL": "WARNING",
     "SIMHASH_DEDUP_RESET": True,  # every demo is a first crawl: forget the previous demo's pages
-    # its own store, beside its output: a crawl of your site with the same spider never meets the demo's pages
-    "SIMHASH_DEDUP_PATH": str(OUTPUT.with_name("seen.sqlite")),
 }
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=Path("demo-output"), help="where the demo writes")
+    output = parser.parse_args().output
     dropped: list[tuple[str, Any]] = []
 
     def record_drop(item: Any, exception: Exception, **_: Any) -> None:
@@ -46,22 +50,36 @@ def main() -> None:
         with serve_directory(Path(tmp) / "html") as base_url:
             settings = get_project_settings()
             settings.setdict(LOCAL_CRAWL, priority="cmdline")
-            settings.set("FEEDS", {str(OUTPUT): {"format": "jsonlines", "overwrite": True}}, "cmdline")
+            # its own store, beside its output: a crawl of your site with the same spider never meets the demo's
+            settings.set("SIMHASH_DEDUP_PATH", str(output / "seen.sqlite"), "cmdline")
+            settings.set("FEEDS", {str(output / "kept.jsonl"): {"format": "jsonlines", "overwrite": True}}, "cmdline")
             process = CrawlerProcess(settings)
             crawler = process.create_crawler("site")
             crawler.signals.connect(record_drop, signal=signals.item_dropped)
             process.crawl(crawler, url=base_url)
             process.start()
-    print_summary(crawler.stats.get_stats(), dropped, base_url)
+    print_summary(crawler.stats.get_stats(), dropped, base_url, output)
+    write_demo_report(output)
 
 
-def print_summary(stats: dict[str, Any], dropped: list[tuple[str, Any]], base_url: str) -> None:
+def write_demo_report(output: Path) -> None:
+    """The report of the demo's crawl, and what to look at in it."""
+    from pipelines.report import load_log, write_report
+
+    report = write_report(load_log(str(output / "seen.sqlite")), output / "report.html")
+    print(f"\nreport: {report.resolve()}")
+    print("  open it in a browser: the counts, the histograms of distance and similarity (thresholds dashed),")
+    print("  the clusters, and the pairs nearest the threshold first, each a side-by-side diff of the two texts.")
+    print("  Look at the first pairs: drops whose texts differ in substance, or borderline keeps that are copies.")
+
+
+def print_summary(stats: dict[str, Any], dropped: list[tuple[str, Any]], base_url: str, output: Path) -> None:
     def short(url: str) -> str:
         return url.removeprefix(base_url) or "/"
 
     print(f"\npages crawled:  {stats.get('response_received_count', 0)}")
     print(f"items checked:  {stats.get('simhash_dedup/checked', 0)}")
-    print(f"kept:           {stats.get('simhash_dedup/kept', 0)}  -> {OUTPUT}")
+    print(f"kept:           {stats.get('simhash_dedup/kept', 0)}  -> {output / 'kept.jsonl'}")
     print(f"dropped:        {len(dropped)}")
     for reason, count in sorted(Counter(match.reason for _, match in dropped).items()):
         print(f"  matched on {reason}: {count}")

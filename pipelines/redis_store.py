@@ -128,7 +128,7 @@ class RedisStore(MemoryStore):
             pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
             if (text or kept_text) and self.texts_kept:
                 pipe.xadd(f"{self.key}:texts", _stream_fields(decision.to_json()), maxlen=self.texts_kept,
-                          approximate=True)
+                          approximate=False)  # exact: a few large entries, bounded by their count
         try:
             pipe.execute()
         except redis.RedisError:
