@@ -3,6 +3,8 @@ in input order."""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
@@ -20,16 +22,29 @@ Result = Fingerprint | Exception
 
 
 class Worker:
-    """One worker process (``python -m pipelines.worker_process``, as in a crawl) and its connection."""
+    """One worker process (``python -m pipelines.worker_process``, as in a crawl) and its connection.
+
+    Pages go out through a thread: a send blocks while the worker is busy and its socket buffer
+    full, and the reader must meanwhile feed the other workers."""
 
     def __init__(self, options: FingerprinterOptions) -> None:
         self.process, end = start_worker_process(options)
         self.connection = Connection(end.detach())
         self.waiting = 0  # pages sent, not answered
+        self._outbox: queue.SimpleQueue[Page | None] = queue.SimpleQueue()
+        self._sender = threading.Thread(target=self._send_all, daemon=True)
+        self._sender.start()
 
     def send(self, page: Page) -> None:
-        self.connection.send(page_message(page.html, page.url))
+        self._outbox.put(page)
         self.waiting += 1
+
+    def _send_all(self) -> None:
+        while (page := self._outbox.get()) is not None:
+            try:
+                self.connection.send(page_message(page.html, page.url))
+            except OSError:  # the worker died: ``receive`` reports it
+                return
 
     def receive(self) -> Result:
         self.waiting -= 1
@@ -40,6 +55,8 @@ class Worker:
         return answer
 
     def stop(self) -> None:
+        self._outbox.put(None)
+        self._sender.join()
         self.connection.close()
         self.process.wait()
 
