@@ -31,14 +31,15 @@ RESULTS = Path(__file__).parent / "results" / "batch.json"
 
 
 def read_fastwarc(path: Path) -> int:
-    return sum(1 for _ in read_inputs([path]))
+    return sum(1 for page in read_inputs([path]) if page.text())
 
 
 def read_warcio(path: Path) -> int:
     """The same records through warcio, decoded the same way."""
     from warcio.archiveiterator import ArchiveIterator
 
-    from pipelines.batch.sources import HTML_TYPES, decoded
+    from pipelines.batch.sources import HTML_TYPES
+    from pipelines.document import response_text
 
     pages = 0
     with path.open("rb") as stream:
@@ -47,18 +48,19 @@ def read_warcio(path: Path) -> int:
                 continue
             content_type = record.http_headers.get_header("Content-Type") or ""
             if content_type.split(";")[0].strip().lower() in HTML_TYPES:
-                decoded(record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read(), content_type)
+                record.rec_headers.get_header("WARC-Target-URI")
+                response_text(record.content_stream().read(), content_type)
                 pages += 1
     return pages
 
 
 def fingerprint_only(path: Path) -> int:
-    """Fingerprinting alone, in this process: the pages as read, no decisions."""
+    """Fingerprinting alone, in this process: the pages as read and decoded, no decisions."""
     fingerprinter = Fingerprinter()
     pages = list(read_inputs([path]))
     started = time.process_time()
     for page in pages:
-        fingerprinter.fingerprint(page.html, page.url)
+        fingerprinter.fingerprint(page.text(), page.url)
     return len(pages), time.process_time() - started
 
 

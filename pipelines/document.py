@@ -11,7 +11,13 @@ import unicodedata
 from dataclasses import dataclass
 
 import lxml.etree
-from w3lib.encoding import html_to_unicode
+from w3lib.encoding import (
+    html_body_declared_encoding,
+    html_to_unicode,
+    http_content_type_encoding,
+    read_bom,
+    resolve_encoding,
+)
 
 from .textloops import utf8_length
 
@@ -120,3 +126,27 @@ def _fits_cp1252(sample: bytes) -> bool:
     except UnicodeDecodeError:  # bytes cp1252 leaves undefined
         return False
     return not any(_SYMBOL_IN_WORD.search(text[m.start() - 1 : m.end() + 1]) for m in re.finditer(r"[\x80-\xff]", text))
+
+
+def response_text(body: bytes, content_type: str) -> str:
+    """What Scrapy's ``TextResponse.text`` gives a spider for this body and ``Content-Type`` header
+    (Scrapy 2.14+: the BOM, the header, the body's ``<meta>``, else ASCII, UTF-8 or a guess), made
+    here without Scrapy so that batch mode's workers decode pages as a crawl does
+    (``tests/test_batch.py`` checks it against Scrapy)."""
+    declared = read_bom(body)[0] or http_content_type_encoding(content_type) or html_body_declared_encoding(body)
+    if declared:
+        return html_to_unicode(f"charset={declared}", body)[1]
+    return html_to_unicode(content_type, body, auto_detect_fun=_guessed_encoding, default_encoding="ascii")[1]
+
+
+def _guessed_encoding(body: bytes) -> str | None:
+    for encoding in ("ascii", "utf-8"):
+        try:
+            body.decode(encoding)
+        except UnicodeError:
+            continue
+        return resolve_encoding(encoding)
+    from charset_normalizer import from_bytes
+
+    match = from_bytes(body).best()
+    return resolve_encoding(match.encoding) if match else None

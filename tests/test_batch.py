@@ -10,8 +10,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from scrapy.http import HtmlResponse
 
 from pipelines.batch.sources import write_warc
+from pipelines.document import response_text
 
 from .conftest import PROJECT
 
@@ -128,3 +130,13 @@ def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
     assert done.returncode == 0, done.stderr
     outcomes = [json.loads(line).get("outcome") for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert outcomes[:2] == ["kept", "dropped"]  # the same page twice
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", "text/html; charset=iso-8859-1", ""])
+def test_workers_decode_bytes_as_scrapy_gives_response_text(content_type):
+    bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
+    bodies += ["<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"), "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
+               "\ufeff<p>bom</p>".encode("utf-16"), b"<meta charset='koi8-r'><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>"]
+    for body in bodies:
+        headers = {"Content-Type": content_type} if content_type else {}
+        assert response_text(body, content_type) == HtmlResponse("https://a.test/", body=body, headers=headers).text

@@ -42,7 +42,7 @@ class Worker:
     def _send_all(self) -> None:
         while (page := self._outbox.get()) is not None:
             try:
-                self.connection.send(page_message(page.html, page.url))
+                self.connection.send(page_message(page.html, page.url, page.content_type))
             except OSError:  # the worker died: ``receive`` reports it
                 return
 
@@ -105,6 +105,6 @@ def _here(fingerprinter: Fingerprinter, item: Page | BadInput) -> Result | None:
     if isinstance(item, BadInput):
         return None
     try:
-        return fingerprinter.fingerprint(item.html, item.url)
+        return fingerprinter.fingerprint(item.text(), item.url)
     except Exception as error:  # a bug: the page is kept and counted, never lost
         return FingerprintFailed(repr(error))

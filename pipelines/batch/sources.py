@@ -2,9 +2,9 @@
 
 Each reader yields the pages it can read and, for what it cannot, a
 ``BadInput`` naming the file and the record: one bad record never stops the
-rest.  A page's bytes are decoded as Scrapy decodes a response's body
-(``TextResponse.text``: BOM, HTTP header, ``<meta>``, then a guess), so a
-page gives the same fingerprint here as in a crawl.
+rest.  A page read as bytes keeps its ``Content-Type``: it is decoded (in a
+worker) as Scrapy decodes a response's body (``document.response_text``), so
+a page gives the same fingerprint here as in a crawl.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..document import response_text
+
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 WARC_SUFFIXES = (".warc", ".warc.gz")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -22,13 +24,21 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 @dataclass
 class Page:
-    """One page read: its URL, its HTML, where it was read (``source``), and for JSON Lines the record
-    as it was (written to the kept output unchanged)."""
+    """One page read: its URL, its HTML (bytes: with their ``content_type``, to decode as Scrapy
+    would), where it was read (``source``), and for JSON Lines the record as it was (written to the
+    kept output unchanged)."""
 
     url: str
     html: str | bytes
     source: str
     record: dict[str, Any] | None = None
+    content_type: str | None = None
+
+    def text(self) -> str | bytes:
+        """The HTML as a spider would get it (``response.text``)."""
+        if isinstance(self.html, bytes) and self.content_type is not None:
+            return response_text(self.html, self.content_type)
+        return self.html
 
 
 @dataclass
@@ -73,8 +83,7 @@ def read_folder(folder: Path) -> Iterator[Page | BadInput]:
 
 def read_html_file(path: Path) -> Page:
     """A file as a static web server would serve it (``text/html``, no charset)."""
-    url = path.resolve().as_uri()
-    return Page(url, decoded(url, path.read_bytes(), "text/html"), str(path))
+    return Page(path.resolve().as_uri(), path.read_bytes(), str(path), content_type="text/html")
 
 
 def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[Page | BadInput]:
@@ -117,7 +126,7 @@ def read_warc(path: Path) -> Iterator[Page | BadInput]:
             if content_type.split(";")[0].strip().lower() not in HTML_TYPES:
                 skipped.append(f"{source} ({content_type or 'no Content-Type'})")
                 continue
-            yield Page(url, decoded(url, body, content_type), source)
+            yield Page(url, body, source, content_type=content_type)
     except OSError as error:  # FastWARC reports a broken or foreign file so
         yield BadInput(str(path), f"not readable as WARC ({error})")
     if skipped:
@@ -142,14 +151,3 @@ def write_warc(path: Path, pages: Iterable[tuple[str, bytes, str]]) -> None:
                 + body)
             record.write(out)
             out.finish()
-
-
-def decoded(url: str, body: bytes, content_type: str) -> str | bytes:
-    """The page's text as Scrapy's ``TextResponse.text`` gives it to a spider (the same decisions as a
-    crawl); bytes unchanged when Scrapy cannot decode them (the fingerprinter then tries)."""
-    from scrapy.http import HtmlResponse
-
-    try:
-        return HtmlResponse(url or "about:blank", body=body, headers={"Content-Type": content_type}).text
-    except (ValueError, LookupError):
-        return body
