@@ -3,8 +3,7 @@ in input order."""
 
 from __future__ import annotations
 
-import queue
-import threading
+import socket
 from collections import deque
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
@@ -15,8 +14,10 @@ from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messa
 from ..workers import WorkerCrashed, start_worker_process
 from .sources import BadInput, Page
 
-#: Pages sent to a worker ahead of its answers: enough that no worker waits for the reader.
-PAGES_AHEAD = 4
+#: Pages sent to a worker ahead of its answers: enough that no worker waits while the reader waits on another.
+PAGES_AHEAD = 12
+#: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): pages sent ahead wait there.
+SEND_BUFFER = 4 << 20
 
 Result = Fingerprint | Exception
 
@@ -24,27 +25,18 @@ Result = Fingerprint | Exception
 class Worker:
     """One worker process (``python -m pipelines.worker_process``, as in a crawl) and its connection.
 
-    Pages go out through a thread: a send blocks while the worker is busy and its socket buffer
-    full, and the reader must meanwhile feed the other workers."""
+    Its socket's send buffer holds the pages sent ahead (``SEND_BUFFER``): a send returns at once
+    while the worker is busy, and the reader goes on feeding the other workers."""
 
     def __init__(self, options: FingerprinterOptions) -> None:
         self.process, end = start_worker_process(options)
+        end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         self.connection = Connection(end.detach())
         self.waiting = 0  # pages sent, not answered
-        self._outbox: queue.SimpleQueue[Page | None] = queue.SimpleQueue()
-        self._sender = threading.Thread(target=self._send_all, daemon=True)
-        self._sender.start()
 
     def send(self, page: Page) -> None:
-        self._outbox.put(page)
+        self.connection.send(page_message(page.html, page.url, page.content_type))
         self.waiting += 1
-
-    def _send_all(self) -> None:
-        while (page := self._outbox.get()) is not None:
-            try:
-                self.connection.send(page_message(page.html, page.url, page.content_type))
-            except OSError:  # the worker died: ``receive`` reports it
-                return
 
     def receive(self) -> Result:
         self.waiting -= 1
@@ -55,8 +47,6 @@ class Worker:
         return answer
 
     def stop(self) -> None:
-        self._outbox.put(None)
-        self._sender.join()
         self.connection.close()
         self.process.wait()
 
