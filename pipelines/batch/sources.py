@@ -109,7 +109,7 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[Pag
 
 
 def read_warc(path: Path) -> Iterator[Page | BadInput]:
-    """The HTML response records of a WARC file (gzip or not; FastWARC, ~6x warcio's speed here,
+    """The HTML response records of a WARC file (gzip or not; FastWARC, ~1.9x warcio's speed here,
     ``bench/batch.py``).  A truncated file yields its whole records and one ``BadInput``."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
