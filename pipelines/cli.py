@@ -36,11 +36,13 @@ SETTING_OPTIONS: dict[str, tuple[str, type]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .stores import StoreNotOpened, StoreUnavailable
+
     arguments = parser().parse_args(argv)
     try:
         return arguments.run(arguments)
-    except (ValueError, OSError) as error:  # a wrong setting, a store that cannot be opened: one line
-        print(f"simhash-dedup: {error}", file=sys.stderr)
+    except (ValueError, OSError, StoreNotOpened, StoreUnavailable) as error:  # a wrong setting, a store that
+        print(f"simhash-dedup: {error}", file=sys.stderr)                      # cannot be opened: one line
         return 2
 
 

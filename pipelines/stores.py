@@ -144,10 +144,12 @@ class MemoryStore:
         return match
 
     def record(self, decision: Decision) -> None:
-        """Add to the decision log; memory keeps none (the crawl's log lines say what was dropped)."""
+        """Add to the decision log (none with a log length of 0); memory keeps none (the crawl's log lines
+        say what was dropped)."""
 
     def save_run(self, run: dict[str, Any]) -> None:
-        """Keep a crawl's settings and counts beside its decisions (for the report); memory keeps none."""
+        """Keep a crawl's settings and counts beside its decisions (for the report; not with a log length
+        of 0); memory keeps none."""
 
     def close(self) -> None:
         """Nothing to write for memory; persistent stores flush here."""
@@ -354,7 +356,8 @@ class SqliteStore(MemoryStore):
                 self.flush()
 
     def save_run(self, run: dict[str, Any]) -> None:
-        self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
+        if self.decisions_kept:
+            self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
 
     def flush(self) -> None:
         """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last,
@@ -452,25 +455,31 @@ def reset_store(path: Path) -> bool:
 
 def is_store(connection: sqlite3.Connection) -> bool:
     """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
-    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = _tables(connection)
     return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs"}
+
+
+def _tables(connection: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def read_log(path: Path) -> tuple[list[Decision], list[dict[str, Any]]]:
     """The decision log and the runs kept in the store at ``path`` (read-only: a running crawl may hold it)."""
-    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        if not is_store(connection):
-            raise StoreNotOpened(f"{path} is not a store of simhash_dedup")
-        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if "decisions" not in tables:
-            return [], []
-        rows = connection.execute(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
-        decisions = [Decision(*row[:-2], unpacked(row[-2]), unpacked(row[-1])) for row in rows]
-        runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
-        return decisions, runs
-    finally:
-        connection.close()
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            if not is_store(connection):
+                raise StoreNotOpened(f"{path} is not a store of simhash_dedup")
+            if "decisions" not in _tables(connection):  # a store written before the log existed
+                return [], []
+            rows = connection.execute(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
+            decisions = [Decision(*row[:-2], unpacked(row[-2]), unpacked(row[-1])) for row in rows]
+            runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
+            return decisions, runs
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise StoreNotOpened(f"{path} cannot be read as a store of simhash_dedup ({error})") from None
 
 
 def decision_row(decision: Decision) -> tuple[Any, ...]:

@@ -140,3 +140,23 @@ def test_workers_decode_bytes_as_scrapy_gives_response_text(content_type):
     for body in bodies:
         headers = {"Content-Type": content_type} if content_type else {}
         assert response_text(body, content_type) == HtmlResponse("https://a.test/", body=body, headers=headers).text
+
+
+def test_a_store_that_cannot_be_read_gets_one_line_and_no_traceback(handbook, tmp_path):
+    root, _, _ = handbook
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"SQLite format 3\x00" + b"garbage" * 200)
+    for command in (["dedup", "--no-progress", str(root / "en-US"), "--store", str(corrupt)],
+                    ["report", str(corrupt), "-o", str(tmp_path / "report.html")]):
+        done = subprocess.run([sys.executable, "-m", "pipelines", *command], cwd=PROJECT, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.strip().startswith(f"simhash-dedup: {corrupt} cannot be read as a store of simhash_dedup")
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_a_json_array_is_not_read_as_json_lines(tmp_path):
+    feed = tmp_path / "items.json"  # what Scrapy writes for -O items.json
+    feed.write_text('[\n{"url": "https://a.test/", "html": "<p>a page</p>"}\n]')
+    done = dedup(feed)
+    assert done.returncode == 1 and f"{feed}: not a folder, an HTML file, JSON Lines" in done.stderr

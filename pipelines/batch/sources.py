@@ -63,7 +63,7 @@ def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_fiel
                 yield from read_folder(path)
             elif path.name.endswith(WARC_SUFFIXES):
                 yield from read_warc(path)
-            elif path.name.endswith((".jsonl", ".jl", ".json", ".jsonl.gz")):
+            elif path.name.endswith((".jsonl", ".jl", ".jsonl.gz")):  # not .json: Scrapy writes an array there
                 yield from read_json_lines(path, html_field, url_field)
             elif path.name.endswith(HTML_SUFFIXES):
                 yield read_html_file(path)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decisions import BORDERLINE, DROPPED, Decision
-from ..stores import Policy, read_log
+from ..stores import Policy, StoreUnavailable, read_log
 
 
 @dataclass
@@ -36,7 +36,10 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")
-        decisions, runs = read_redis_log(redis.Redis.from_url(source), redis_key)
+        try:
+            decisions, runs = read_redis_log(redis.Redis.from_url(source), redis_key)
+        except redis.RedisError as error:
+            raise StoreUnavailable(f"the Redis store {redis_key} at {source} cannot be read: {error}") from None
         return _from_runs(source, decisions, runs, settings)
     path = Path(source)
     with path.open("rb") as file:
