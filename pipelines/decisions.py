@@ -84,12 +84,11 @@ class Reviewer:
         return self.decision(DROPPED, url, fingerprint, match)
 
     def decision(self, outcome: str, url: str, fingerprint: Fingerprint | None, match: Match) -> Decision:
-        kept_text = self._texts.get(match.url) if self.keep_texts else None
         return Decision(
             time.time(), outcome, url, match.url, match.reason, match.content_distance, match.structure_distance,
             match.similarity, match.similarity_needed,
             own_text(fingerprint) if self.keep_texts and fingerprint is not None else None,
-            None if kept_text is None else zlib.decompress(kept_text).decode("utf-8"),
+            unpacked(self._texts.get(match.url)),
         )
 
 

@@ -142,8 +142,7 @@ class SimhashDedupPipeline:
         self.fingerprints.close()
         if self._batcher is not None:
             self._batcher.stop()
-        if self.settings.decisions:
-            self.store.save_run(self.run_summary())
+        self.store.save_run(self.run_summary())
         self.store.close()
 
     def run_summary(self) -> dict[str, Any]:
@@ -222,7 +221,7 @@ class SimhashDedupPipeline:
         return match
 
     def _log(self, decision: Decision | None) -> None:
-        if decision is not None and self.settings.decisions:
+        if decision is not None:
             self.store.record(decision)
 
     def _item_passed(self, item: Any, **_: Any) -> None:

@@ -107,6 +107,8 @@ class RedisStore(MemoryStore):
             self._log.append(decision)
 
     def save_run(self, run: dict[str, Any]) -> None:
+        if not self.decisions_kept:
+            return
         try:
             self.client.pipeline(transaction=False).lpush(f"{self.key}:runs", json.dumps(run)).ltrim(
                 f"{self.key}:runs", 0, MAX_RUNS - 1).execute()

@@ -41,7 +41,7 @@ class FingerprinterOptions:
                    fingerprinter.max_elements, fingerprinter.max_text_chars, fingerprinter.keep_text)
 
 
-PageMessage = tuple[int, bytes, str, "str | None"]
+PageMessage = tuple[int, bytes, str, str | None]
 
 
 def page_message(html: str | bytes, url: str, content_type: str | None = None) -> PageMessage:

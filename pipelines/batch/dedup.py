@@ -7,7 +7,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 def dedup(
-    inputs: Iterable[str | Path],
+    inputs: Sequence[str | Path],
     settings: DedupSettings,
     store: MemoryStore,
     kept: IO[str] | None = None,
@@ -51,7 +51,7 @@ def dedup(
             continue
         counts["checked"] += 1
         outcome, decision = _decide(item, result, store, reviewer, counts)
-        if decision is not None and settings.decisions:
+        if decision is not None:
             store.record(decision)
         if decisions is not None:
             record = {"source": item.source, "url": item.url, "outcome": outcome}
@@ -66,8 +66,7 @@ def dedup(
     summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, counts)
     if decisions is not None:
         decisions.write(json.dumps({"run": summary}) + "\n")
-    if settings.decisions:
-        store.save_run(summary)
+    store.save_run(summary)
     return counts
 
 
