@@ -160,3 +160,27 @@ def test_a_json_array_is_not_read_as_json_lines(tmp_path):
     feed.write_text('[\n{"url": "https://a.test/", "html": "<p>a page</p>"}\n]')
     done = dedup(feed)
     assert done.returncode == 1 and f"{feed}: not a folder, an HTML file, JSON Lines" in done.stderr
+
+
+def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbook):
+    import os
+    import signal
+
+    from pipelines.batch.fingerprints import fingerprinted
+    from pipelines.batch.sources import read_folder
+    from pipelines.fingerprint import Fingerprint, Fingerprinter
+    from pipelines.workers import WorkerCrashed
+
+    root, _, pages = handbook
+    read = list(read_folder(root)) * 4  # enough work that the killed worker still has pages to answer
+    results = fingerprinted(read, Fingerprinter(), processes=2)
+    answers = [next(results)]
+    workers = [int(pid) for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+               if b"pipelines.worker_process" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
+    answers += list(results)
+    assert [page for page, _ in answers] == read, "every page comes out, in input order"
+    outcomes = [type(result) for _, result in answers]
+    assert WorkerCrashed in outcomes, "the killed worker's pages fail"
+    assert outcomes[-1] is Fingerprint and outcomes.count(Fingerprint) > len(read) // 2, "a new worker takes over"

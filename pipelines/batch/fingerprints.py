@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 from collections import deque
 from collections.abc import Iterable, Iterator
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 
 from ..document import too_large
 from ..fingerprint import Fingerprint, Fingerprinter
@@ -14,8 +14,10 @@ from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messa
 from ..workers import WorkerCrashed, start_worker_process
 from .sources import BadInput, Page
 
-#: Pages sent to a worker ahead of its answers: enough that no worker waits while the reader waits on another.
+#: Pages sent to a worker ahead of its answers: enough that it never waits for the reader.
 PAGES_AHEAD = 12
+#: Pages read ahead of the oldest unanswered one (a slow page holds back the output, not the workers).
+READ_AHEAD = 256
 #: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): pages sent ahead wait there.
 SEND_BUFFER = 4 << 20
 
@@ -23,7 +25,8 @@ Result = Fingerprint | Exception
 
 
 class Worker:
-    """One worker process (``python -m pipelines.worker_process``, as in a crawl) and its connection.
+    """One worker process (``python -m pipelines.worker_process``, as in a crawl), its connection and
+    the answers received from it, in the order its pages were sent.
 
     Its socket's send buffer holds the pages sent ahead (``SEND_BUFFER``): a send returns at once
     while the worker is busy, and the reader goes on feeding the other workers."""
@@ -33,22 +36,57 @@ class Worker:
         end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         self.connection = Connection(end.detach())
         self.waiting = 0  # pages sent, not answered
+        self.answers: deque[Result] = deque()
 
     def send(self, page: Page) -> None:
         self.connection.send(page_message(page.html, page.url, page.content_type))
         self.waiting += 1
 
-    def receive(self) -> Result:
-        self.waiting -= 1
+    def receive(self) -> bool:
+        """Take one answer; False if the worker died (each of its pages then fails)."""
         try:
-            answer = self.connection.recv()
+            self.answers.append(self.connection.recv())
+            self.waiting -= 1
+            return True
         except (EOFError, OSError):
-            return WorkerCrashed(f"the fingerprint worker died (exit code {self.process.wait()})")
-        return answer
+            crash = WorkerCrashed(f"the fingerprint worker died (exit code {self.process.wait()})")
+            self.answers.extend(crash for _ in range(self.waiting))
+            self.waiting = 0
+            return False
 
     def stop(self) -> None:
         self.connection.close()
         self.process.wait()
+
+
+class Pool:
+    """Worker processes fed without head-of-line blocking: the reader waits on whichever worker
+    answers first, so a slow page on one worker never leaves another idle."""
+
+    def __init__(self, options: FingerprinterOptions, processes: int) -> None:
+        self.options = options
+        self.workers = [Worker(options) for _ in range(processes)]
+
+    def send(self, page: Page) -> Worker:
+        while min(w.waiting for w in self.workers) >= PAGES_AHEAD:
+            self.collect()
+        worker = min(self.workers, key=lambda w: w.waiting)
+        worker.send(page)
+        return worker
+
+    def collect(self) -> None:
+        """Wait for at least one answer, and take every answer that has come (one wake-up for several)."""
+        busy = {w.connection: w for w in self.workers if w.waiting}
+        for connection in wait(list(busy)):
+            worker = busy[connection]
+            while worker.waiting and worker.connection.poll():
+                if not worker.receive():  # the page killed it: a new worker; its later pages fail too
+                    self.workers[self.workers.index(worker)] = Worker(self.options)
+                    break
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
 
 
 def fingerprinted(items: Iterable[Page | BadInput], fingerprinter: Fingerprinter,
@@ -59,36 +97,32 @@ def fingerprinted(items: Iterable[Page | BadInput], fingerprinter: Fingerprinter
         for item in items:
             yield item, _here(fingerprinter, item)
         return
-    options = FingerprinterOptions.of(fingerprinter)
-    workers = [Worker(options) for _ in range(processes)]
+    pool = Pool(FingerprinterOptions.of(fingerprinter), processes)
     sent: deque[tuple[Page | BadInput, Worker | None, Result | None]] = deque()
     try:
         for item in items:
             if isinstance(item, Page) and not too_large(item.html, fingerprinter.max_bytes):
-                worker = min(workers, key=lambda w: w.waiting)
-                if worker.waiting >= PAGES_AHEAD:
-                    yield _answer(sent.popleft(), workers, options)
-                    worker = min(workers, key=lambda w: w.waiting)
-                worker.send(item)
-                sent.append((item, worker, None))
+                sent.append((item, pool.send(item), None))
             else:
                 sent.append((item, None, _here(fingerprinter, item)))
-        while sent:
-            yield _answer(sent.popleft(), workers, options)
+            yield from _answered(sent, pool, until=READ_AHEAD)
+        yield from _answered(sent, pool, until=0)
     finally:
-        for worker in workers:
-            worker.stop()
+        pool.stop()
 
 
-def _answer(entry: tuple[Page | BadInput, Worker | None, Result | None], workers: list[Worker],
-            options: FingerprinterOptions) -> tuple[Page | BadInput, Result | None]:
-    item, worker, result = entry
-    if worker is None:
-        return item, result
-    answer = worker.receive()
-    if isinstance(answer, WorkerCrashed):  # the page killed it: a new worker; its later pages fail too
-        workers[workers.index(worker)] = Worker(options)
-    return item, answer
+def _answered(sent: deque[tuple[Page | BadInput, Worker | None, Result | None]], pool: Pool,
+              until: int) -> Iterator[tuple[Page | BadInput, Result | None]]:
+    """The oldest entries whose answers have come; waits for answers while more than ``until`` remain."""
+    while sent:
+        item, worker, result = sent[0]
+        if worker is not None and not worker.answers:
+            if len(sent) <= until:
+                return
+            pool.collect()
+            continue
+        sent.popleft()
+        yield item, (result if worker is None else worker.answers.popleft())
 
 
 def _here(fingerprinter: Fingerprinter, item: Page | BadInput) -> Result | None:
