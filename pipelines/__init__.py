@@ -2,7 +2,9 @@
 
 Enable :class:`SimhashDedupPipeline` in ``ITEM_PIPELINES`` (and
 :class:`SimhashDedupHtmlMiddleware` in ``SPIDER_MIDDLEWARES`` if your items
-do not carry the page's HTML), or both at once with the add-on
+do not carry the page's HTML; :class:`SimhashDedupLinkMiddleware` there and
+:class:`SimhashDedupRuleMiddleware` in ``DOWNLOADER_MIDDLEWARES`` to spend no
+requests on near-duplicates), or all at once with the add-on
 ``ADDONS = {"pipelines.SimhashDedupAddon": 0}``.
 
 The Scrapy-facing classes are imported when first used: a fingerprint worker
@@ -20,12 +22,15 @@ from .simhash import hamming, simhash
 
 if TYPE_CHECKING:
     from .addon import SimhashDedupAddon
+    from .linkguard import SimhashDedupLinkMiddleware, SimhashDedupRuleMiddleware
     from .middleware import SimhashDedupHtmlMiddleware
     from .pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
     "SimhashDedupAddon": "addon",
     "SimhashDedupHtmlMiddleware": "middleware",
+    "SimhashDedupLinkMiddleware": "linkguard",
+    "SimhashDedupRuleMiddleware": "linkguard",
     "SimhashDedupPipeline": "pipeline",
     "SimhashDuplicate": "pipeline",
     "SimhashUnchecked": "pipeline",
@@ -36,7 +41,9 @@ __all__ = [
     "Fingerprinter",
     "SimhashDedupAddon",
     "SimhashDedupHtmlMiddleware",
+    "SimhashDedupLinkMiddleware",
     "SimhashDedupPipeline",
+    "SimhashDedupRuleMiddleware",
     "SimhashDuplicate",
     "SimhashUnchecked",
     "hamming",

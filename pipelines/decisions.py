@@ -57,6 +57,19 @@ class Decision:
         return cls(**{key: value for key, value in record.items() if key in names})
 
 
+@dataclass(frozen=True)
+class Skip:
+    """A request the crawl did not make: a link of a near-duplicate page (``kind`` "link", ``because``
+    the duplicate page's URL), or a request a trusted URL rule rewrote to a page already fetched
+    (``kind`` "request", ``because`` the rewritten URL, ``rule`` the rules applied)."""
+
+    time: float
+    kind: str
+    url: str
+    because: str
+    rule: str = ""
+
+
 class Reviewer:
     """Turns matches into decisions, with the texts of both pages while they are at hand.
 

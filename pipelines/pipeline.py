@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +18,11 @@ from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.project import data_path
 
-from .decisions import Decision, Reviewer, run_summary
+from .decisions import Decision, Reviewer, Skip, run_summary
 from .fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
 from .settings import DedupSettings
 from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, dropped, reset_store
+from .urlrules import RuleBook
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
@@ -31,6 +34,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATS_PREFIX = "simhash_dedup"
+#: Items decided at response time (the link guard) waiting for the pipeline: at most this many held.
+DECIDED_HELD = 10_000
 CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
 
 
@@ -57,6 +62,18 @@ class SimhashUnchecked(DropItem):
             f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url}",
             log_level="WARNING",
         )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the filter decided for a page: its fingerprint (``None``: not compared), the match (``dropped``
+    tells a duplicate), the SQLite row it was kept at (written once its item passes), and whether it
+    could not be checked at all (the store down, fail mode "closed")."""
+
+    fingerprint: Fingerprint | None = None
+    match: Match | None = None
+    row: int | None = None
+    unchecked: bool = False
 
 
 class SimhashDedupPipeline:
@@ -88,6 +105,8 @@ class SimhashDedupPipeline:
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
         self._unconfirmed: dict[int, int] = {}  # id of a kept item on its way through later pipelines -> its row
+        self._decided: OrderedDict[int, tuple[Any, Verdict]] = OrderedDict()  # id(item) -> item, its verdict
+        self.rules = RuleBook(settings.rule_support) if settings.url_rules else None
         crawler.signals.connect(self._item_passed, signal=signals.item_scraped)
         crawler.signals.connect(self._item_lost, signal=signals.item_dropped)
         crawler.signals.connect(self._item_lost, signal=signals.item_error)
@@ -114,6 +133,20 @@ class SimhashDedupPipeline:
         elif self.settings.backend == "redis":
             await self._open_redis()
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
+        if self.rules is not None and not self._closing:
+            await self._load_rules()
+
+    async def _load_rules(self) -> None:
+        try:
+            rules, fetched = (await self._batcher.run(self.store.load_rules) if self._batcher is not None
+                              else self.store.load_rules())
+        except Exception as error:  # noqa: BLE001 (Redis down: the rules are learned again)
+            logger.warning("simhash_dedup: the URL rules could not be read (%s); they are learned afresh", error)
+            return
+        self.rules.load(rules, fetched)
+        self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
+        if rules:
+            logger.info("simhash_dedup: %d URL rules remembered, %d trusted", len(rules), len(self.rules.trusted()))
 
     async def _open_redis(self) -> None:
         import redis  # (and the Redis store's modules) only in crawls that use it
@@ -169,56 +202,102 @@ class SimhashDedupPipeline:
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
         url = str(adapter.get(self.settings.url_field) or "")
-        html = adapter.get(self.settings.html_field)
-        if html is None:
-            self._count("no_html", url)
-            return item
-        turn = self._order.take()
-        unchecked = False
-        try:
-            fingerprint = await self._fingerprint(url, html)
-            await self._order.wait(turn)
-            match = await self._check_and_add(url, fingerprint, turn, id(item)) if fingerprint else None
-        except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
-            self._store_failed(url, error)
-            unchecked, match = self.settings.fail_mode == "closed", None
-        except Exception:  # a bug or an odd page must never lose the item
-            self._count("errors", url, exc_info=True)
-            fingerprint, match = None, None
-        finally:
-            self._order.end(turn)
-        if unchecked:
+        verdict = self._verdict_taken(item)
+        if verdict is None:
+            html = adapter.get(self.settings.html_field)
+            if html is None:
+                self._count("no_html", url)
+                return item
+            verdict = await self._decide(url, html)
+        if verdict.row is not None:
+            self._unconfirmed[id(item)] = verdict.row
+        if verdict.unchecked:
             self._count("dropped_unchecked")
             self._remove_html(adapter)
             raise SimhashUnchecked(url)
+        match = verdict.match
         if dropped(match):
             self._count("dropped")
             self._count(f"dropped/{match.reason}")
             self._remove_html(adapter)  # keeps the page out of Scrapy's drop log line
-            self._log(self.reviewer.dropped(url, fingerprint, match))
+            self._log(self.reviewer.dropped(url, verdict.fingerprint, match))
             raise SimhashDuplicate(url, match, self.settings.drop_log_level)
         self._count("kept")
         if match is not None:
             self._count("borderline")
-        self._log(self.reviewer.kept(url, fingerprint, match))
-        self._finish_kept(adapter, url, fingerprint)
+        self._log(self.reviewer.kept(url, verdict.fingerprint, match))
+        self._finish_kept(adapter, url, verdict.fingerprint)
         return item
 
-    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int, item_id: int) -> Match | None:
+    async def decide_early(self, item: Any, html: str | bytes, url: str) -> Match | None:
+        """Decide an item's page before the item reaches the pipeline (the link guard, at response time);
+        the pipeline then takes this verdict for the item instead of fingerprinting it again."""
+        verdict = await self._decide(url, html)
+        self._decided[id(item)] = (item, verdict)  # the item held: its id is not reused while here
+        if len(self._decided) > DECIDED_HELD:  # items an earlier pipeline dropped never come
+            self._decided.popitem(last=False)
+        return verdict.match
+
+    def _verdict_taken(self, item: Any) -> Verdict | None:
+        held = self._decided.pop(id(item), None)
+        return held[1] if held is not None and held[0] is item else None
+
+    async def _decide(self, url: str, html: Any) -> Verdict:
+        """Fingerprint the page and check it against the store, in the order pages arrived; what the
+        rules learn from it."""
+        turn = self._order.take()
+        try:
+            fingerprint = await self._fingerprint(url, html)
+            await self._order.wait(turn)
+            verdict = Verdict(fingerprint, *await self._check_and_add(url, fingerprint, turn)) if fingerprint else Verdict()
+        except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
+            self._store_failed(url, error)
+            return Verdict(unchecked=self.settings.fail_mode == "closed")
+        except Exception:  # a bug or an odd page must never lose the item
+            self._count("errors", url, exc_info=True)
+            return Verdict()
+        finally:
+            self._order.end(turn)
+        if self.rules is not None:
+            self._learn(url, verdict)
+        return verdict
+
+    def _learn(self, url: str, verdict: Verdict) -> None:
+        """A decided page teaches the URL rules: a drop is a supporting pair, a keep may refute."""
+        self.rules.fetched(url)
+        if dropped(verdict.match):
+            for rule in self.rules.learn(url, verdict.match.url):
+                logger.info("simhash_dedup: URL rule trusted after %d pairs: %s", rule.support, rule.describe())
+        elif verdict.fingerprint is not None:
+            for rule in self.rules.kept(url):
+                if rule.support >= self.rules.support:
+                    logger.warning("simhash_dedup: URL rule withdrawn: %s (%s were both kept, as different pages)",
+                                   rule.describe(), " and ".join(rule.refuted_by.split(" ", 1)))
+        if self.rules.changed:
+            self.store.save_rules([self.rules.rules[ident] for ident in self.rules.changed if ident in self.rules.rules])
+            self.rules.changed.clear()
+            self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
+
+    def skipped(self, skip: Skip) -> None:
+        """A link or a request the crawl will not make (the link guard): counted and logged in the store."""
+        self._count("links_skipped" if skip.kind == "link" else "requests_skipped")
+        self.store.record_skip(skip)
+
+    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> tuple[Match | None, int | None]:
         """Check and add, atomically; the next item's turn starts once the page is in the store's queue.
-        A page kept in the SQLite store waits there for its item to get past the later pipelines."""
+        A page kept in the SQLite store waits there (at the row returned) for its item to get past the
+        later pipelines."""
         if self._batcher is None:
             match = self.store.check_and_add(url, fingerprint)
-            if not dropped(match) and isinstance(self.store, SqliteStore):
-                self._unconfirmed[item_id] = len(self.store) - 1
-            return match
+            kept_at = len(self.store) - 1 if not dropped(match) and isinstance(self.store, SqliteStore) else None
+            return match, kept_at
         answer = self._batcher.submit(url, fingerprint)
         self._order.end(turn)
         match = await maybe_deferred_to_future(answer)
         if self._store_down:
             self._store_down = False
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
-        return match
+        return match, None
 
     def _log(self, decision: Decision | None) -> None:
         if decision is not None:

@@ -25,6 +25,7 @@ import logging
 import secrets
 import struct
 import time
+from dataclasses import asdict
 from array import array
 from collections import deque
 from collections.abc import Callable
@@ -34,10 +35,11 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
-from .decisions import Decision, packed, unpacked
+from .decisions import Decision, Skip, packed, unpacked
 from .fingerprint import Fingerprint
 from .indexloops import near_any
 from .stores import Match, MemoryStore, Mode, Policy, StoreUnavailable, dropped, fingerprint_rows
+from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +69,7 @@ class RedisStore(MemoryStore):
         self.expire_seconds = expire_seconds
         self.decisions_kept = decisions
         self.texts_kept = texts
-        self._log: deque[Decision] = deque(maxlen=MAX_UNCHECKED)  # recorded (reactor), to send (batch thread)
+        self._log: deque[Decision | Skip | Rule] = deque(maxlen=MAX_UNCHECKED)  # recorded (reactor), to send (batch thread)
         self._script = client.register_script(_SCRIPT)
         self._epoch: bytes | None = None
         self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
@@ -106,6 +108,25 @@ class RedisStore(MemoryStore):
         if self.decisions_kept:
             self._log.append(decision)
 
+    def record_skip(self, skip: Skip) -> None:
+        if self.decisions_kept:
+            self._log.append(skip)
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        """Sent with the log: in the hash ``<key>:rules`` each rule's support as this process knows it
+        (the last process to save a rule sets it); in ``<key>:refuted`` its first counterexample, for good."""
+        self._log.extend(rules)
+
+    def load_rules(self) -> tuple[list[Rule], list[str]]:
+        """The rules under ``<key>:rules`` and the URLs of the last ``FETCHED_URLS`` pages kept."""
+        rules = read_redis_rules(self.client, self.key)[0]
+        first = max(0, self._rows - FETCHED_URLS)
+        pipe = self.client.pipeline(transaction=False)
+        for chunk in range(first // CHUNK, (self._rows - 1) // CHUNK + 1 if self._rows else 0):
+            pipe.lrange(f"{self.key}:pages:{chunk}", 0, -1)
+        entries = [entry for chunk in pipe.execute() for entry in chunk][first % CHUNK:]
+        return rules, [entry[1 + entry[0]:].decode() for entry in entries if entry and entry != b"\0"]
+
     def save_run(self, run: dict[str, Any]) -> None:
         if not self.decisions_kept:
             return
@@ -118,13 +139,23 @@ class RedisStore(MemoryStore):
     def send_log(self) -> None:
         """Append the decisions recorded since the last call to the capped streams ``<key>:decisions``
         (every field but the texts) and ``<key>:texts`` (whole decisions, the most recent
-        ``texts_kept``).  The log never fails a check: on an error the decisions wait for the next call
+        ``texts_kept``), the skipped links and requests to ``<key>:skipped``, and save the URL rules
+        that changed.  The log never fails a check: on an error the entries wait for the next call
         (at most ``MAX_UNCHECKED``)."""
         if not self._log or time.monotonic() < self._retry_at:
             return
         sending = [self._log.popleft() for _ in range(len(self._log))]
         pipe = self.client.pipeline(transaction=False)
         for decision in sending:
+            if isinstance(decision, Rule):
+                pipe.hset(f"{self.key}:rules", _rule_field(decision), decision.support)
+                if decision.refuted_by is not None:
+                    pipe.hsetnx(f"{self.key}:refuted", _rule_field(decision), decision.refuted_by)
+                continue
+            if isinstance(decision, Skip):
+                pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(decision)), maxlen=self.decisions_kept,
+                          approximate=True)
+                continue
             record = decision.to_json()
             text, kept_text = record.pop("text"), record.pop("kept_text")
             pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
@@ -332,6 +363,20 @@ def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[
     decisions = [texts.get((decision.time, decision.url), decision) for decision in decisions]
     runs = [json.loads(run) for run in reversed(client.lrange(f"{key}:runs", 0, -1))]
     return decisions, runs
+
+
+def read_redis_rules(client: redis.Redis, key: str) -> tuple[list[Rule], list[Skip]]:
+    """The URL rules and the skipped links and requests kept under ``key``."""
+    refuted = {name: by.decode() for name, by in client.hgetall(f"{key}:refuted").items()}
+    rules = [Rule(*name.decode().split("\t"), int(support), refuted.get(name))
+             for name, support in client.hgetall(f"{key}:rules").items()]
+    skips = [Skip(float(e[b"time"]), e[b"kind"].decode(), e[b"url"].decode(), e[b"because"].decode(),
+                  e.get(b"rule", b"").decode()) for _, e in client.xrange(f"{key}:skipped")]
+    return rules, skips
+
+
+def _rule_field(rule: Rule) -> str:
+    return "\t".join(rule.ident)
 
 
 def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:

@@ -47,6 +47,9 @@ class DedupSettings:
     workers: int = 1  # fingerprint worker processes; 0 or 1: none, pages fingerprinted on the reactor thread
     decisions: int = 100_000  # drops and borderline keeps kept in the store's decision log; 0: no log
     review_texts: int = 1_000  # the most recent decisions that keep both pages' texts
+    skip_links: bool = True  # the links of a near-duplicate page are not followed
+    url_rules: bool = True  # URL rules are learned and requests they show to be copies skipped
+    rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
 
     @property
     def scheme(self) -> str:
@@ -105,6 +108,9 @@ class DedupSettings:
             workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1, 0),
             decisions=_integer(settings, "SIMHASH_DEDUP_DECISIONS", default.decisions, 0),
             review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
+            skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),
+            url_rules=_flag(settings, "SIMHASH_DEDUP_URL_RULES", default.url_rules),
+            rule_support=_integer(settings, "SIMHASH_DEDUP_RULE_SUPPORT", default.rule_support, 1),
         )
 
 

@@ -13,18 +13,19 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import astuple, dataclass, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .decisions import Decision, packed, unpacked
+from .decisions import Decision, Skip, packed, unpacked
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .simhash import hamming
 from .sketch import similarity, sketch_size
+from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,16 @@ class MemoryStore:
     def save_run(self, run: dict[str, Any]) -> None:
         """Keep a crawl's settings and counts beside its decisions (for the report; not with a log length
         of 0); memory keeps none."""
+
+    def record_skip(self, skip: Skip) -> None:
+        """Add a skipped link or request to the log (none with a log length of 0); memory keeps none."""
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        """Keep the URL rules that changed; memory keeps none."""
+
+    def load_rules(self) -> tuple[list[Rule], list[str]]:
+        """The URL rules kept, and the URLs of the most recently kept pages (already fetched)."""
+        return [], []
 
     def close(self) -> None:
         """Nothing to write for memory; persistent stores flush here."""
@@ -280,6 +291,8 @@ class SqliteStore(MemoryStore):
         self.decisions_kept = decisions  # the log's length: older decisions are deleted
         self.texts_kept = texts  # the most recent decisions keep both texts
         self._decisions: list[Decision] = []  # not written yet
+        self._skips: list[Skip] = []  # not written yet
+        self._rules: dict[tuple[str, str, str], Rule] = {}  # changed, not written yet
         self.before_write: Callable[[], None] | None = None
         self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, item not yet past the pipelines
         self._pending: dict[int, tuple[str, bytes | None]] = {}  # confirmed, not yet written
@@ -359,10 +372,26 @@ class SqliteStore(MemoryStore):
         if self.decisions_kept:
             self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
 
+    def record_skip(self, skip: Skip) -> None:
+        if self.decisions_kept:
+            self._skips.append(skip)
+            if len(self._skips) >= self.commit_every:
+                self.flush()
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        self._rules.update((rule.ident, rule) for rule in rules)
+
+    def load_rules(self) -> tuple[list[Rule], list[str]]:
+        """The rules, and the URLs of the last ``FETCHED_URLS`` pages written (kept, their items exported)."""
+        rules = [Rule(*row) for row in self._connection.execute(
+            "SELECT host, kind, name, support, refuted_by FROM rules")]
+        urls = self._connection.execute("SELECT url FROM pages ORDER BY row DESC LIMIT ?", (FETCHED_URLS,))
+        return rules, [url for (url,) in reversed(urls.fetchall())]
+
     def flush(self) -> None:
         """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last,
         and the decisions logged since the last write."""
-        if not self._pending and not self._decisions:
+        if not (self._pending or self._decisions or self._skips or self._rules):
             return
         if self._pending and self.before_write is not None:
             self.before_write()
@@ -370,6 +399,7 @@ class SqliteStore(MemoryStore):
             self._connection.execute("BEGIN")
             self._write_pages()
             self._write_decisions()
+            self._write_skips_and_rules()
 
     def _write_pages(self) -> None:
         if not self._pending:
@@ -405,6 +435,20 @@ class SqliteStore(MemoryStore):
         self._connection.execute(
             "UPDATE decisions SET text = NULL, kept_text = NULL WHERE id > ? AND id <= ?", (cut - len(added), cut)
         )
+
+    def _write_skips_and_rules(self) -> None:
+        """Append the skipped links and requests (the newest ``decisions_kept`` stay); write the rules."""
+        if self._skips:
+            added, self._skips = self._skips, []
+            self._connection.executemany("INSERT INTO skipped (time, kind, url, because, rule) VALUES (?, ?, ?, ?, ?)",
+                                         [astuple(skip) for skip in added])
+            (last,) = self._connection.execute("SELECT max(id) FROM skipped").fetchone()
+            self._connection.execute("DELETE FROM skipped WHERE id <= ?", (last - self.decisions_kept,))
+        if self._rules:
+            self._connection.executemany(
+                "INSERT OR REPLACE INTO rules (host, kind, name, support, refuted_by) VALUES (?, ?, ?, ?, ?)",
+                [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in self._rules.values()])
+            self._rules.clear()
 
     def close(self) -> None:
         self.flush()
@@ -456,7 +500,8 @@ def reset_store(path: Path) -> bool:
 def is_store(connection: sqlite3.Connection) -> bool:
     """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
     tables = _tables(connection)
-    return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs"}
+    return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs",
+                                                                    "skipped", "rules"}
 
 
 def _tables(connection: sqlite3.Connection) -> set[str]:
@@ -476,6 +521,23 @@ def read_log(path: Path) -> tuple[list[Decision], list[dict[str, Any]]]:
             decisions = [Decision(*row[:-2], unpacked(row[-2]), unpacked(row[-1])) for row in rows]
             runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
             return decisions, runs
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise StoreNotOpened(f"{path} cannot be read as a store of simhash_dedup ({error})") from None
+
+
+def read_rules(path: Path) -> tuple[list[Rule], list[Skip]]:
+    """The URL rules and the skipped links and requests kept in the store at ``path`` (read-only)."""
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            if not {"rules", "skipped"} <= _tables(connection):  # a store written before rules existed
+                return [], []
+            rules = [Rule(*row) for row in connection.execute("SELECT host, kind, name, support, refuted_by FROM rules")]
+            skips = [Skip(*row) for row in connection.execute("SELECT time, kind, url, because, rule FROM skipped "
+                                                              "ORDER BY id")]
+            return rules, skips
         finally:
             connection.close()
     except sqlite3.Error as error:
@@ -538,6 +600,14 @@ CREATE TABLE IF NOT EXISTS decisions (
     similarity_needed REAL, text BLOB, kept_text BLOB
 );
 CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, run TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS skipped (
+    id INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL, url TEXT NOT NULL, because TEXT NOT NULL,
+    rule TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rules (
+    host TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, support INTEGER NOT NULL, refuted_by TEXT,
+    PRIMARY KEY (host, kind, name)
+);
 """
 _DECISION_FIELDS = tuple(field.name for field in fields(Decision))
 _DECISION_COLUMNS = ", ".join(_DECISION_FIELDS)

@@ -1,0 +1,157 @@
+"""Requests spent on crawl traps: a crawl without the guard, with the link guard, and with links and URL rules.
+
+    python -m bench.traps [--articles 60] [--cap 3000] [--data ../shared/data]
+
+Two sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
+page's links within the site) in three variants, one crawl at a time:
+
+- the trap site (``crawler/trap_site.py``): ``--articles`` articles of real
+  shared pages behind an endless calendar, session ids, sort and view
+  parameters, print views, a mirrored path and tracking parameters;
+- the demo site (the Debian handbook in three languages), which has no traps.
+
+A crawl stops on its own or at ``--cap`` pages (an endless trap never ends
+without a guard).  For each: requests made, pages kept, whether the crawl
+ended on its own, and unique pages lost: pages of the site's own (the trap
+site's unique pages; on the demo site, the pages the unguarded crawl kept)
+of which no kept page of the variant is a near-duplicate, by the pipeline's
+own decision.  Results go to ``bench/results/traps.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from crawler.local_site import serve_directory
+from crawler.trap_site import articles_from_html, serve_trap_site
+from pipelines.fingerprint import Fingerprinter, comparable
+from pipelines.stores import MemoryStore, Policy, dropped
+from tools.fingerprint_reference import DATA, shared_pages
+
+RESULTS = Path(__file__).parent / "results" / "traps.json"
+DEMO_SITE = Path(__file__).parents[1] / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
+VARIANTS = {
+    "no guard": {"SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},
+    "link guard": {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": False},
+    "links and rules": {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True},
+}
+
+
+def crawl(url: str, settings: dict[str, Any], cap: int) -> dict[str, Any]:
+    """One crawl of the ``site`` spider in its own process: its stats and kept pages (url, html)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        config = {"url": url, "cap": cap, "settings": {"SIMHASH_DEDUP_PATH": str(Path(tmp) / "seen.sqlite"),
+                                                       **settings}}
+        subprocess.run([sys.executable, "-m", "bench.traps", "--one", json.dumps(config), str(result)],
+                       check=True, cwd=Path(__file__).parents[1])
+        return json.loads(result.read_text())
+
+
+def crawl_here(config: dict[str, Any], result: Path) -> None:
+    from scrapy import signals
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.project import get_project_settings
+
+    from crawler.demo import LOCAL_CRAWL
+
+    settings = get_project_settings()
+    settings.setdict({**LOCAL_CRAWL, "CONCURRENT_REQUESTS": 8, "CLOSESPIDER_PAGECOUNT": config["cap"],
+                      "ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_REMOVE_HTML": False,
+                      "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
+    kept: list[tuple[str, str]] = []
+    process = CrawlerProcess(settings)
+    crawler = process.create_crawler("site")
+    crawler.signals.connect(lambda item, **_: kept.append((item["url"], item["html"])), signal=signals.item_scraped)
+    process.crawl(crawler, url=config["url"])
+    process.start()
+    stats = crawler.stats.get_stats()
+    result.write_text(json.dumps({"stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
+                                  "kept": kept}, default=str))
+
+
+def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[str]:
+    """The site's own pages of which no kept page is a near-duplicate (the pipeline's decision)."""
+    fingerprinter = Fingerprinter()
+    store = MemoryStore(Policy())
+    for url, html in kept:
+        fingerprint = fingerprinter.fingerprint(html, url)
+        if comparable(fingerprint):
+            store.check_and_add(url, fingerprint)
+    kept_urls = {url for url, _ in kept}
+    missing = []
+    for url, html in own_pages:
+        fingerprint = fingerprinter.fingerprint(html, url)
+        covered = dropped(store.check_and_add(url, fingerprint)) if comparable(fingerprint) else url in kept_urls
+        if not covered:
+            missing.append(url)
+    return missing
+
+
+def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: int) -> list[dict[str, Any]]:
+    rows = []
+    for variant, settings in VARIANTS.items():
+        outcome = crawl(url, settings, cap)
+        stats = outcome["stats"]
+        if own_pages is None:  # the demo site: its own pages are those the unguarded crawl kept
+            own_pages = outcome["kept"]
+        rows.append({
+            "site": name, "variant": variant,
+            "requests": stats.get("downloader/request_count", 0),
+            "kept": stats.get("simhash_dedup/kept", 0),
+            "ended on its own": stats.get("finish_reason") == "finished",
+            "unique lost": len(lost(own_pages, outcome["kept"])),
+            "links skipped": stats.get("simhash_dedup/links_skipped", 0),
+            "requests skipped": stats.get("simhash_dedup/requests_skipped", 0),
+            "rules": stats.get("simhash_dedup/rules", 0),
+        })
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--articles", type=int, default=60)
+    parser.add_argument("--cap", type=int, default=3000, help="pages after which a crawl is stopped")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # a crawl in this process (see crawl())
+    options = parser.parse_args()
+    if options.one:
+        crawl_here(json.loads(options.one[0]), Path(options.one[1]))
+        return
+    articles = articles_from_html((body for _, body in shared_pages(options.data)), options.articles)
+    rows = []
+    with serve_trap_site(articles) as (base_url, site):
+        own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
+        rows += run_site("trap site", base_url + "/", own, options.cap)
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(DEMO_SITE) as archive:
+            archive.extractall(tmp, filter="data")
+        with serve_directory(Path(tmp) / "html") as base_url:
+            rows += run_site("demo site", base_url, None, options.cap)
+    columns = list(rows[0])
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+                                for v in row.values()) + " |")
+    base = {row["site"]: row["requests"] for row in rows if row["variant"] == "no guard"}
+    for row in rows:
+        if row["variant"] != "no guard":
+            row["fewer requests"] = 1 - row["requests"] / base[row["site"]]
+            print(f"{row['site']}, {row['variant']}: {row['fewer requests']:.0%} fewer requests than no guard")
+    command = "python -m bench.traps " + " ".join(sys.argv[1:])
+    print(f"\nreproduce with: {command.strip()}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"rows": rows, "articles": len(articles), "cap": options.cap,
+                                   "command": command.strip()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

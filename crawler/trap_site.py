@@ -1,0 +1,156 @@
+"""A local site of unique articles behind the crawl traps real sites have, for ``bench/traps.py`` and tests.
+
+Unique pages: the home page, the article list and one page per article (text
+taken from real pages).  Traps, each leading only to copies of those pages:
+
+- an endless calendar: ``/calendar?month=2026-01``, every month "no events",
+  linking to the month before and after, forever;
+- session ids: every article link carries a fresh ``?sid=``;
+- sort and filter parameters: the list under ``?sort=`` and ``&view=``;
+- print views: ``/print/article/N``, the same text in a plainer page;
+- a mirrored path: every page links to itself under ``/mirror``, so ``/mirror/mirror/...`` nests forever;
+- tracking parameters: ``?utm_source=&utm_medium=`` on the home page's links.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import xxhash
+
+Article = tuple[str, list[str]]  # title, paragraphs
+
+SORTS = ("title", "date", "author", "popular")
+VIEWS = ("list", "grid")
+
+
+def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
+    """Titles and paragraphs of real pages (those with at least ``min_words`` words in ``<p>``)."""
+    import lxml.html
+
+    articles: list[Article] = []
+    for page in pages:
+        try:
+            root = lxml.html.fromstring(page)
+        except (ValueError, lxml.etree.ParserError):
+            continue
+        paragraphs = [" ".join(p.text_content().split()) for p in root.iter("p")]
+        paragraphs = [p for p in paragraphs if len(p.split()) >= 8]
+        if sum(len(p.split()) for p in paragraphs) >= min_words:
+            title = " ".join((root.findtext(".//title") or f"Article {len(articles)}").split())
+            articles.append((title, paragraphs))
+            if len(articles) == wanted:
+                break
+    return articles
+
+
+class TrapSite:
+    """The pages of the site, by path and query."""
+
+    def __init__(self, articles: list[Article]) -> None:
+        self.articles = articles
+
+    def unique_paths(self) -> list[str]:
+        return ["/", "/articles", *(f"/article/{n}" for n in range(len(self.articles)))]
+
+    def page(self, target: str) -> str | None:
+        """The HTML for a request target, or None (404)."""
+        parts = urlsplit(target)
+        here = parts.path or "/"
+        segments = [s.split(";")[0] for s in parts.path.split("/") if s]  # ;jsessionid= and the like ignored
+        while segments[:1] == ["mirror"]:
+            segments = segments[1:]
+        query = {name: values[0] for name, values in parse_qs(parts.query).items()}
+        printed = segments[:1] == ["print"]
+        segments = segments[1:] if printed else segments
+        if not segments:
+            return self._home(here)
+        if segments == ["articles"]:
+            return self._list(query.get("sort", "title"), query.get("view", "list"), here)
+        if segments == ["calendar"]:
+            return self._calendar(query.get("month", "2026-01"), here)
+        if len(segments) == 2 and segments[0] == "article" and segments[1].isdigit():
+            number = int(segments[1])
+            if number < len(self.articles):
+                return self._article(number, printed, target, here)
+        return None
+
+    def _frame(self, title: str, body: str, here: str, plain: bool = False) -> str:
+        if plain:
+            return f"<html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>"
+        nav = ('<nav><a href="/">Home</a> <a href="/articles">All articles</a> '
+               f'<a href="/calendar?month=2026-01">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>')
+        return (f"<html><head><title>{html.escape(title)}</title></head><body><header>{nav}</header>"
+                f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>")
+
+    def _home(self, here: str) -> str:
+        links = "".join(f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
+                        for n, (t, _) in enumerate(self.articles[:10]))
+        return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
+                                   '<p><a href="/articles?sort=date">Newest first</a></p>')
+
+    def _list(self, sort: str, view: str, here: str) -> str:
+        order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}"))
+        tag = "ul" if view == "list" else "div"
+        items = "".join(f'<li><a href="/article/{n}">{html.escape(self.articles[n][0])}</a></li>' for n in order)
+        sorts = " ".join(f'<a href="/articles?sort={s}&amp;view={view}">{s}</a>' for s in SORTS)
+        views = " ".join(f'<a href="/articles?sort={sort}&amp;view={v}">{v}</a>' for v in VIEWS)
+        return self._frame("All articles", f"<h1>All articles</h1><p>Sort by {sorts}; show as {views}.</p>"
+                                           f"<{tag}>{items}</{tag}>", here)
+
+    def _calendar(self, month: str, here: str) -> str:
+        try:
+            year, number = (int(x) for x in month.split("-"))
+        except ValueError:
+            year, number = 2026, 1
+        before = f"{year - (number == 1)}-{12 if number == 1 else number - 1:02d}"
+        after = f"{year + (number == 12)}-{1 if number == 12 else number + 1:02d}"
+        return self._frame("Events", f"<h1>Events</h1><p>There are no events planned for this month. Come back "
+                                     f"later to see what is on, or browse the articles.</p>"
+                                     f'<p><a href="/calendar?month={before}">Earlier</a> '
+                                     f'<a href="/calendar?month={after}">Later</a></p>', here)
+
+    def _article(self, number: int, printed: bool, target: str, here: str) -> str:
+        title, paragraphs = self.articles[number]
+        text = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+        if printed:
+            return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True)
+        sid = xxhash.xxh32_hexdigest(target)  # a "session" per page view: every link differs
+        neighbours = "".join(f'<a href="/article/{n}?sid={sid}">{"Previous" if n < number else "Next"}</a> '
+                             for n in (number - 1, number + 1) if 0 <= n < len(self.articles))
+        return self._frame(title, f"<article><h1>{html.escape(title)}</h1>{text}</article>"
+                                  f'<p>{neighbours}<a href="/print/article/{number}">Print</a> '
+                                  f'<a href="/article/{number}?utm_source=share&amp;utm_medium=email">Share</a></p>', here)
+
+
+@contextmanager
+def serve_trap_site(articles: list[Article]) -> Iterator[tuple[str, TrapSite]]:
+    """Serve the site on 127.0.0.1 (a free port) until the block ends; its base URL and pages."""
+    site = TrapSite(articles)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            page = site.page(self.path)
+            body = (page or "<html><body><p>Not found</p></body></html>").encode()
+            self.send_response(200 if page else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", site
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,134 @@
+"""Spend no requests on near-duplicates: the links of a duplicate page, and URLs the rules show to be copies.
+
+:class:`SimhashDedupLinkMiddleware` (a spider middleware) decides a response's
+page as soon as its callback yields the first item, with the pipeline's store
+and policy; the pipeline takes that decision for the item, so the page is
+fingerprinted once.  Requests the callback yields are held until then; if the
+page is a near-duplicate they are not scheduled: the kept page it duplicates
+carries the same links, and a trap's pages are near-duplicates of each other.
+A callback that yields no item decides nothing, and its requests go on.
+
+:class:`SimhashDedupRuleMiddleware` (a downloader middleware) skips a request
+before download when the trusted URL rules (:mod:`pipelines.urlrules`)
+rewrite its URL to one already fetched.  Requests with ``dont_filter`` are
+never skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import TextResponse
+
+from .decisions import Skip
+from .stores import dropped
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from typing_extensions import Self
+
+    from .pipeline import SimhashDedupPipeline
+
+logger = logging.getLogger(__name__)
+
+
+def dedup_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
+    """The crawl's :class:`SimhashDedupPipeline` instance, if it is enabled."""
+    from .pipeline import SimhashDedupPipeline
+
+    manager = getattr(getattr(crawler.engine, "scraper", None), "itemproc", None)
+    return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
+
+
+class SimhashDedupLinkMiddleware:
+    """Drops the requests a near-duplicate page's callback yields (``SIMHASH_DEDUP_SKIP_LINKS``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.html_field: str = crawler.settings.get("SIMHASH_DEDUP_HTML_FIELD", "html")
+        self.url_field: str = crawler.settings.get("SIMHASH_DEDUP_URL_FIELD", "url")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True)
+                and crawler.settings.getbool("SIMHASH_DEDUP_SKIP_LINKS", True)):
+            raise NotConfigured("SIMHASH_DEDUP_SKIP_LINKS is off")
+        return cls(crawler)
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        pipeline = dedup_pipeline(self.crawler)
+        held: list[Request] | None = []  # requests before the page is decided; None once it is
+        duplicate_of: str | None = None
+        async for output in result:
+            if isinstance(output, Request):
+                if held is not None:
+                    held.append(output)
+                elif duplicate_of is None:
+                    yield output
+                else:
+                    self._skip(pipeline, output, response.url, duplicate_of)
+                continue
+            if held is not None and pipeline is not None and ItemAdapter.is_item(output):
+                duplicate_of = await self._decide(pipeline, output, response)
+                for request in held:
+                    if duplicate_of is None:
+                        yield request
+                    else:
+                        self._skip(pipeline, request, response.url, duplicate_of)
+                held = None
+            yield output
+        for request in held or ():  # no item: nothing decided, the links are followed
+            yield request
+
+    async def _decide(self, pipeline: SimhashDedupPipeline, item: Any, response: Response) -> str | None:
+        """The kept page this item's page duplicates (its URL), or None; decided once, for the pipeline too."""
+        adapter = ItemAdapter(item)
+        html = adapter.get(self.html_field)
+        if html is None and isinstance(response, TextResponse):
+            html = response.text  # what SimhashDedupHtmlMiddleware puts in the item
+        if not isinstance(html, (str, bytes)):
+            return None
+        match = await pipeline.decide_early(item, html, str(adapter.get(self.url_field) or response.url))
+        return match.url if dropped(match) else None
+
+    @staticmethod
+    def _skip(pipeline: SimhashDedupPipeline, request: Request, page: str, kept: str) -> None:
+        logger.debug("simhash_dedup: link not followed, %s is a near-duplicate of %s: %s", page, kept, request.url)
+        pipeline.skipped(Skip(time.time(), "link", request.url, page, f"near-duplicate of {kept}"))
+
+
+class SimhashDedupRuleMiddleware:
+    """Skips requests the trusted URL rules rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._pipeline: SimhashDedupPipeline | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True)
+                and crawler.settings.getbool("SIMHASH_DEDUP_URL_RULES", True)):
+            raise NotConfigured("SIMHASH_DEDUP_URL_RULES is off")
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        if request.dont_filter:
+            return
+        pipeline = self._pipeline = self._pipeline or dedup_pipeline(self.crawler)
+        if pipeline is None or pipeline.rules is None:
+            return
+        found = pipeline.rules.already_fetched(request.url)
+        if found is None:
+            return
+        target, rules = found
+        because = "; ".join(rule.describe() for rule in rules)
+        logger.debug("simhash_dedup: request skipped, %s is %s by the URL rules (%s)", request.url, target, because)
+        pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
+        raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")

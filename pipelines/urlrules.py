@@ -1,0 +1,284 @@
+"""URL rewrite rules learned from near-duplicates, so a crawl trap's URLs are skipped before download.
+
+Every page dropped as a near-duplicate gives a pair (its URL, the kept page's
+URL).  Each rule of the shapes below that makes the two URLs equal gets one
+supporting pair; after ``support`` pairs and no counterexample a rule is
+*trusted*.  A counterexample is two URLs the rule makes equal whose pages
+were both kept, as different pages: it withdraws the rule for good.
+
+Shapes (per host, ``www.`` left out of the host's name):
+
+- ``param``: a query parameter that does not change the page (``sid``,
+  ``utm_source``, ``sort``): removed;
+- ``path_param``: a path parameter (``;jsessionid=...``): removed;
+- ``segment``: a path segment, as a prefix (``/amp/``, ``/print/``, a
+  mirrored path's first folder), inside the path, or last (``index.html``):
+  removed;
+- ``host``: the ``www.`` alias of the host: removed.
+
+A request is skipped when the trusted rules of its host rewrite its URL to
+one already fetched (``already_fetched``): the page it would give is, by the
+rule, a copy of one the crawl has.  (DustBuster, Bar-Yossef et al., WWW 2007,
+and Koppula et al., WSDM 2010, learn such rules from duplicate URL pairs.)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import xxhash
+
+KINDS = ("param", "path_param", "segment", "host")
+#: Kept URLs per host a new rule is checked against for counterexamples (the most recent).
+KEPT_URLS = 20_000
+#: Fetched URLs per host whose rewritten forms are remembered (the most recent; with the store).
+FETCHED_URLS = 50_000
+#: Query parameters in which a pair may differ and still support each of them.
+MAX_PARAMS = 3
+#: Candidate rules per host: more are not started (the oldest candidates without support go first).
+MAX_CANDIDATES = 200
+
+
+@dataclass
+class Rule:
+    """A rewrite rule and what is known of it."""
+
+    host: str  # the host it applies to, ``www.`` left out
+    kind: str  # one of KINDS
+    name: str  # the parameter or segment (``""`` for a host alias)
+    support: int = 0  # pairs of near-duplicates it makes equal
+    refuted_by: str | None = None  # "url1 url2": two kept, different pages it makes equal
+    keys: dict[int, str] = field(default_factory=dict, repr=False)  # rewritten kept URL -> the kept URL
+
+    @property
+    def ident(self) -> tuple[str, str, str]:
+        return self.host, self.kind, self.name
+
+    def describe(self) -> str:
+        if self.kind == "host":
+            return f"www.{self.host} = {self.host}"
+        what = {"param": "query parameter", "path_param": "path parameter ;", "segment": "path segment"}[self.kind]
+        return f"{self.host}: {what}{'' if self.kind == 'path_param' else ' '}{self.name!r} does not change the page"
+
+    def applies(self, url: str) -> bool:
+        """Does the rule change ``url`` (has it the parameter, the segment, the ``www.``)?"""
+        parts = urlsplit(url)
+        if self.kind == "host":
+            return parts.netloc.startswith("www.")
+        if self.kind == "param":
+            return any(name == self.name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+        if self.kind == "path_param":
+            return any(name == self.name for name, _ in _path_params(parts.path))
+        return self.name in _segments(parts.path)
+
+
+class RuleBook:
+    """The rules of a crawl: learned from pairs, refuted by kept pages, applied to requests."""
+
+    def __init__(self, support: int = 5) -> None:
+        self.support = support
+        self.rules: dict[tuple[str, str, str], Rule] = {}
+        self._kept: dict[str, OrderedDict[int, str]] = {}  # host -> recently kept URLs, by their normal form
+        self._fetched: dict[str, OrderedDict[str, None]] = {}  # host -> recently fetched URLs
+        self._fetched_keys: dict[str, set[int]] = {}  # host -> fetched URLs as the trusted rules rewrite them
+        self.changed: set[tuple[str, str, str]] = set()  # rules to save
+
+    def trusted(self, host: str | None = None) -> list[Rule]:
+        return [r for r in self.rules.values() if r.refuted_by is None and r.support >= self.support
+                and (host is None or r.host == host)]
+
+    def load(self, rules: list[Rule], fetched: list[str]) -> None:
+        """Rules and fetched URLs kept by the store (a resumed or re-run crawl)."""
+        for rule in rules:
+            self.rules[rule.ident] = rule
+        for url in fetched:
+            self.fetched(url)
+
+    def learn(self, dropped_url: str, kept_url: str) -> list[Rule]:
+        """A page was dropped as a near-duplicate of a kept one: every rule shape that explains the pair
+        gains a supporting pair.  Returns the rules that just became trusted."""
+        became = []
+        for kind, name in explanations(dropped_url, kept_url):
+            host = host_key(dropped_url)
+            rule = self.rules.get((host, kind, name))
+            if rule is None:
+                rule = self._candidate(host, kind, name)
+                if rule is None:
+                    continue
+            if rule.refuted_by is not None:
+                continue
+            rule.support += 1
+            self.changed.add(rule.ident)
+            if rule.support == self.support and rule.refuted_by is None:
+                became.append(rule)
+                self._rekey(host)
+        return became
+
+    def kept(self, url: str) -> list[Rule]:
+        """A page was kept as unique: a rule that makes its URL equal to another kept page's is refuted.
+        Returns the rules refuted now."""
+        host = host_key(url)
+        refuted = [rule for rule in self._host_rules(host) if self._refutes(rule, url)]
+        kept = self._kept.setdefault(host, OrderedDict())
+        kept[_key(rewritten(url, []))] = url
+        if len(kept) > KEPT_URLS:
+            kept.popitem(last=False)
+        if any(rule.support >= self.support for rule in refuted):
+            self._rekey(host)
+        return refuted
+
+    def fetched(self, url: str) -> None:
+        """A response was downloaded for ``url``."""
+        host = host_key(url)
+        urls = self._fetched.setdefault(host, OrderedDict())
+        urls[url] = None
+        urls.move_to_end(url)
+        if len(urls) > FETCHED_URLS:
+            urls.popitem(last=False)
+        self._fetched_keys.setdefault(host, set()).add(_key(rewritten(url, self.trusted(host))))
+
+    def already_fetched(self, url: str) -> tuple[str, list[Rule]] | None:
+        """If the trusted rules rewrite ``url`` to the URL of a page already fetched: that URL and the rules."""
+        host = host_key(url)
+        rules = [rule for rule in self.trusted(host) if rule.applies(url)]
+        if not rules:
+            return None
+        target = rewritten(url, rules)
+        return (target, rules) if _key(target) in self._fetched_keys.get(host, ()) else None
+
+    def fetched_urls(self) -> list[str]:
+        return [url for urls in self._fetched.values() for url in urls]
+
+    def _candidate(self, host: str, kind: str, name: str) -> Rule | None:
+        """A new rule, checked at once against the host's recently kept URLs."""
+        candidates = [r for r in self.rules.values() if r.host == host]
+        if len(candidates) >= MAX_CANDIDATES:
+            weakest = min((r for r in candidates if r.support < self.support), key=lambda r: r.support, default=None)
+            if weakest is None:
+                return None
+            del self.rules[weakest.ident]
+        rule = self.rules[(host, kind, name)] = Rule(host, kind, name)
+        for url in list(self._kept.get(host, {}).values()):
+            if self._refutes(rule, url):
+                break
+        return rule
+
+    def _refutes(self, rule: Rule, url: str) -> bool:
+        """Is ``url``, a kept page, a counterexample to ``rule`` (with a page kept before)?  The rule
+        remembers the kept URLs it changes, by their rewritten form; the host, all its kept URLs."""
+        if rule.refuted_by is not None:
+            return False
+        if rule.applies(url):  # another kept URL the rule changes, or one it does not, is the same by it
+            key = _key(rewritten(url, [rule]))
+            other = rule.keys.get(key) or self._kept.get(rule.host, {}).get(key)
+            if other is None or other == url:
+                rule.keys[key] = url
+                return False
+        else:  # a kept URL the rule changes becomes this one
+            other = rule.keys.get(_key(rewritten(url, [])))
+            if other is None or other == url:
+                return False
+        rule.refuted_by = f"{other} {url}"
+        rule.keys.clear()
+        self.changed.add(rule.ident)
+        return True
+
+    def _host_rules(self, host: str) -> list[Rule]:
+        return [rule for rule in self.rules.values() if rule.host == host and rule.refuted_by is None]
+
+    def _rekey(self, host: str) -> None:
+        """The host's trusted rules changed: its fetched URLs are rewritten again."""
+        rules = self.trusted(host)
+        self._fetched_keys[host] = {_key(rewritten(url, rules)) for url in self._fetched.get(host, ())}
+
+
+def explanations(a: str, b: str) -> list[tuple[str, str]]:
+    """The rules (kind, name) that make URLs ``a`` and ``b`` equal, each on its own or with the other
+    query parameters the pair differs in."""
+    one, other = urlsplit(a), urlsplit(b)
+    if a == b or one.scheme != other.scheme:
+        return []
+    if one.hostname != other.hostname:
+        same_rest = (one.path, one.query) == (other.path, other.query)
+        alias = host_key(a) == host_key(b) and one.port == other.port
+        return [("host", "")] if same_rest and alias else []
+    if one.path != other.path and one.query == other.query:
+        return _path_explanations(one.path, other.path)
+    if one.path == other.path:
+        return [("param", name) for name in _params_differing(one.query, other.query)]
+    return []
+
+
+def _path_explanations(a: str, b: str) -> list[tuple[str, str]]:
+    params_a, params_b = _path_params(a), _path_params(b)
+    if _bare(a) == _bare(b):
+        names = {name for name, _ in params_a + params_b}
+        return [("path_param", name) for name in sorted(names)
+                if [v for n, v in params_a if n == name] != [v for n, v in params_b if n == name]]
+    longer, shorter = (_segments(a), _segments(b))
+    if len(longer) < len(shorter):
+        longer, shorter = shorter, longer
+    if len(longer) != len(shorter) + 1:
+        return []
+    for n, segment in enumerate(longer):
+        if longer[:n] + longer[n + 1:] == shorter:
+            return [("segment", segment)]
+    return []
+
+
+def _params_differing(a: str, b: str) -> list[str]:
+    """The query parameters two queries differ in (present in one only, or with other values), if
+    removing them makes the queries equal and they are at most ``MAX_PARAMS``."""
+    pa, pb = parse_qsl(a, keep_blank_values=True), parse_qsl(b, keep_blank_values=True)
+    names = {n for n, _ in pa} | {n for n, _ in pb}
+    differing = sorted(n for n in names if [v for k, v in pa if k == n] != [v for k, v in pb if k == n])
+    return differing if 0 < len(differing) <= MAX_PARAMS else []
+
+
+def rewritten(url: str, rules: list[Rule]) -> str:
+    """``url`` with each rule applied, in a normal form: the path without empty segments (``/a/`` and
+    ``/a`` compare equal), the query as ``urlencode`` writes it, no fragment."""
+    parts = urlsplit(url)
+    host, path, query = parts.netloc, parts.path, parts.query
+    for rule in rules:
+        if rule.kind == "host" and host.startswith("www."):
+            host = host[4:]
+        elif rule.kind == "param":
+            query = urlencode([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n != rule.name])
+        elif rule.kind == "path_param":
+            path = "/".join(_drop_path_param(s, rule.name) for s in path.split("/"))
+        elif rule.kind == "segment":
+            path = "/" + "/".join(s for s in _segments(path) if s != rule.name)
+    path = "/" + "/".join(_segments(path))
+    query = urlencode(parse_qsl(query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, host.lower(), path, query, ""))
+
+
+def host_key(url: str) -> str:
+    host = urlsplit(url).hostname or ""
+    return host[4:] if host.startswith("www.") else host
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _path_params(path: str) -> list[tuple[str, str]]:
+    """The ``;name=value`` parameters of a path's segments."""
+    return [(name, value) for segment in path.split("/") for name, _, value in
+            (param.partition("=") for param in segment.split(";")[1:])]
+
+
+def _bare(path: str) -> str:
+    return "/".join(segment.split(";")[0] for segment in path.split("/"))
+
+
+def _drop_path_param(segment: str, name: str) -> str:
+    head, *params = segment.split(";")
+    return ";".join([head, *(p for p in params if p.split("=", 1)[0] != name)])
+
+
+def _key(url: str) -> int:
+    return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass"))
