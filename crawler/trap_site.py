@@ -92,10 +92,10 @@ class TrapSite:
         links = "".join(f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
                         for n, (t, _) in enumerate(self.articles[:10]))
         return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
-                                   '<p><a href="/articles?sort=date">Newest first</a></p>')
+                                   '<p><a href="/articles?sort=date">Newest first</a></p>', here)
 
     def _list(self, sort: str, view: str, here: str) -> str:
-        order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}"))
+        order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}".encode()))
         tag = "ul" if view == "list" else "div"
         items = "".join(f'<li><a href="/article/{n}">{html.escape(self.articles[n][0])}</a></li>' for n in order)
         sorts = " ".join(f'<a href="/articles?sort={s}&amp;view={view}">{s}</a>' for s in SORTS)
@@ -120,7 +120,7 @@ class TrapSite:
         text = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
         if printed:
             return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True)
-        sid = xxhash.xxh32_hexdigest(target)  # a "session" per page view: every link differs
+        sid = xxhash.xxh32_hexdigest(target.encode())  # a "session" per page view: every link differs
         neighbours = "".join(f'<a href="/article/{n}?sid={sid}">{"Previous" if n < number else "Next"}</a> '
                              for n in (number - 1, number + 1) if 0 <= n < len(self.articles))
         return self._frame(title, f"<article><h1>{html.escape(title)}</h1>{text}</article>"
