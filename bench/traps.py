@@ -61,15 +61,20 @@ def crawl(url: str, settings: dict[str, Any], cap: int) -> dict[str, Any]:
 
 
 def crawl_here(config: dict[str, Any], result: Path) -> None:
+    import warnings
+
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
+    from scrapy.exceptions import ScrapyDeprecationWarning
     from scrapy.utils.project import get_project_settings
 
     from crawler.demo import LOCAL_CRAWL
 
+    warnings.filterwarnings("error", category=ScrapyDeprecationWarning)  # as in the tests
     settings = get_project_settings()
     settings.setdict({**LOCAL_CRAWL, "CONCURRENT_REQUESTS": 8, "CLOSESPIDER_PAGECOUNT": config["cap"], **BREADTH_FIRST,
                       "ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_REMOVE_HTML": False,
+                      "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
                       "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
     kept: list[tuple[str, str]] = []
     process = CrawlerProcess(settings)

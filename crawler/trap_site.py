@@ -3,8 +3,10 @@
 Unique pages: the home page, the article list and one page per article (text
 taken from real pages).  Traps, each leading only to copies of those pages:
 
-- an endless calendar: ``/calendar?month=2026-01``, every month "no events",
-  linking to the month before and after, forever;
+- an endless calendar: ``/calendar?month=2026-01``, linking to the month
+  before and after, forever; every month "no events" but ``EVENT_MONTHS``,
+  which the home page links to (and whose pages refute the rule "``month``
+  does not change the page");
 - session ids: every article link carries a fresh ``?sid=``;
 - sort and filter parameters: the list under ``?sort=`` and ``&view=``;
 - print views: ``/print/article/N``, the same text in a plainer page;
@@ -26,11 +28,13 @@ import xxhash
 Article = tuple[str, list[str]]  # title, paragraphs
 
 SORTS = ("title", "date", "author", "popular")
+EVENT_MONTHS = ("2026-06", "2026-09")  # the calendar's months with an event: an article's beginning
 VIEWS = ("list", "grid")
 
 
 def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
-    """Titles and paragraphs of real pages (those with at least ``min_words`` words in ``<p>``)."""
+    """Titles and paragraphs of real pages (those with at least ``min_words`` words in ``<p>``, or in
+    DocBook's ``<div class="para">``)."""
     import lxml.html
 
     articles: list[Article] = []
@@ -39,7 +43,7 @@ def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int
             root = lxml.html.fromstring(page)
         except (ValueError, lxml.etree.ParserError):
             continue
-        paragraphs = [" ".join(p.text_content().split()) for p in root.iter("p")]
+        paragraphs = [" ".join(p.text_content().split()) for p in root.xpath("//p | //div[@class='para']")]
         paragraphs = [p for p in paragraphs if len(p.split()) >= 8]
         if sum(len(p.split()) for p in paragraphs) >= min_words:
             title = " ".join((root.findtext(".//title") or f"Article {len(articles)}").split())
@@ -53,10 +57,12 @@ class TrapSite:
     """The pages of the site, by path and query."""
 
     def __init__(self, articles: list[Article]) -> None:
-        self.articles = articles
+        """The last ``len(EVENT_MONTHS)`` articles are the events' texts, not served as articles."""
+        self.articles, self.events = articles[: -len(EVENT_MONTHS)], articles[-len(EVENT_MONTHS):]
 
     def unique_paths(self) -> list[str]:
-        return ["/", "/articles", *(f"/article/{n}" for n in range(len(self.articles)))]
+        return ["/", "/articles", *(f"/calendar?month={m}" for m in EVENT_MONTHS),
+                *(f"/article/{n}" for n in range(len(self.articles)))]
 
     def page(self, target: str) -> str | None:
         """The HTML for a request target, or None (404)."""
@@ -92,7 +98,8 @@ class TrapSite:
         links = "".join(f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
                         for n, (t, _) in enumerate(self.articles[:10]))
         return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
-                                   '<p><a href="/articles?sort=date">Newest first</a></p>', here)
+                                   '<p><a href="/articles?sort=date">Newest first</a></p><p>Coming up: ' +
+                           " ".join(f'<a href="/calendar?month={m}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here)
 
     def _list(self, sort: str, view: str, here: str) -> str:
         order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}".encode()))
@@ -110,8 +117,13 @@ class TrapSite:
             year, number = 2026, 1
         before = f"{year - (number == 1)}-{12 if number == 1 else number - 1:02d}"
         after = f"{year + (number == 12)}-{1 if number == 12 else number + 1:02d}"
-        return self._frame("Events", f"<h1>Events</h1><p>There are no events planned for this month. Come back "
-                                     f"later to see what is on, or browse the articles.</p>"
+        if month in EVENT_MONTHS:  # a reading: a text of its own
+            title, paragraphs = self.events[EVENT_MONTHS.index(month)]
+            events = f"<h2>Reading: {html.escape(title)}</h2>" + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:4])
+        else:
+            events = ("<p>There are no events planned for this month. Come back later to see what is on, or "
+                      "browse the articles.</p>")
+        return self._frame("Events", f"<h1>Events</h1>{events}"
                                      f'<p><a href="/calendar?month={before}">Earlier</a> '
                                      f'<a href="/calendar?month={after}">Later</a></p>', here)
 

@@ -6,7 +6,8 @@ and policy; the pipeline takes that decision for the item, so the page is
 fingerprinted once.  Requests the callback yields are held until then; if the
 page is a near-duplicate they are not scheduled: the kept page it duplicates
 carries the same links, and a trap's pages are near-duplicates of each other.
-A callback that yields no item decides nothing, and its requests go on.
+A callback that yields no item decides nothing, and its requests go on; a
+request with ``dont_filter`` always goes on (the spider asked for it).
 
 :class:`SimhashDedupRuleMiddleware` (a downloader middleware) skips a request
 before download when the trusted URL rules (:mod:`pipelines.urlrules`)
@@ -67,7 +68,7 @@ class SimhashDedupLinkMiddleware:
         held: list[Request] | None = []  # requests before the page is decided; None once it is
         duplicate_of: str | None = None
         async for output in result:
-            if isinstance(output, Request):
+            if isinstance(output, Request) and not output.dont_filter:
                 if held is not None:
                     held.append(output)
                 elif duplicate_of is None:

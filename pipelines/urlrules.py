@@ -6,7 +6,7 @@ supporting pair; after ``support`` pairs and no counterexample a rule is
 *trusted*.  A counterexample is two URLs the rule makes equal whose pages
 were both kept, as different pages: it withdraws the rule for good.
 
-Shapes (per host, ``www.`` left out of the host's name):
+Shapes (per host and port, ``www.`` left out of the host's name):
 
 - ``param``: a query parameter that does not change the page (``sid``,
   ``utm_source``, ``sort``): removed;
@@ -257,8 +257,11 @@ def rewritten(url: str, rules: list[Rule]) -> str:
 
 
 def host_key(url: str) -> str:
-    host = urlsplit(url).hostname or ""
-    return host[4:] if host.startswith("www.") else host
+    """The site a URL's rules belong to: its host and port, ``www.`` left out."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = host[4:] if host.startswith("www.") else host
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 def _segments(path: str) -> list[str]:

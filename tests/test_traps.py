@@ -1,0 +1,104 @@
+"""Crawl traps: the links of near-duplicate pages and the URL rules, in real crawls of the trap site."""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from bench.traps import crawl as crawl_site
+from bench.traps import lost
+from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
+from pipelines.redis_store import read_redis_rules, remove_redis_store
+from pipelines.stores import read_rules
+
+from .conftest import PROJECT
+
+DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
+GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
+
+
+@pytest.fixture(scope="module")
+def trap_site() -> Iterator[tuple[str, TrapSite]]:
+    """The trap site, its articles from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
+    with tarfile.open(DEMO_SITE) as archive:
+        pages = (archive.extractfile(m).read() for m in archive
+                 if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
+        articles = articles_from_html(pages, 14)
+    with serve_trap_site(articles) as served:
+        yield served
+
+
+def own_pages(base_url: str, site: TrapSite) -> list[tuple[str, str]]:
+    return [(base_url + path, site.page(path)) for path in site.unique_paths()]
+
+
+def test_the_links_of_near_duplicates_are_skipped_and_the_same_links_from_kept_pages_followed(trap_site, tmp_path):
+    base_url, site = trap_site
+    store = tmp_path / "seen.sqlite"
+    unguarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False,
+                                       "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite")}, cap=400)
+    guarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": False,
+                                     "SIMHASH_DEDUP_PATH": str(store)}, cap=400)
+    assert unguarded["stats"]["finish_reason"] == "closespider_pagecount", "without a guard the traps never end"
+    assert guarded["stats"]["finish_reason"] == "finished"
+    assert guarded["stats"]["downloader/request_count"] < unguarded["stats"]["downloader/request_count"] / 2
+    assert lost(own_pages(base_url, site), guarded["kept"]) == []
+    _, skips = read_rules(store)
+    links = [skip for skip in skips if skip.kind == "link"]
+    assert len(links) == guarded["stats"]["simhash_dedup/links_skipped"] > 0
+    kept_urls = {url for url, _ in guarded["kept"]}
+    assert not {skip.because for skip in links} & kept_urls, "only the links of dropped pages are skipped"
+    assert {skip.url for skip in links} & kept_urls, "a link skipped on a copy is followed from the kept page"
+
+
+def test_a_rule_is_learned_applied_and_kept_for_a_resumed_crawl(trap_site, tmp_path):
+    base_url, site = trap_site
+    job, store = tmp_path / "job", tmp_path / "job" / "seen.sqlite"
+    paused = crawl_site(base_url + "/", {**GUARDED, "JOBDIR": str(job), "SIMHASH_DEDUP_PATH": str(store)}, cap=40)
+    assert paused["stats"]["finish_reason"] == "closespider_pagecount"
+    learned, _ = read_rules(store)
+    resumed = crawl_site(base_url + "/", {**GUARDED, "JOBDIR": str(job), "SIMHASH_DEDUP_PATH": str(store)}, cap=2000)
+    assert resumed["stats"]["finish_reason"] == "finished"
+    rules, skips = read_rules(store)
+    trusted = {(r.kind, r.name) for r in rules if r.refuted_by is None and r.support >= 3}
+    assert ("param", "sid") in trusted
+    support = {r.ident: r.support for r in rules}
+    assert learned and all(support[r.ident] >= r.support for r in learned), "the resumed crawl went on from them"
+    requests = [skip for skip in skips if skip.kind == "request"]
+    assert requests and resumed["stats"].get("simhash_dedup/requests_skipped", 0) > 0
+    assert all("does not change the page" in skip.rule or "=" in skip.rule for skip in requests)
+    assert lost(own_pages(base_url, site), paused["kept"] + resumed["kept"]) == []
+
+
+def test_a_rule_is_withdrawn_after_a_counterexample(trap_site, crawl, tmp_path):
+    """The calendar's empty months teach "month does not change the page"; a month with an event, kept,
+    refutes it."""
+    base_url, _ = trap_site
+    months = ["2026-01", "2026-02", "2026-03", "2026-04", "2026-06"]
+    store = tmp_path / "seen.sqlite"
+    result = crawl([f"{base_url}/calendar?month={m}" for m in months],
+                            {**GUARDED, "ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_PATH": str(store)})
+    assert len(result["dropped"]) == 3 and len(result["kept"]) == 2
+    assert "URL rule trusted after 3 pairs" in result["log"] and "URL rule withdrawn" in result["log"]
+    (month,) = [r for r in read_rules(store)[0] if r.name == "month"]
+    assert month.support == 3 and month.refuted_by == f"{base_url}/calendar?month=2026-01 {base_url}/calendar?month=2026-06"
+    assert result["stats"]["simhash_dedup/rules"] == 0
+
+
+def test_rules_and_skips_are_kept_in_redis(trap_site, redis_url):
+    base_url, site = trap_site
+    key = "traps:simhash_dedup"
+    client = redis.Redis.from_url(redis_url)
+    remove_redis_store(client, key)
+    result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key},
+                   cap=2000)
+    assert result["stats"]["finish_reason"] == "finished"
+    assert lost(own_pages(base_url, site), result["kept"]) == []
+    rules, skips = read_redis_rules(client, key)
+    assert ("param", "sid") in {(r.kind, r.name) for r in rules if r.support >= 3 and r.refuted_by is None}
+    assert {skip.kind for skip in skips} == {"link", "request"}
+    assert len(skips) == (result["stats"]["simhash_dedup/links_skipped"]
+                          + result["stats"]["simhash_dedup/requests_skipped"])
