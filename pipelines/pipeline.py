@@ -183,7 +183,9 @@ class SimhashDedupPipeline:
         prefix = f"{STATS_PREFIX}/"
         counts = {key[len(prefix):]: value for key, value in self.crawler.stats.get_stats().items()
                   if key.startswith(prefix)}
-        return run_summary(self.crawler.spider.name, self._started, self.settings.policy, counts)
+        summary = run_summary(self.crawler.spider.name, self._started, self.settings.policy, counts)
+        summary["settings"]["rule_support"] = self.settings.rule_support  # which URL rules were trusted
+        return summary
 
     def store_path(self) -> Path:
         """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else

@@ -102,3 +102,18 @@ def test_rules_and_skips_are_kept_in_redis(trap_site, redis_url):
     assert {skip.kind for skip in skips} == {"link", "request"}
     assert len(skips) == (result["stats"]["simhash_dedup/links_skipped"]
                           + result["stats"]["simhash_dedup/requests_skipped"])
+
+
+def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_path):
+    from pipelines.report.log import load_log
+    from pipelines.report.render import render
+
+    base_url, _ = trap_site
+    store = tmp_path / "seen.sqlite"
+    crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_PATH": str(store)}, cap=2000)
+    log = load_log(str(store))
+    html = render(log)
+    assert "<h2>URL rules</h2>" in html and "query parameter &#x27;sid&#x27; does not change the page" in html
+    assert "trusted" in html and "withdrawn" in html  # "month" is refuted by the calendar's event months
+    assert "<h2>Not followed</h2>" in html
+    assert f"{sum(s.kind == 'link' for s in log.skips):,} links of near-duplicate pages" in html

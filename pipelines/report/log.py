@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import BORDERLINE, DROPPED, Decision
-from ..stores import Policy, StoreUnavailable, read_log
+from ..decisions import BORDERLINE, DROPPED, Decision, Skip
+from ..stores import Policy, StoreUnavailable, read_log, read_rules
+from ..urlrules import Rule
 
 
 @dataclass
@@ -21,6 +22,8 @@ class Log:
     runs: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)  # outcome -> pages, over the log's runs
     settings: dict[str, Any] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)  # the URL rules learned (a store's log only)
+    skips: list[Skip] = field(default_factory=list)  # links and requests not followed, oldest first
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
@@ -32,30 +35,33 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     if source.startswith(("redis://", "rediss://", "unix://")):
         import redis
 
-        from ..redis_store import read_redis_log
+        from ..redis_store import read_redis_log, read_redis_rules
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")
         try:
-            decisions, runs = read_redis_log(redis.Redis.from_url(source), redis_key)
+            client = redis.Redis.from_url(source)
+            decisions, runs = read_redis_log(client, redis_key)
+            rules, skips = read_redis_rules(client, redis_key)
         except redis.RedisError as error:
             raise StoreUnavailable(f"the Redis store {redis_key} at {source} cannot be read: {error}") from None
-        return _from_runs(source, decisions, runs, settings)
+        return _from_runs(source, decisions, runs, settings, rules, skips)
     path = Path(source)
     with path.open("rb") as file:
         is_sqlite = file.read(16) == b"SQLite format 3\x00"
     if is_sqlite:
-        return _from_runs(source, *read_log(path), settings)
+        return _from_runs(source, *read_log(path), settings, *read_rules(path))
     return _from_pages(source, path, settings)
 
 
-def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]], settings: dict[str, Any]) -> Log:
+def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]], settings: dict[str, Any],
+               rules: list[Rule] | None = None, skips: list[Skip] | None = None) -> Log:
     counts: Counter[str] = Counter()
     for run in runs:
         counts.update(run.get("counts", {}))
     if runs:
         settings = {**settings, **runs[-1].get("settings", {})}
-    return Log(source, decisions, runs, dict(counts), settings)
+    return Log(source, decisions, runs, dict(counts), settings, rules or [], skips or [])
 
 
 def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:

@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 
 from ..decisions import BORDERLINE, DROPPED, Decision
+from ..settings import DedupSettings
 from .diff import side_by_side
 from .log import Log
 from .plots import distance_histogram, similarity_histogram
@@ -18,7 +19,7 @@ MAX_CLUSTERS = 100
 OPEN_PAIRS = 5  # the first pairs are shown unfolded
 
 #: The counts shown first, in this order; any other count follows.
-MAIN_COUNTS = ("checked", "kept", "dropped", "borderline", "short_text", "same_html")
+MAIN_COUNTS = ("checked", "kept", "dropped", "borderline", "links_skipped", "requests_skipped", "short_text", "same_html")
 
 
 def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
@@ -40,9 +41,42 @@ def render(log: Log, pairs: int = MAX_PAIRS) -> str:
         f"<figure>{similarity_histogram(log.decisions, settings['min_similarity'])}</figure></div>",
         _clusters(log.decisions),
         _pairs(log, pairs),
+        _rules(log),
+        _skips(log),
     ]
     return _PAGE.format(style=_STYLE, source=escape(log.source), generated=time.strftime("%Y-%m-%d %H:%M"),
                         settings=escape(", ".join(f"{k} {v}" for k, v in settings.items())), body="".join(sections))
+
+
+def _rules(log: Log) -> str:
+    """The URL rules: trusted ones apply to requests, candidates wait for support, withdrawn ones name
+    the two kept pages that refuted them."""
+    if not log.rules:
+        return ""
+    support = int(log.settings.get("rule_support") or DedupSettings().rule_support)
+    rows = "".join(
+        f"<tr><td>{escape(rule.describe())}</td><td>{rule.support}</td><td>"
+        + ("withdrawn: " + " and ".join(_link(u) for u in rule.refuted_by.split(" ", 1)) + " were both kept"
+           if rule.refuted_by else "trusted" if support and rule.support >= support else "candidate")
+        + "</td></tr>"
+        for rule in sorted(log.rules, key=lambda r: (r.refuted_by is not None, -r.support)))
+    return ("<h2>URL rules</h2><p>Learned from the drops: each pair (dropped URL, kept URL) a rule makes equal "
+            "supports it; a trusted rule skips requests whose rewritten URL was already fetched.</p>"
+            f"<table class='runs'><tr><th>rule</th><th>pairs</th><th>state</th></tr>{rows}</table>")
+
+
+def _skips(log: Log, shown: int = 200) -> str:
+    if not log.skips:
+        return ""
+    links = sum(skip.kind == "link" for skip in log.skips)
+    rows = "".join(
+        f"<tr><td>{skip.kind}</td><td>{_link(skip.url)}</td><td>"
+        + (f"on {_link(skip.because)}, {escape(skip.rule)}" if skip.kind == "link"
+           else f"is {_link(skip.because)} by {escape(skip.rule)}")
+        + "</td></tr>" for skip in log.skips[-shown:][::-1])
+    return (f"<h2>Not followed</h2><p>{links:,} links of near-duplicate pages and {len(log.skips) - links:,} "
+            f"requests skipped by the URL rules (the log keeps the newest; the last {min(shown, len(log.skips))} "
+            f"below).</p><table class='runs'><tr><th>what</th><th>URL</th><th>why</th></tr>{rows}</table>")
 
 
 def _counts(log: Log) -> str:
