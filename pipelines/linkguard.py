@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import cached_property
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from .decisions import Skip
+from .settings import DedupSettings
 from .stores import dropped
 
 if TYPE_CHECKING:
@@ -40,31 +42,38 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def dedup_pipeline(crawler: Crawler) -> SimhashDedupPipeline | None:
-    """The crawl's :class:`SimhashDedupPipeline` instance, if it is enabled."""
-    from .pipeline import SimhashDedupPipeline
+class _Guard:
+    """What both middlewares share: the crawl's settings, checked as the pipeline checks them, and the
+    crawl's :class:`SimhashDedupPipeline` (found when first needed: the engine exists by then)."""
 
-    manager = getattr(getattr(crawler.engine, "scraper", None), "itemproc", None)
-    return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
+    switch = ""  # the DedupSettings flag that turns the middleware on
 
-
-class SimhashDedupLinkMiddleware:
-    """Drops the requests a near-duplicate page's callback yields (``SIMHASH_DEDUP_SKIP_LINKS``)."""
-
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
         self.crawler = crawler
-        self.html_field: str = crawler.settings.get("SIMHASH_DEDUP_HTML_FIELD", "html")
-        self.url_field: str = crawler.settings.get("SIMHASH_DEDUP_URL_FIELD", "url")
+        self.settings = settings
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True)
-                and crawler.settings.getbool("SIMHASH_DEDUP_SKIP_LINKS", True)):
-            raise NotConfigured("SIMHASH_DEDUP_SKIP_LINKS is off")
-        return cls(crawler)
+        settings = DedupSettings.from_settings(crawler.settings)
+        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True) and getattr(settings, cls.switch)):
+            raise NotConfigured(f"SIMHASH_DEDUP_{cls.switch.upper()} is off")
+        return cls(crawler, settings)
+
+    @cached_property
+    def pipeline(self) -> SimhashDedupPipeline | None:
+        from .pipeline import SimhashDedupPipeline
+
+        manager = getattr(getattr(self.crawler.engine, "scraper", None), "itemproc", None)
+        return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
+
+
+class SimhashDedupLinkMiddleware(_Guard):
+    """Drops the requests a near-duplicate page's callback yields (``SIMHASH_DEDUP_SKIP_LINKS``)."""
+
+    switch = "skip_links"
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        pipeline = dedup_pipeline(self.crawler)
+        pipeline = self.pipeline
         held: list[Request] | None = []  # requests before the page is decided; None once it is
         duplicate_of: str | None = None
         async for output in result:
@@ -91,12 +100,12 @@ class SimhashDedupLinkMiddleware:
     async def _decide(self, pipeline: SimhashDedupPipeline, item: Any, response: Response) -> str | None:
         """The kept page this item's page duplicates (its URL), or None; decided once, for the pipeline too."""
         adapter = ItemAdapter(item)
-        html = adapter.get(self.html_field)
+        html = adapter.get(self.settings.html_field)
         if html is None and isinstance(response, TextResponse):
             html = response.text  # what SimhashDedupHtmlMiddleware puts in the item
         if not isinstance(html, (str, bytes)):
             return None
-        match = await pipeline.decide_early(item, html, str(adapter.get(self.url_field) or response.url))
+        match = await pipeline.decide_early(item, html, str(adapter.get(self.settings.url_field) or response.url))
         return match.url if dropped(match) else None
 
     @staticmethod
@@ -105,25 +114,14 @@ class SimhashDedupLinkMiddleware:
         pipeline.skipped(Skip(time.time(), "link", request.url, page, f"near-duplicate of {kept}"))
 
 
-class SimhashDedupRuleMiddleware:
+class SimhashDedupRuleMiddleware(_Guard):
     """Skips requests the trusted URL rules rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._pipeline: SimhashDedupPipeline | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True)
-                and crawler.settings.getbool("SIMHASH_DEDUP_URL_RULES", True)):
-            raise NotConfigured("SIMHASH_DEDUP_URL_RULES is off")
-        return cls(crawler)
+    switch = "url_rules"
 
     def process_request(self, request: Request) -> None:
-        if request.dont_filter:
-            return
-        pipeline = self._pipeline = self._pipeline or dedup_pipeline(self.crawler)
-        if pipeline is None or pipeline.rules is None:
+        pipeline = self.pipeline
+        if request.dont_filter or pipeline is None or pipeline.rules is None:
             return
         found = pipeline.rules.already_fetched(request.url)
         if found is None:

@@ -272,12 +272,11 @@ class SimhashDedupPipeline:
                 logger.info("simhash_dedup: URL rule trusted after %d pairs: %s", rule.support, rule.describe())
         elif verdict.fingerprint is not None:
             for rule in self.rules.kept(url):
-                if rule.support >= self.rules.support:
+                if rule.support >= self.rules.support:  # it was trusted
                     logger.warning("simhash_dedup: URL rule withdrawn: %s (%s were both kept, as different pages)",
                                    rule.describe(), " and ".join(rule.refuted_by.split(" ", 1)))
-        if self.rules.changed:
-            self.store.save_rules([self.rules.rules[ident] for ident in self.rules.changed if ident in self.rules.rules])
-            self.rules.changed.clear()
+        if changed := self.rules.take_changed():
+            self.store.save_rules(changed)
             self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
 
     def skipped(self, skip: Skip) -> None:

@@ -75,52 +75,61 @@ class Rule:
 
 
 class RuleBook:
-    """The rules of a crawl: learned from pairs, refuted by kept pages, applied to requests."""
+    """The rules of a crawl: learned from pairs, refuted by kept pages, applied to requests.
+
+    Everything is kept per host, so a request or a page costs the work of its own host's rules."""
 
     def __init__(self, support: int = 5) -> None:
         self.support = support
-        self.rules: dict[tuple[str, str, str], Rule] = {}
+        self._rules: dict[str, dict[tuple[str, str], Rule]] = {}  # host -> (kind, name) -> rule
+        self._trusted: dict[str, list[Rule]] = {}  # host -> its trusted rules (none: no entry)
         self._kept: dict[str, OrderedDict[int, str]] = {}  # host -> recently kept URLs, by their normal form
         self._fetched: dict[str, OrderedDict[str, None]] = {}  # host -> recently fetched URLs
-        self._fetched_keys: dict[str, set[int]] = {}  # host -> fetched URLs as the trusted rules rewrite them
-        self.changed: set[tuple[str, str, str]] = set()  # rules to save
+        self._fetched_keys: dict[str, set[int]] = {}  # host with trusted rules -> its fetched URLs rewritten
+        self._changed: dict[tuple[str, str, str], Rule] = {}  # rules to save
 
-    def trusted(self, host: str | None = None) -> list[Rule]:
-        return [r for r in self.rules.values() if r.refuted_by is None and r.support >= self.support
-                and (host is None or r.host == host)]
+    def trusted(self) -> list[Rule]:
+        return [rule for rules in self._trusted.values() for rule in rules]
+
+    def is_trusted(self, rule: Rule) -> bool:
+        return rule.refuted_by is None and rule.support >= self.support
+
+    def take_changed(self) -> list[Rule]:
+        """The rules that changed since the last call (for the store)."""
+        changed, self._changed = list(self._changed.values()), {}
+        return changed
 
     def load(self, rules: list[Rule], fetched: list[str]) -> None:
         """Rules and fetched URLs kept by the store (a resumed or re-run crawl)."""
         for rule in rules:
-            self.rules[rule.ident] = rule
+            self._rules.setdefault(rule.host, {})[rule.kind, rule.name] = rule
         for url in fetched:
             self.fetched(url)
+        for host in self._rules:
+            self._rekey(host)
 
     def learn(self, dropped_url: str, kept_url: str) -> list[Rule]:
         """A page was dropped as a near-duplicate of a kept one: every rule shape that explains the pair
         gains a supporting pair.  Returns the rules that just became trusted."""
+        host = host_key(dropped_url)
         became = []
         for kind, name in explanations(dropped_url, kept_url):
-            host = host_key(dropped_url)
-            rule = self.rules.get((host, kind, name))
-            if rule is None:
-                rule = self._candidate(host, kind, name)
-                if rule is None:
-                    continue
-            if rule.refuted_by is not None:
+            rule = self._rules.get(host, {}).get((kind, name)) or self._candidate(host, kind, name)
+            if rule is None or rule.refuted_by is not None:
                 continue
             rule.support += 1
-            self.changed.add(rule.ident)
-            if rule.support == self.support and rule.refuted_by is None:
+            self._changed[rule.ident] = rule
+            if rule.support == self.support:
                 became.append(rule)
-                self._rekey(host)
+        if became:
+            self._rekey(host)
         return became
 
     def kept(self, url: str) -> list[Rule]:
         """A page was kept as unique: a rule that makes its URL equal to another kept page's is refuted.
         Returns the rules refuted now."""
         host = host_key(url)
-        refuted = [rule for rule in self._host_rules(host) if self._refutes(rule, url)]
+        refuted = [rule for rule in self._rules.get(host, {}).values() if self._refutes(rule, url)]
         kept = self._kept.setdefault(host, OrderedDict())
         kept[_key(rewritten(url, []))] = url
         if len(kept) > KEPT_URLS:
@@ -130,36 +139,36 @@ class RuleBook:
         return refuted
 
     def fetched(self, url: str) -> None:
-        """A response was downloaded for ``url``."""
+        """A page was fetched from ``url``.  Its rewritten form is kept only while its host has trusted
+        rules (``_rekey`` rewrites the host's fetched URLs when they change)."""
         host = host_key(url)
         urls = self._fetched.setdefault(host, OrderedDict())
         urls[url] = None
         urls.move_to_end(url)
         if len(urls) > FETCHED_URLS:
             urls.popitem(last=False)
-        self._fetched_keys.setdefault(host, set()).add(_key(rewritten(url, self.trusted(host))))
+        if host in self._trusted:
+            self._fetched_keys[host].add(_key(rewritten(url, self._trusted[host])))
 
     def already_fetched(self, url: str) -> tuple[str, list[Rule]] | None:
         """If the trusted rules rewrite ``url`` to the URL of a page already fetched: that URL and the rules."""
         host = host_key(url)
-        rules = [rule for rule in self.trusted(host) if rule.applies(url)]
+        rules = [rule for rule in self._trusted.get(host, ()) if rule.applies(url)]
         if not rules:
             return None
         target = rewritten(url, rules)
-        return (target, rules) if _key(target) in self._fetched_keys.get(host, ()) else None
-
-    def fetched_urls(self) -> list[str]:
-        return [url for urls in self._fetched.values() for url in urls]
+        return (target, rules) if _key(target) in self._fetched_keys[host] else None
 
     def _candidate(self, host: str, kind: str, name: str) -> Rule | None:
         """A new rule, checked at once against the host's recently kept URLs."""
-        candidates = [r for r in self.rules.values() if r.host == host]
-        if len(candidates) >= MAX_CANDIDATES:
-            weakest = min((r for r in candidates if r.support < self.support), key=lambda r: r.support, default=None)
+        rules = self._rules.setdefault(host, {})
+        if len(rules) >= MAX_CANDIDATES:
+            weakest = min((r for r in rules.values() if r.support < self.support), key=lambda r: r.support,
+                          default=None)
             if weakest is None:
                 return None
-            del self.rules[weakest.ident]
-        rule = self.rules[(host, kind, name)] = Rule(host, kind, name)
+            del rules[weakest.kind, weakest.name]
+        rule = rules[kind, name] = Rule(host, kind, name)
         for url in list(self._kept.get(host, {}).values()):
             if self._refutes(rule, url):
                 break
@@ -182,16 +191,18 @@ class RuleBook:
                 return False
         rule.refuted_by = f"{other} {url}"
         rule.keys.clear()
-        self.changed.add(rule.ident)
+        self._changed[rule.ident] = rule
         return True
-
-    def _host_rules(self, host: str) -> list[Rule]:
-        return [rule for rule in self.rules.values() if rule.host == host and rule.refuted_by is None]
 
     def _rekey(self, host: str) -> None:
         """The host's trusted rules changed: its fetched URLs are rewritten again."""
-        rules = self.trusted(host)
-        self._fetched_keys[host] = {_key(rewritten(url, rules)) for url in self._fetched.get(host, ())}
+        trusted = [rule for rule in self._rules.get(host, {}).values() if self.is_trusted(rule)]
+        if trusted:
+            self._trusted[host] = trusted
+            self._fetched_keys[host] = {_key(rewritten(url, trusted)) for url in self._fetched.get(host, ())}
+        else:
+            self._trusted.pop(host, None)
+            self._fetched_keys.pop(host, None)
 
 
 def explanations(a: str, b: str) -> list[tuple[str, str]]:
