@@ -113,7 +113,7 @@ class RuleBook:
         gains a supporting pair.  Returns the rules that just became trusted."""
         host = host_key(dropped_url)
         became = []
-        for kind, name in explanations(dropped_url, kept_url):
+        for kind, name in explanations(dropped_url, kept_url):  # none for a URL that cannot be parsed
             rule = self._rules.get(host, {}).get((kind, name)) or self._candidate(host, kind, name)
             if rule is None or rule.refuted_by is not None:
                 continue
@@ -129,6 +129,8 @@ class RuleBook:
         """A page was kept as unique: a rule that makes its URL equal to another kept page's is refuted.
         Returns the rules refuted now."""
         host = host_key(url)
+        if host is None:
+            return []
         refuted = [rule for rule in self._rules.get(host, {}).values() if self._refutes(rule, url)]
         kept = self._kept.setdefault(host, OrderedDict())
         kept[_key(rewritten(url, []))] = url
@@ -142,6 +144,8 @@ class RuleBook:
         """A page was fetched from ``url``.  Its rewritten form is kept only while its host has trusted
         rules (``_rekey`` rewrites the host's fetched URLs when they change)."""
         host = host_key(url)
+        if host is None:
+            return
         urls = self._fetched.setdefault(host, OrderedDict())
         urls[url] = None
         urls.move_to_end(url)
@@ -208,8 +212,10 @@ class RuleBook:
 def explanations(a: str, b: str) -> list[tuple[str, str]]:
     """The rules (kind, name) that make URLs ``a`` and ``b`` equal, each on its own or with the other
     query parameters the pair differs in."""
+    if a == b or host_key(a) is None or host_key(b) is None:
+        return []
     one, other = urlsplit(a), urlsplit(b)
-    if a == b or one.scheme != other.scheme:
+    if one.scheme != other.scheme:
         return []
     if one.hostname != other.hostname:
         same_rest = (one.path, one.query) == (other.path, other.query)
@@ -267,12 +273,17 @@ def rewritten(url: str, rules: list[Rule]) -> str:
     return urlunsplit((parts.scheme, host.lower(), path, query, ""))
 
 
-def host_key(url: str) -> str:
-    """The site a URL's rules belong to: its host and port, ``www.`` left out."""
-    parts = urlsplit(url)
+def host_key(url: str) -> str | None:
+    """The site a URL's rules belong to: its host and port, ``www.`` left out; None for a URL that cannot
+    be parsed (a bad port, a broken IPv6 address), which no rule ever touches."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
     host = parts.hostname or ""
     host = host[4:] if host.startswith("www.") else host
-    return f"{host}:{parts.port}" if parts.port else host
+    return f"{host}:{port}" if port else host
 
 
 def _segments(path: str) -> list[str]:

@@ -117,3 +117,16 @@ def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_pat
     assert "trusted" in html and "withdrawn" in html  # "month" is refuted by the calendar's event months
     assert "<h2>Not followed</h2>" in html
     assert f"{sum(s.kind == 'link' for s in log.skips):,} links of near-duplicate pages" in html
+
+
+@pytest.mark.parametrize("url", ["http://a.test:abc/x", "http://[::1/x", "http://a.test:99999/", "", "not a url"])
+def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
+    """An item's URL field can hold anything: the pipeline learns from it, the rule middleware reads it."""
+    from pipelines.urlrules import RuleBook
+
+    book = RuleBook(support=1)
+    book.kept("http://a.test/x")
+    book.fetched(url)
+    assert book.kept(url) == [] and book.already_fetched(url) is None
+    assert book.learn(url, "http://a.test/x") == book.learn("http://a.test/x?sid=1", url) == []
+    assert book.trusted() == []
