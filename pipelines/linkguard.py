@@ -76,26 +76,32 @@ class SimhashDedupLinkMiddleware(_Guard):
         pipeline = self.pipeline
         held: list[Request] | None = []  # requests before the page is decided; None once it is
         duplicate_of: str | None = None
-        async for output in result:
-            if isinstance(output, Request) and not output.dont_filter:
-                if held is not None:
-                    held.append(output)
-                elif duplicate_of is None:
-                    yield output
-                else:
-                    self._skip(pipeline, output, response.url, duplicate_of)
-                continue
-            if held is not None and pipeline is not None and ItemAdapter.is_item(output):
-                duplicate_of = await self._decide(pipeline, output, response)
-                for request in held:
-                    if duplicate_of is None:
-                        yield request
+        failed: Exception | None = None
+        try:
+            async for output in result:
+                if isinstance(output, Request) and not output.dont_filter:
+                    if held is not None:
+                        held.append(output)
+                    elif duplicate_of is None:
+                        yield output
                     else:
-                        self._skip(pipeline, request, response.url, duplicate_of)
-                held = None
-            yield output
-        for request in held or ():  # no item: nothing decided, the links are followed
+                        self._skip(pipeline, output, response.url, duplicate_of)
+                    continue
+                if held is not None and pipeline is not None and ItemAdapter.is_item(output):
+                    duplicate_of = await self._decide(pipeline, output, response)
+                    for request in held:
+                        if duplicate_of is None:
+                            yield request
+                        else:
+                            self._skip(pipeline, request, response.url, duplicate_of)
+                    held = None
+                yield output
+        except Exception as error:  # the callback failed: what it yielded before goes on, as without this
+            failed = error
+        for request in held or ():  # no item (or none before a failure): nothing decided, the links followed
             yield request
+        if failed is not None:
+            raise failed
 
     async def _decide(self, pipeline: SimhashDedupPipeline, item: Any, response: Response) -> str | None:
         """The kept page this item's page duplicates (its URL), or None; decided once, for the pipeline too."""

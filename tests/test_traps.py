@@ -130,3 +130,32 @@ def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
     assert book.kept(url) == [] and book.already_fetched(url) is None
     assert book.learn(url, "http://a.test/x") == book.learn("http://a.test/x?sid=1", url) == []
     assert book.trusted() == []
+
+
+def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
+    """As without the link guard: Scrapy schedules what a callback yielded before it raised."""
+    import asyncio
+
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+
+    from pipelines.linkguard import SimhashDedupLinkMiddleware
+    from pipelines.settings import DedupSettings
+
+    async def callback():
+        yield Request("https://a.test/next")
+        raise RuntimeError("the spider's bug")
+
+    async def run() -> tuple[list, Exception | None]:
+        middleware = SimhashDedupLinkMiddleware(None, DedupSettings())
+        middleware.pipeline = None  # no pipeline: nothing is decided
+        out = []
+        try:
+            async for output in middleware.process_spider_output(HtmlResponse("https://a.test/"), callback()):
+                out.append(output)
+        except RuntimeError as error:
+            return out, error
+        return out, None
+
+    out, error = asyncio.run(run())
+    assert [request.url for request in out] == ["https://a.test/next"] and str(error) == "the spider's bug"
