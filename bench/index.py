@@ -92,7 +92,8 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
 def reopen(size: int) -> dict:
     """Write a store of ``size`` kept pages, then time opening it again (run in a child process)."""
     from pipelines.fingerprint import Fingerprint
-    from pipelines.stores import Policy, SqliteStore
+    from pipelines.policy import Policy
+    from pipelines.stores import SqliteStore
 
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as folder:

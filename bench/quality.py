@@ -35,7 +35,7 @@ from pipelines.document import load
 from pipelines.settings import DedupSettings
 from pipelines.simhash import simhash
 from pipelines.sketch import similarity
-from pipelines.stores import Mode, Policy
+from pipelines.policy import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
 DISTANCES = range(0, 17)

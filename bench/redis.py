@@ -38,7 +38,7 @@ import redis
 
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_entry, pack_record
-from pipelines.stores import Match, Policy
+from pipelines.policy import Match, Policy
 from tests.redis_server import RedisServer
 
 KEY = "bench:simhash_dedup"

@@ -32,7 +32,8 @@ from typing import Any
 from crawler.local_site import serve_directory
 from crawler.trap_site import articles_from_html, serve_trap_site
 from pipelines.fingerprint import Fingerprinter, comparable
-from pipelines.stores import MemoryStore, Policy, dropped
+from pipelines.policy import Policy, dropped
+from pipelines.stores import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"

@@ -12,7 +12,7 @@ from twisted.python.threadpool import ThreadPool
 
 from .fingerprint import Fingerprint
 from .redis_store import MAX_BATCH, RedisStore
-from .stores import Match
+from .policy import Match
 
 
 class StoreBatcher:

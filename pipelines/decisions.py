@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .fingerprint import Fingerprint, own_text
 
 if TYPE_CHECKING:
-    from .stores import Match, Policy
+    from .policy import Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
 KEPT_TEXTS = 5_000

@@ -30,7 +30,7 @@ from scrapy.http import TextResponse
 
 from .decisions import Skip
 from .settings import DedupSettings
-from .stores import dropped
+from .policy import dropped
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

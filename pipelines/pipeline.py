@@ -21,7 +21,8 @@ from scrapy.utils.project import data_path
 from .decisions import Decision, Reviewer, Skip, run_summary
 from .fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
 from .settings import DedupSettings
-from .stores import Match, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, dropped, reset_store
+from .policy import Match, dropped
+from .stores import MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .urlrules import RuleBook
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 

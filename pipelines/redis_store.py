@@ -38,7 +38,8 @@ import redis
 from .decisions import Decision, Skip, packed, unpacked
 from .fingerprint import Fingerprint
 from .indexloops import near_any
-from .stores import Match, MemoryStore, Mode, Policy, StoreUnavailable, dropped, fingerprint_rows
+from .policy import Match, Mode, Policy, dropped
+from .stores import MemoryStore, StoreUnavailable, fingerprint_rows
 from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)

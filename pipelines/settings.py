@@ -18,7 +18,7 @@ from .fingerprint import (
     DEFAULT_MIN_FEATURES,
     SCHEME_VERSION,
 )
-from .stores import Mode, Policy
+from .policy import Mode, Policy
 from .structure import DEFAULT_DECAY
 
 

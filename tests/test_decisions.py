@@ -11,7 +11,8 @@ from pipelines.decisions import BORDERLINE, DROPPED, Decision, Reviewer
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import RedisStore, read_redis_log, remove_redis_store
 from pipelines.sketch import shingle_sketch
-from pipelines.stores import MemoryStore, Policy, SqliteStore, dropped, read_log
+from pipelines.policy import Policy, dropped
+from pipelines.stores import MemoryStore, SqliteStore, read_log
 
 SCHEME = "test-scheme"
 

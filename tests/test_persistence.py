@@ -17,7 +17,8 @@ import pytest
 from pipelines.fingerprint import Fingerprint
 from pipelines.sketch import SKETCH_BYTES
 from pipelines.pipeline import CLOSE_REASON
-from pipelines.stores import Policy, SqliteStore, StoreLock
+from pipelines.policy import Policy
+from pipelines.stores import SqliteStore, StoreLock
 
 from .conftest import PROJECT
 

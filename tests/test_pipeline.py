@@ -21,7 +21,7 @@ from pipelines.content import own_blocks
 from pipelines.document import decode, load
 from pipelines.sketch import similarity, sketch_size
 from pipelines.fingerprint import Fingerprint
-from pipelines.stores import Policy
+from pipelines.policy import Policy
 from pipelines.textloops import utf8_length
 from pipelines.workers import RecentPages
 

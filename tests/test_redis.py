@@ -23,7 +23,8 @@ from pipelines.redis_store import (
     near_any,
     remove_redis_store,
 )
-from pipelines.stores import MemoryStore, Mode, Policy, fingerprint_rows
+from pipelines.policy import Mode, Policy
+from pipelines.stores import MemoryStore, fingerprint_rows
 
 from .redis_server import RedisServer, free_port
 from .test_persistence import (

@@ -14,7 +14,8 @@ from typing import IO, Any
 from ..decisions import Reviewer, run_summary
 from ..fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
 from ..settings import DedupSettings
-from ..stores import MemoryStore, SqliteStore, dropped
+from ..policy import dropped
+from ..stores import MemoryStore, SqliteStore
 from .fingerprints import fingerprinted
 from .sources import BadInput, Page, read_inputs
 

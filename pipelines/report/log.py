@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..decisions import BORDERLINE, DROPPED, Decision, Skip
-from ..stores import Policy, StoreUnavailable, read_log, read_rules
+from ..policy import Policy
+from ..stores import StoreUnavailable, read_log, read_rules
 from ..urlrules import Rule
 
 
