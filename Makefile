@@ -8,6 +8,8 @@ INSTALLED := $(VENV)/.installed
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	# the project itself, editable: scrapy_simhash_dedup importable, .venv/bin/simhash-dedup
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 # The tree walk is compiled (Cython over lxml's C API) next to its source; rebuilt when it changed.

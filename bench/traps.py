@@ -74,15 +74,15 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
     warnings.filterwarnings("error", category=ScrapyDeprecationWarning)  # as in the tests
     settings = get_project_settings()
     settings.setdict({**LOCAL_CRAWL, "CONCURRENT_REQUESTS": 8, "CLOSESPIDER_PAGECOUNT": config["cap"], **BREADTH_FIRST,
-                      "ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_REMOVE_HTML": False,
+                      "ADDONS": {"pipelines.SimhashDedupAddon": 0},
                       "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
                       "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
     kept: list[tuple[str, str]] = []
     process = CrawlerProcess(settings)
     crawler = process.create_crawler("site")
 
-    def on_scraped(item: Any, **_: Any) -> None:  # a named function: signals hold weak references
-        kept.append((item["url"], item["html"]))
+    def on_scraped(item: Any, response: Any, **_: Any) -> None:  # a named function: signals hold weak references
+        kept.append((item["url"], response.text))
 
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     process.crawl(crawler, url=config["url"])

@@ -9,7 +9,6 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 DOWNLOAD_DELAY = 0.25
 FEED_EXPORT_ENCODING = "utf-8"
 
-# The one line a project needs: the spider puts each page's HTML in item["html"].
-ITEM_PIPELINES = {"pipelines.SimhashDedupPipeline": 200}
+# The one line a project needs: the filter takes each response's page itself, items need no field.
+ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}
 SIMHASH_DEDUP_FINGERPRINT_FIELDS = True  # kept items carry simhash_content / simhash_structure
-SIMHASH_DEDUP_REMOVE_HTML = True  # ... and not the HTML, once fingerprinted

@@ -1,11 +1,13 @@
 """Near-duplicate page filter for Scrapy: content and structure SimHash fingerprints.
 
-Enable :class:`SimhashDedupPipeline` in ``ITEM_PIPELINES`` (and
-:class:`SimhashDedupHtmlMiddleware` in ``SPIDER_MIDDLEWARES`` if your items
-do not carry the page's HTML; :class:`SimhashDedupLinkMiddleware` there and
-:class:`SimhashDedupRuleMiddleware` in ``DOWNLOADER_MIDDLEWARES`` to spend no
-requests on near-duplicates), or all at once with the add-on
-``ADDONS = {"pipelines.SimhashDedupAddon": 0}``.
+Enable it with the add-on, ``ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}``:
+the pipeline, :class:`SimhashDedupPageMiddleware` (each response's page
+decided once, for all its items; the link guard) and
+:class:`SimhashDedupRuleMiddleware` (requests the URL rules show to be
+copies, skipped).  Or :class:`SimhashDedupPipeline` alone in
+``ITEM_PIPELINES`` for items that carry their page's HTML.  The package is
+importable as ``scrapy_simhash_dedup`` (which no project shadows) and, in
+this checkout and for settings written for it, as ``pipelines``.
 
 The Scrapy-facing classes are imported when first used: a fingerprint worker
 process imports ``pipelines.fingerprint`` without loading Scrapy, Redis or the
@@ -22,15 +24,13 @@ from .simhash import hamming, simhash
 
 if TYPE_CHECKING:
     from .addon import SimhashDedupAddon
-    from .linkguard import SimhashDedupLinkMiddleware, SimhashDedupRuleMiddleware
-    from .middleware import SimhashDedupHtmlMiddleware
+    from .middleware import SimhashDedupPageMiddleware, SimhashDedupRuleMiddleware
     from .pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
     "SimhashDedupAddon": "addon",
-    "SimhashDedupHtmlMiddleware": "middleware",
-    "SimhashDedupLinkMiddleware": "linkguard",
-    "SimhashDedupRuleMiddleware": "linkguard",
+    "SimhashDedupPageMiddleware": "middleware",
+    "SimhashDedupRuleMiddleware": "middleware",
     "SimhashDedupPipeline": "pipeline",
     "SimhashDuplicate": "pipeline",
     "SimhashUnchecked": "pipeline",
@@ -40,8 +40,7 @@ __all__ = [
     "Fingerprint",
     "Fingerprinter",
     "SimhashDedupAddon",
-    "SimhashDedupHtmlMiddleware",
-    "SimhashDedupLinkMiddleware",
+    "SimhashDedupPageMiddleware",
     "SimhashDedupPipeline",
     "SimhashDedupRuleMiddleware",
     "SimhashDuplicate",

@@ -17,12 +17,10 @@ import zlib
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .fingerprint import Fingerprint, own_text
-
-if TYPE_CHECKING:
-    from .policy import Match, Policy
+from .policy import UPDATE, Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
 KEPT_TEXTS = 5_000
@@ -84,8 +82,10 @@ class Reviewer:
         self._texts: OrderedDict[str, bytes] = OrderedDict()  # kept URL -> compressed own text
 
     def kept(self, url: str, fingerprint: Fingerprint | None, match: Match | None) -> Decision | None:
-        """A page was kept: remember its text; the borderline decision if it had a near candidate."""
-        decision = self.decision(BORDERLINE, url, fingerprint, match) if match is not None else None
+        """A page was kept: remember its text; the borderline decision if it had a near candidate (an
+        update of a page kept by an earlier crawl is not one)."""
+        borderline = match is not None and match.reason != UPDATE
+        decision = self.decision(BORDERLINE, url, fingerprint, match) if borderline else None
         if self.keep_texts and fingerprint is not None and fingerprint.text is not None:
             self._texts[url] = fingerprint.text
             self._texts.move_to_end(url)

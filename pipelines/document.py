@@ -11,13 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 import lxml.etree
-from w3lib.encoding import (
-    html_body_declared_encoding,
-    html_to_unicode,
-    http_content_type_encoding,
-    read_bom,
-    resolve_encoding,
-)
+from w3lib.encoding import html_to_unicode
 
 from .textloops import utf8_length
 
@@ -46,14 +40,15 @@ class Document:
     outcome: str | None = None
 
 
-def load(html: str | bytes, max_bytes: int, base_url: str = "") -> Document:
-    """Decode and parse ``html``; pages over ``max_bytes`` are not parsed at all."""
+def load(html: str | bytes, max_bytes: int, base_url: str = "", content_type: str | None = None) -> Document:
+    """Decode and parse ``html`` (bytes with the ``Content-Type`` header they came with, if any); pages
+    over ``max_bytes`` are not parsed at all."""
     if too_large(html, max_bytes):
         return Document(None, TOO_LARGE)
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES] and not html.startswith(_WIDE_BOMS):  # UTF-16/32 have NULs
             return Document(None, NOT_HTML)
-        text, utf8 = _decoded(html)
+        text, utf8 = _decoded(html, content_type)
     elif "\x00" in html[:_SNIFF_BYTES]:
         return Document(None, NOT_HTML)
     else:
@@ -76,18 +71,19 @@ def too_large(html: str | bytes, max_bytes: int) -> bool:
     return utf8_length(html) > max_bytes
 
 
-def decode(body: bytes) -> str:
-    """Decode like a browser, but trust valid UTF-8 over a ``<meta charset>``.
+def decode(body: bytes, content_type: str | None = None) -> str:
+    """Decode like a browser, but trust valid UTF-8 over a declared charset.
 
     Order: BOM, valid UTF-8 (pages re-saved as UTF-8 often keep their old
-    GBK declaration; legacy text is almost never valid UTF-8), the declared
-    charset, then a deterministic guess (GBK pages without a charset are
-    common).
+    GBK declaration, servers often declare ISO-8859-1 by default; legacy text
+    is almost never valid UTF-8), the charset of the ``Content-Type`` header,
+    the ``<meta>`` charset, then a deterministic guess (GBK pages without a
+    charset are common).
     """
-    return _decoded(body)[0]
+    return _decoded(body, content_type)[0]
 
 
-def _decoded(body: bytes) -> tuple[str, bytes | None]:
+def _decoded(body: bytes, content_type: str | None) -> tuple[str, bytes | None]:
     """``body`` as text (see ``decode``), and as UTF-8 when it already is: the bytes to parse, no
     copy made (None: encode the text)."""
     if not body.startswith((b"\xef\xbb\xbf", *_WIDE_BOMS)):
@@ -95,7 +91,7 @@ def _decoded(body: bytes) -> tuple[str, bytes | None]:
             return body.decode("utf-8"), body
         except UnicodeDecodeError:
             pass
-    _, text = html_to_unicode(None, body, auto_detect_fun=_guess_encoding)
+    _, text = html_to_unicode(content_type, body, auto_detect_fun=_guess_encoding)
     return text, None
 
 
@@ -126,27 +122,3 @@ def _fits_cp1252(sample: bytes) -> bool:
     except UnicodeDecodeError:  # bytes cp1252 leaves undefined
         return False
     return not any(_SYMBOL_IN_WORD.search(text[m.start() - 1 : m.end() + 1]) for m in re.finditer(r"[\x80-\xff]", text))
-
-
-def response_text(body: bytes, content_type: str) -> str:
-    """What Scrapy's ``TextResponse.text`` gives a spider for this body and ``Content-Type`` header
-    (Scrapy 2.14+: the BOM, the header, the body's ``<meta>``, else ASCII, UTF-8 or a guess), made
-    here without Scrapy so that batch mode's workers decode pages as a crawl does
-    (``tests/test_batch.py`` checks it against Scrapy)."""
-    declared = read_bom(body)[0] or http_content_type_encoding(content_type) or html_body_declared_encoding(body)
-    if declared:
-        return html_to_unicode(f"charset={declared}", body)[1]
-    return html_to_unicode(content_type, body, auto_detect_fun=_guessed_encoding, default_encoding="ascii")[1]
-
-
-def _guessed_encoding(body: bytes) -> str | None:
-    for encoding in ("ascii", "utf-8"):
-        try:
-            body.decode(encoding)
-        except UnicodeError:
-            continue
-        return resolve_encoding(encoding)
-    from charset_normalizer import from_bytes
-
-    match = from_bytes(body).best()
-    return resolve_encoding(match.encoding) if match else None

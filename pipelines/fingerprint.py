@@ -65,9 +65,10 @@ class Fingerprinter:
         self.max_text_chars = max_text_chars
         self.keep_text = keep_text
 
-    def fingerprint(self, html: str | bytes, url: str = "") -> Fingerprint:
-        """Fingerprint one page.  ``url`` only resolves relative links while parsing."""
-        document = load(html, self.max_bytes, base_url=url)
+    def fingerprint(self, html: str | bytes, url: str = "", content_type: str | None = None) -> Fingerprint:
+        """Fingerprint one page.  ``url`` only resolves relative links while parsing; ``content_type``, the
+        header bytes came with, is one of the clues to their encoding (``document.decode``)."""
+        document = load(html, self.max_bytes, base_url=url, content_type=content_type)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
         text = PageText.read(document.root, self.structure_decay, self.max_elements)

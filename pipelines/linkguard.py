@@ -1,139 +1,114 @@
-"""Spend no requests on near-duplicates: the links of a duplicate page, and URLs the rules show to be copies.
+"""Which links of a near-duplicate page the crawl can do without.
 
-:class:`SimhashDedupLinkMiddleware` (a spider middleware) decides a response's
-page as soon as its callback yields the first item, with the pipeline's store
-and policy; the pipeline takes that decision for the item, so the page is
-fingerprinted once.  Requests the callback yields are held until then; if the
-page is a near-duplicate they are not scheduled: the kept page it duplicates
-carries the same links, and a trap's pages are near-duplicates of each other.
-A callback that yields no item decides nothing, and its requests go on; a
-request with ``dont_filter`` always goes on (the spider asked for it).
+A near-duplicate page's links often lead where its kept page's links lead (a
+copy's navigation), and in a crawl trap only to more copies; but not always:
+the identical index pages of language or mirror folders each lead into their
+own folder, where some pages are unique.  So a link of a near-duplicate page
+is skipped only when what it leads to is known to be covered:
 
-:class:`SimhashDedupRuleMiddleware` (a downloader middleware) skips a request
-before download when the trusted URL rules (:mod:`pipelines.urlrules`)
-rewrite its URL to one already fetched.  Requests with ``dont_filter`` are
-never skipped.
+- its URL, or a URL the trusted URL rules make equal to it, was already
+  requested or fetched by this crawl: the crawl has, or will have, that page;
+- or its *shape* (its host, its folders with numbers generalised and a
+  repeated folder counted once, its query parameters' names) has led to
+  ``budget`` near-duplicates in a row and to no unique page since: an endless
+  calendar, a mirrored path or session ids run out of budget, a folder whose
+  pages are sometimes unique does not (katana spends a budget per cluster of
+  near-duplicates in the same spirit).
+
+A near-duplicate of a page kept by an earlier crawl under the same URL (or
+the same URL by the trusted rules) is a re-crawl, not a copy: its links are
+followed, so a re-run finds what was added since.
 """
 
 from __future__ import annotations
 
-import logging
-import time
-from functools import cached_property
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+import re
+from collections import OrderedDict
+from urllib.parse import parse_qsl, urlsplit
 
-from itemadapter import ItemAdapter
-from scrapy import Request
-from scrapy.exceptions import IgnoreRequest, NotConfigured
-from scrapy.http import TextResponse
+from .policy import Match
+from .urlrules import KnownUrls, RuleBook, host_key, rewritten
 
-from .decisions import Skip
-from .settings import DedupSettings
-from .policy import dropped
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-    from scrapy.http import Response
-    from typing_extensions import Self
-
-    from .pipeline import SimhashDedupPipeline
-
-logger = logging.getLogger(__name__)
+#: Near-duplicates in a row a URL shape may lead to before the links of near-duplicate pages with that
+#: shape are skipped (``SIMHASH_DEDUP_LINK_BUDGET``).
+DEFAULT_BUDGET = 10
+#: URL shapes whose count is kept (the most recently met).
+MAX_SHAPES = 100_000
+_NUMBER = re.compile(r"\d+")
 
 
-class _Guard:
-    """What both middlewares share: the crawl's settings, checked as the pipeline checks them, and the
-    crawl's :class:`SimhashDedupPipeline` (found when first needed: the engine exists by then)."""
-
-    switch = ""  # the DedupSettings flag that turns the middleware on
-
-    def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
-        self.crawler = crawler
-        self.settings = settings
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = DedupSettings.from_settings(crawler.settings)
-        if not (crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True) and getattr(settings, cls.switch)):
-            raise NotConfigured(f"SIMHASH_DEDUP_{cls.switch.upper()} is off")
-        return cls(crawler, settings)
-
-    @cached_property
-    def pipeline(self) -> SimhashDedupPipeline | None:
-        from .pipeline import SimhashDedupPipeline
-
-        manager = getattr(getattr(self.crawler.engine, "scraper", None), "itemproc", None)
-        return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
+def url_shape(url: str) -> str | None:
+    """What a URL looks like without its particulars: ``host/folders/?names``.  Numbers in folders become
+    ``N``, a folder repeated next to itself counts once (``/mirror/mirror/`` is ``/mirror/``), the last
+    path segment (the page) is left out, and of the query only the parameters' names are kept, sorted.
+    None for a URL that cannot be parsed."""
+    host = host_key(url)
+    if host is None:
+        return None
+    parts = urlsplit(url)
+    folders: list[str] = []
+    for segment in parts.path.split("/")[1:-1]:
+        folder = _NUMBER.sub("N", segment.split(";")[0])
+        if not folders or folders[-1] != folder:
+            folders.append(folder)
+    names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)})
+    return f"{host}/{''.join(f'{folder}/' for folder in folders)}?{'&'.join(names)}"
 
 
-class SimhashDedupLinkMiddleware(_Guard):
-    """Drops the requests a near-duplicate page's callback yields (``SIMHASH_DEDUP_SKIP_LINKS``)."""
+class ShapeBudget:
+    """Per URL shape: the near-duplicates its pages were in a row, since the last unique page."""
 
-    switch = "skip_links"
+    def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
+        self.budget = budget
+        self._in_a_row: OrderedDict[str, int] = OrderedDict()
 
-    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        pipeline = self.pipeline
-        held: list[Request] | None = []  # requests before the page is decided; None once it is
-        duplicate_of: str | None = None
-        failed: Exception | None = None
-        try:
-            async for output in result:
-                if isinstance(output, Request) and not output.dont_filter:
-                    if held is not None:
-                        held.append(output)
-                    elif duplicate_of is None:
-                        yield output
-                    else:
-                        self._skip(pipeline, output, response.url, duplicate_of)
-                    continue
-                if held is not None and pipeline is not None and ItemAdapter.is_item(output):
-                    duplicate_of = await self._decide(pipeline, output, response)
-                    for request in held:
-                        if duplicate_of is None:
-                            yield request
-                        else:
-                            self._skip(pipeline, request, response.url, duplicate_of)
-                    held = None
-                yield output
-        except Exception as error:  # the callback failed: what it yielded before goes on, as without this
-            failed = error
-        for request in held or ():  # no item (or none before a failure): nothing decided, the links followed
-            yield request
-        if failed is not None:
-            raise failed
-
-    async def _decide(self, pipeline: SimhashDedupPipeline, item: Any, response: Response) -> str | None:
-        """The kept page this item's page duplicates (its URL), or None; decided once, for the pipeline too."""
-        adapter = ItemAdapter(item)
-        html = adapter.get(self.settings.html_field)
-        if html is None and isinstance(response, TextResponse):
-            html = response.text  # what SimhashDedupHtmlMiddleware puts in the item
-        if not isinstance(html, (str, bytes)):
-            return None
-        match = await pipeline.decide_early(item, html, str(adapter.get(self.settings.url_field) or response.url))
-        return match.url if dropped(match) else None
-
-    @staticmethod
-    def _skip(pipeline: SimhashDedupPipeline, request: Request, page: str, kept: str) -> None:
-        logger.debug("simhash_dedup: link not followed, %s is a near-duplicate of %s: %s", page, kept, request.url)
-        pipeline.skipped(Skip(time.time(), "link", request.url, page, f"near-duplicate of {kept}"))
-
-
-class SimhashDedupRuleMiddleware(_Guard):
-    """Skips requests the trusted URL rules rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
-
-    switch = "url_rules"
-
-    def process_request(self, request: Request) -> None:
-        pipeline = self.pipeline
-        if request.dont_filter or pipeline is None or pipeline.rules is None:
+    def decided(self, url: str, duplicate: bool) -> None:
+        """A page of this URL was decided: one more near-duplicate in a row, or a unique page (count 0)."""
+        if (shape := url_shape(url)) is None:
             return
-        found = pipeline.rules.already_fetched(request.url)
-        if found is None:
-            return
-        target, rules = found
-        because = "; ".join(rule.describe() for rule in rules)
-        logger.debug("simhash_dedup: request skipped, %s is %s by the URL rules (%s)", request.url, target, because)
-        pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
-        raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")
+        self._in_a_row[shape] = self._in_a_row.get(shape, 0) + 1 if duplicate else 0
+        self._in_a_row.move_to_end(shape)
+        if len(self._in_a_row) > MAX_SHAPES:
+            self._in_a_row.popitem(last=False)
+
+    def spent(self, url: str) -> str | None:
+        """The URL's shape, if it has led to ``budget`` near-duplicates in a row."""
+        shape = url_shape(url)
+        return shape if shape is not None and self._in_a_row.get(shape, 0) >= self.budget else None
+
+
+class LinkGuard:
+    """The crawl's memory for the link guard: what it requested and fetched, and the shapes' budgets."""
+
+    def __init__(self, rules: RuleBook | None, budget: int = DEFAULT_BUDGET) -> None:
+        self.rules = rules
+        self.known = KnownUrls(rules)  # requested or fetched by this crawl
+        self.shapes = ShapeBudget(budget)
+
+    def page_decided(self, url: str, duplicate: bool) -> None:
+        self.known.add(url)
+        self.shapes.decided(url, duplicate)
+
+    def followed(self, url: str) -> None:
+        """A request the crawl schedules."""
+        self.known.add(url)
+
+    def is_recrawl(self, url: str, match: Match) -> bool:
+        """Is a page that matched ``match`` the same page met again by a re-run (not a copy)?"""
+        if not match.remembered:
+            return False
+        if url == match.url:
+            return True
+        rules = self.rules.applying(url) + self.rules.applying(match.url) if self.rules is not None else []
+        return bool(rules) and rewritten(url, rules) == rewritten(match.url, rules)
+
+    def covered(self, url: str) -> str | None:
+        """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it)."""
+        known = self.known.find(url)
+        if known == url:
+            return "already requested"
+        if known is not None:
+            return f"{known} already requested, the same page by the URL rules"
+        if (shape := self.shapes.spent(url)) is not None:
+            return f"its URL shape {shape} led to {self.shapes.budget} near-duplicates in a row"
+        return None

@@ -1,53 +1,145 @@
-"""A spider middleware that puts each response's HTML (and URL) into its items.
+"""The filter's middlewares: the page of each response handed to the pipeline, and no requests spent on
+near-duplicates.
 
-Item pipelines never see the response, so the HTML must travel in the item.
-Spiders that already yield it need no middleware.
+Item pipelines never see the response, so :class:`SimhashDedupPageMiddleware`
+(a spider middleware) hands it over: at the first item a response's callback
+yields, the pipeline decides the response's page (its body, decoded with its
+``Content-Type``), and every item of the response follows that verdict.  No
+item field is needed.  With ``SIMHASH_DEDUP_SKIP_LINKS`` the requests the
+callback yields are held until then; those of a near-duplicate page are not
+scheduled when the link guard (:mod:`pipelines.linkguard`) finds them
+covered.  A callback that yields no item decides nothing, and its requests go
+on; a request with ``dont_filter`` always goes on (the spider asked for it).
+
+:class:`SimhashDedupRuleMiddleware` (a downloader middleware) skips a request
+before download when the trusted URL rules (:mod:`pipelines.urlrules`)
+rewrite its URL to a page already fetched.  Requests with ``dont_filter`` are
+never skipped.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import AsyncIterator
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy.http import TextResponse
-from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+
+from .decisions import Skip
+from .settings import DedupSettings
+from .startup import crawl_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from typing_extensions import Self
+
+    from .pipeline import PageVerdict, SimhashDedupPipeline
 
 logger = logging.getLogger(__name__)
 
 
-class SimhashDedupHtmlMiddleware(BaseSpiderMiddleware):
-    """Fills ``SIMHASH_DEDUP_HTML_FIELD`` and ``SIMHASH_DEDUP_URL_FIELD`` where empty."""
+class _Component:
+    """What both middlewares share: the crawl's settings, checked as the pipeline checks them, and the
+    crawl's :class:`SimhashDedupPipeline` (found when first needed: the engine exists by then)."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
-        self.html_field: str = crawler.settings.get("SIMHASH_DEDUP_HTML_FIELD", "html")
-        self.url_field: str = crawler.settings.get("SIMHASH_DEDUP_URL_FIELD", "url")
-        self._warned = False
+    switch = ""  # the DedupSettings flag that turns the middleware on ("": always on)
 
-    def get_processed_item(self, item: Any, response: Response | None) -> Any:
-        if response is None or not ItemAdapter.is_item(item):
-            return item
-        adapter = ItemAdapter(item)
-        body = response.text if isinstance(response, TextResponse) else response.body
-        self._fill(adapter, self.html_field, body, warn=True)
-        self._fill(adapter, self.url_field, response.url, warn=False)
-        return item
+    def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
+        self.crawler = crawler
+        self.settings = settings
 
-    def _fill(self, adapter: ItemAdapter, field: str, value: Any, warn: bool) -> None:
-        if adapter.get(field) is not None:
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
+            raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
+        settings = crawl_settings(crawler)
+        if cls.switch and not getattr(settings, cls.switch):
+            raise NotConfigured(f"SIMHASH_DEDUP_{cls.switch.upper()} is off")
+        return cls(crawler, settings)
+
+    @cached_property
+    def pipeline(self) -> SimhashDedupPipeline | None:
+        from .pipeline import SimhashDedupPipeline
+
+        manager = getattr(getattr(self.crawler.engine, "scraper", None), "itemproc", None)
+        return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
+
+
+class SimhashDedupPageMiddleware(_Component):
+    """Decides each response's page at its first item, for all its items; holds and guards its links
+    (``SIMHASH_DEDUP_SKIP_LINKS``)."""
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        pipeline = self.pipeline
+        if pipeline is None:  # the pipeline is not enabled: nothing to decide
+            async for output in result:
+                yield output
             return
+        page: PageVerdict | None = None
+        held: list[Request] = []  # requests the callback yielded before the page was decided
+        failed: Exception | None = None
         try:
-            adapter[field] = value
-        except KeyError:
-            if warn and not self._warned:
-                self._warned = True
-                logger.warning(
-                    "simhash_dedup: %s items have no %r field, so their pages "
-                    "cannot be deduplicated; declare the field or set "
-                    "SIMHASH_DEDUP_HTML_FIELD.", type(adapter.item).__name__, field,
-                )
+            async for output in result:
+                if isinstance(output, Request):
+                    if page is None and pipeline.links is not None:
+                        held.append(output)
+                    elif self._follow(pipeline, output, page):
+                        yield output
+                    continue
+                if page is None and ItemAdapter.is_item(output):
+                    page = await pipeline.decide_response(response)
+                    for request in held:
+                        if self._follow(pipeline, request, page):
+                            yield request
+                    held = []
+                if page is not None and ItemAdapter.is_item(output):
+                    pipeline.assign(output, page)
+                yield output
+        except Exception as error:  # the callback failed: what it yielded before goes on, as without this
+            failed = error
+        for request in held:  # no item (or none before a failure): nothing decided, the links followed
+            if self._follow(pipeline, request, None):
+                yield request
+        if failed is not None:
+            raise failed
+
+    @staticmethod
+    def _follow(pipeline: SimhashDedupPipeline, request: Request, page: PageVerdict | None) -> bool:
+        """Schedule ``request``, yielded by the callback of ``page`` (None: not decided)?  Not when the page
+        is a near-duplicate (not a re-crawl) and the link guard finds the link covered."""
+        guard = pipeline.links
+        if guard is None:
+            return True
+        if page is not None and page.duplicate and not page.recrawl and not request.dont_filter:
+            if (covered := guard.covered(request.url)) is not None:
+                logger.debug("simhash_dedup: link not followed, %s is a near-duplicate of %s and %s: %s",
+                             page.url, page.match.url, covered, request.url)
+                pipeline.skipped(Skip(time.time(), "link", request.url, page.url,
+                                      f"near-duplicate of {page.match.url}; {covered}"))
+                return False
+        guard.followed(request.url)
+        return True
+
+
+class SimhashDedupRuleMiddleware(_Component):
+    """Skips requests the trusted URL rules rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
+
+    switch = "url_rules"
+
+    def process_request(self, request: Request) -> None:
+        pipeline = self.pipeline
+        if request.dont_filter or pipeline is None or pipeline.rules is None:
+            return
+        rules = pipeline.rules.applying(request.url)
+        target = pipeline.fetched.find(request.url) if rules else None
+        if target is None or target == request.url:
+            return
+        because = "; ".join(rule.describe() for rule in rules)
+        logger.debug("simhash_dedup: request skipped, %s is %s by the URL rules (%s)", request.url, target, because)
+        pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
+        raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")

@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,18 +16,22 @@ from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
 
-from .decisions import Decision, Reviewer, Skip, run_summary
+from .decisions import Reviewer, Skip, run_summary
 from .fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
+from .linkguard import LinkGuard
+from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
-from .policy import Match, dropped
+from .startup import crawl_settings, refuse, shadowed_module
 from .stores import MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
-from .urlrules import RuleBook
+from .urlrules import KnownUrls, RuleBook
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from typing_extensions import Self
 
     from .batching import StoreBatcher
@@ -35,13 +39,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STATS_PREFIX = "simhash_dedup"
-#: Items decided at response time (the link guard) waiting for the pipeline: at most this many held.
-DECIDED_HELD = 10_000
+#: Items whose page was decided at response time (the page middleware) waiting for the pipeline: at most this many.
+ASSIGNED_HELD = 10_000
+#: Pages of the item route whose HTML objects are held: the items of one page arrive together, within them.
+SAME_OBJECT_PAGES = 256
+#: The field a kept page's items get with ``SIMHASH_DEDUP_UPDATES`` when the page is an update.
+UPDATE_FIELD = "simhash_dedup_update"
 CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
 
 
 class SimhashDuplicate(DropItem):
-    """A near-duplicate of a page kept earlier in the crawl (or an earlier crawl)."""
+    """An item of a page that is a near-duplicate of a page kept earlier in the crawl (or an earlier crawl)."""
 
     def __init__(self, url: str, match: Match, log_level: str) -> None:
         super().__init__(
@@ -66,22 +74,38 @@ class SimhashUnchecked(DropItem):
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """What the filter decided for a page: its fingerprint (``None``: not compared), the match (``dropped``
-    tells a duplicate), the SQLite row it was kept at (written once its item passes), and whether it
-    could not be checked at all (the store down, fail mode "closed")."""
+class PageVerdict:
+    """What the filter decided for a page; every item of the page follows it.  ``fingerprint`` is None
+    for a page that was not compared; ``match`` says what it duplicates (``dropped``), its borderline
+    candidate or the page it updates; ``row``: the SQLite row it was kept at (written once one of its
+    items passes); ``unchecked``: the store could not check it (fail mode "closed"); ``recrawl``: it is a
+    page an earlier crawl kept, met again (its links are followed)."""
 
+    url: str
     fingerprint: Fingerprint | None = None
     match: Match | None = None
     row: int | None = None
     unchecked: bool = False
+    recrawl: bool = False
+
+    @property
+    def duplicate(self) -> bool:
+        return dropped(self.match)
+
+    @property
+    def update(self) -> bool:
+        return self.match is not None and self.match.reason == UPDATE
 
 
 class SimhashDedupPipeline:
-    """Fingerprints every item's HTML and drops near-duplicates of kept pages.
+    """Fingerprints every page once and drops all the items of a page that is a near-duplicate of a
+    kept one.
 
-    Items without HTML, and pages that cannot be fingerprinted, are kept and
-    counted in stats; the first of each kind is logged.
+    With the add-on, the page is the response the items came from
+    (``SimhashDedupPageMiddleware`` hands it over at the first item); else the
+    HTML in an item field, items carrying the very same HTML object being one
+    page.  Items without HTML, and pages that cannot be fingerprinted, are kept
+    and counted in stats; the first of each kind is logged.
     """
 
     def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
@@ -99,15 +123,18 @@ class SimhashDedupPipeline:
         self._started = time.time()
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once
-        self._order = ArrivalOrder()  # decisions in the items' order of arrival
-        self.store: MemoryStore = MemoryStore(settings.policy)
+        self._order = ArrivalOrder()  # decisions in the pages' order of arrival
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
         self._unconfirmed: dict[int, int] = {}  # id of a kept item on its way through later pipelines -> its row
-        self._decided: OrderedDict[int, tuple[Any, Verdict]] = OrderedDict()  # id(item) -> item, its verdict
+        self._assigned: OrderedDict[int, tuple[Any, PageVerdict]] = OrderedDict()  # id(item) -> item, its page
+        self._item_pages = SameObjectPages()
         self.rules = RuleBook(settings.rule_support) if settings.url_rules else None
+        self.fetched = KnownUrls(self.rules)  # pages fetched, and those earlier crawls kept: the rule middleware's
+        self.links = LinkGuard(self.rules, settings.link_budget) if settings.skip_links else None
+        self.store: MemoryStore = self._open_store()  # SQLite: here, before the feed exports open their files
         crawler.signals.connect(self._item_passed, signal=signals.item_scraped)
         crawler.signals.connect(self._item_lost, signal=signals.item_dropped)
         crawler.signals.connect(self._item_lost, signal=signals.item_error)
@@ -116,21 +143,44 @@ class SimhashDedupPipeline:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
             raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
-        return cls(crawler, DedupSettings.from_settings(crawler.settings))
+        settings = crawl_settings(crawler)
+        if (other := shadowed_module()) is not None:
+            logger.error("simhash_dedup: the filter is imported as 'pipelines', the name of your project's %s, which "
+                         "therefore cannot be imported; write scrapy_simhash_dedup instead of pipelines in your "
+                         "settings (e.g. ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}).", other)
+        return cls(crawler, settings)
+
+    def _open_store(self) -> MemoryStore:
+        """The SQLite store, locked for this crawl (emptied first unless the crawl remembers earlier runs);
+        a memory store otherwise (Redis opens with the spider).  A store that cannot be used stops the
+        crawl before it starts."""
+        if self.settings.backend != "sqlite":
+            return MemoryStore(self.settings.policy)
+        path = self.store_path()
+        try:
+            if (self._reset_requested() or not self.remembers()) and reset_store(path) and self.remembers():
+                logger.info("simhash_dedup: reset, %s removed", path)
+            store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
+                                self.settings.decisions, self.settings.review_texts)
+        except StoreNotOpened as error:
+            raise refuse(str(error)) from None
+        store.before_write = self._flush_feeds
+        return store
+
+    def remembers(self) -> bool:
+        """Does this crawl go on from what earlier crawls kept?  With ``JOBDIR`` (a resumed job),
+        ``SIMHASH_DEDUP_PERSIST`` or ``SIMHASH_DEDUP_PATH``, as Scrapy's own duplicate filter does
+        with ``JOBDIR`` only."""
+        return self.settings.persist or bool(self.settings.path) or bool(self.crawler.settings.get("JOBDIR"))
 
     async def open_spider(self) -> None:
-        if self.settings.backend == "sqlite":
-            path = self.store_path()
-            try:
-                if self._reset_requested() and reset_store(path):
-                    logger.info("simhash_dedup: reset, %s removed", path)
-                self.store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
-                                         self.settings.decisions, self.settings.review_texts)
-                self.store.before_write = self._flush_feeds
-            except StoreNotOpened as error:
-                self._store_not_opened(error)
-                return
-            logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), path)
+        await self.fingerprints.start()
+        if isinstance(self.store, SqliteStore):
+            if self.remembers():
+                logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), self.store.path)
+            else:
+                logger.info("simhash_dedup: this crawl's store is %s; the next crawl starts afresh "
+                            "(SIMHASH_DEDUP_PERSIST = True to remember across crawls)", self.store.path)
         elif self.settings.backend == "redis":
             await self._open_redis()
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
@@ -144,7 +194,9 @@ class SimhashDedupPipeline:
         except Exception as error:  # noqa: BLE001 (Redis down: the rules are learned again)
             logger.warning("simhash_dedup: the URL rules could not be read (%s); they are learned afresh", error)
             return
-        self.rules.load(rules, fetched)
+        self.rules.load(rules)
+        for url in fetched:
+            self.fetched.add(url)
         self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
         if rules:
             logger.info("simhash_dedup: %d URL rules remembered, %d trusted", len(rules), len(self.rules.trusted()))
@@ -189,13 +241,17 @@ class SimhashDedupPipeline:
         return summary
 
     def store_path(self) -> Path:
-        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else
-        ``.scrapy/simhash_dedup/<spider>.sqlite`` (the spider's name made safe for a file name)."""
+        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else in ``.scrapy/simhash_dedup/``
+        ``<spider>.sqlite`` with ``SIMHASH_DEDUP_PERSIST``, ``<spider>.last-crawl.sqlite`` without (the
+        spider's name made safe for a file name): a crawl that does not remember never empties the store
+        of those that do."""
         if self.settings.path:
             return Path(self.settings.path)
         if job_dir := self.crawler.settings.get("JOBDIR"):
             return Path(job_dir) / "simhash_dedup.sqlite"
-        return Path(data_path("simhash_dedup", createdir=True)) / f"{file_name(self.crawler.spider.name)}.sqlite"
+        name = file_name((self.crawler.spider or self.crawler.spidercls).name)  # (the spider exists in a crawl)
+        return Path(data_path("simhash_dedup", createdir=True)) / (
+            f"{name}.sqlite" if self.settings.persist else f"{name}.last-crawl.sqlite")
 
     def _reset_requested(self) -> bool:
         """``SIMHASH_DEDUP_RESET``, or ``-a simhash_dedup_reset=1`` on the command line."""
@@ -204,75 +260,101 @@ class SimhashDedupPipeline:
 
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
-        url = str(adapter.get(self.settings.url_field) or "")
-        verdict = self._verdict_taken(item)
-        if verdict is None:
+        page = self._assigned_page(item)
+        if page is None:
+            url = str(adapter.get(self.settings.url_field) or "")
             html = adapter.get(self.settings.html_field)
             if html is None:
                 self._count("no_html", url)
                 return item
-            verdict = await self._decide(url, html)
-        if verdict.row is not None:
-            self._unconfirmed[id(item)] = verdict.row
-        if verdict.unchecked:
+            page = await self._item_pages.page(html, lambda: self._decide(url, html))
+        return self._pass_or_drop(item, adapter, page)
+
+    def _pass_or_drop(self, item: Any, adapter: ItemAdapter, page: PageVerdict) -> Any:
+        """The item of a decided page: passed on (with what a kept page's items get), or dropped."""
+        if page.row is not None:
+            self._unconfirmed[id(item)] = page.row
+        if page.unchecked:
             self._count("dropped_unchecked")
             self._remove_html(adapter)
-            raise SimhashUnchecked(url)
-        match = verdict.match
-        if dropped(match):
+            raise SimhashUnchecked(page.url)
+        if page.duplicate:
             self._count("dropped")
-            self._count(f"dropped/{match.reason}")
+            self._count(f"dropped/{page.match.reason}")
             self._remove_html(adapter)  # keeps the page out of Scrapy's drop log line
-            self._log(self.reviewer.dropped(url, verdict.fingerprint, match))
-            raise SimhashDuplicate(url, match, self.settings.drop_log_level)
+            raise SimhashDuplicate(page.url, page.match, self.settings.drop_log_level)
         self._count("kept")
-        if match is not None:
-            self._count("borderline")
-        self._log(self.reviewer.kept(url, verdict.fingerprint, match))
-        self._finish_kept(adapter, url, verdict.fingerprint)
+        self._finish_kept(adapter, page)
         return item
 
-    async def decide_early(self, item: Any, html: str | bytes, url: str) -> Match | None:
-        """Decide an item's page before the item reaches the pipeline (the link guard, at response time);
-        the pipeline then takes this verdict for the item instead of fingerprinting it again."""
-        verdict = await self._decide(url, html)
-        self._decided[id(item)] = (item, verdict)  # the item held: its id is not reused while here
-        if len(self._decided) > DECIDED_HELD:  # items an earlier pipeline dropped never come
-            self._decided.popitem(last=False)
-        return verdict.match
+    async def decide_response(self, response: Response) -> PageVerdict:
+        """Decide the page of a response (the page middleware, at its first item), from its body and the
+        ``Content-Type`` it came with."""
+        content_type = response.headers.get(b"Content-Type")
+        return await self._decide(response.url, response.body,
+                                  content_type.decode("latin-1") if content_type is not None else None)
 
-    def _verdict_taken(self, item: Any) -> Verdict | None:
-        held = self._decided.pop(id(item), None)
+    def assign(self, item: Any, page: PageVerdict) -> None:
+        """``item`` belongs to ``page`` (decided by the page middleware): the pipeline takes that verdict."""
+        self._assigned[id(item)] = (item, page)  # the item held: its id is not reused while here
+        if len(self._assigned) > ASSIGNED_HELD:  # items an earlier pipeline dropped never come
+            self._assigned.popitem(last=False)
+
+    def _assigned_page(self, item: Any) -> PageVerdict | None:
+        held = self._assigned.pop(id(item), None)
         return held[1] if held is not None and held[0] is item else None
 
-    async def _decide(self, url: str, html: Any) -> Verdict:
-        """Fingerprint the page and check it against the store, in the order pages arrived; what the
-        rules learn from it."""
+    async def _decide(self, url: str, html: Any, content_type: str | None = None) -> PageVerdict:
+        """Fingerprint the page and check it against the store, in the order pages arrived; then count,
+        log and learn from the verdict."""
         turn = self._order.take()
         try:
-            fingerprint = await self._fingerprint(url, html)
+            fingerprint = await self._fingerprint(url, html, content_type)
             await self._order.wait(turn)
-            verdict = Verdict(fingerprint, *await self._check_and_add(url, fingerprint, turn)) if fingerprint else Verdict()
+            if fingerprint is None:
+                verdict = PageVerdict(url)
+            else:
+                match, row = await self._check_and_add(url, fingerprint, turn)
+                recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
+                verdict = PageVerdict(url, fingerprint, match, row, recrawl=recrawl)
         except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self._store_failed(url, error)
-            return Verdict(unchecked=self.settings.fail_mode == "closed")
-        except Exception:  # a bug or an odd page must never lose the item
+            verdict = PageVerdict(url, unchecked=self.settings.fail_mode == "closed")
+        except Exception:  # a bug or an odd page must never lose the page
             self._count("errors", url, exc_info=True)
-            return Verdict()
+            verdict = PageVerdict(url)
         finally:
             self._order.end(turn)
-        if self.rules is not None:
-            self._learn(url, verdict)
+        self._decided(verdict)
         return verdict
 
-    def _learn(self, url: str, verdict: Verdict) -> None:
+    def _decided(self, page: PageVerdict) -> None:
+        """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
+        self.fetched.add(page.url)
+        if page.unchecked:  # its items are dropped unchecked (counted)
+            return
+        self._count("pages_dropped" if page.duplicate else "pages_kept")
+        if page.duplicate:
+            self.store.record(self.reviewer.dropped(page.url, page.fingerprint, page.match))
+        else:
+            if page.update:
+                self._count("updated")
+            elif page.match is not None:
+                self._count("borderline")
+            if decision := self.reviewer.kept(page.url, page.fingerprint, page.match):
+                self.store.record(decision)
+        if self.links is not None and page.fingerprint is not None:
+            self.links.page_decided(page.url, page.duplicate)
+        if self.rules is not None:
+            self._learn(page)
+
+    def _learn(self, page: PageVerdict) -> None:
         """A decided page teaches the URL rules: a drop is a supporting pair, a keep may refute."""
-        self.rules.fetched(url)
-        if dropped(verdict.match):
-            for rule in self.rules.learn(url, verdict.match.url):
+        if page.duplicate:
+            for rule in self.rules.learn(page.url, page.match.url):
                 logger.info("simhash_dedup: URL rule trusted after %d pairs: %s", rule.support, rule.describe())
-        elif verdict.fingerprint is not None:
-            for rule in self.rules.kept(url):
+        elif page.fingerprint is not None:
+            for rule in self.rules.kept(page.url):
                 if rule.support >= self.rules.support:  # it was trusted
                     logger.warning("simhash_dedup: URL rule withdrawn: %s (%s were both kept, as different pages)",
                                    rule.describe(), " and ".join(rule.refuted_by.split(" ", 1)))
@@ -281,14 +363,14 @@ class SimhashDedupPipeline:
             self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
 
     def skipped(self, skip: Skip) -> None:
-        """A link or a request the crawl will not make (the link guard): counted and logged in the store."""
+        """A link or a request the crawl will not make (the guards): counted and logged in the store."""
         self._count("links_skipped" if skip.kind == "link" else "requests_skipped")
         self.store.record_skip(skip)
 
     async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> tuple[Match | None, int | None]:
-        """Check and add, atomically; the next item's turn starts once the page is in the store's queue.
-        A page kept in the SQLite store waits there (at the row returned) for its item to get past the
-        later pipelines."""
+        """Check and add, atomically; the next page's turn starts once this one is in the store's queue.
+        A page kept in the SQLite store waits there (at the row returned) for one of its items to get
+        past the later pipelines."""
         if self._batcher is None:
             match = self.store.check_and_add(url, fingerprint)
             kept_at = len(self.store) - 1 if not dropped(match) and isinstance(self.store, SqliteStore) else None
@@ -301,10 +383,6 @@ class SimhashDedupPipeline:
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
         return match, None
 
-    def _log(self, decision: Decision | None) -> None:
-        if decision is not None:
-            self.store.record(decision)
-
     def _item_passed(self, item: Any, **_: Any) -> None:
         """``item_scraped``: the item got past every pipeline (and to the feed exports): its page may
         now be written to the store."""
@@ -312,9 +390,8 @@ class SimhashDedupPipeline:
             self.store.confirm(row)  # type: ignore[attr-defined]
 
     def _item_lost(self, item: Any, **_: Any) -> None:
-        """``item_dropped`` / ``item_error`` after this pipeline kept it: its page is never written."""
-        if (row := self._unconfirmed.pop(id(item), None)) is not None:
-            self.store.forget(row)  # type: ignore[attr-defined]
+        """``item_dropped`` / ``item_error`` after this pipeline kept it: it does not make its page written."""
+        self._unconfirmed.pop(id(item), None)
 
     def _flush_feeds(self) -> None:
         """Push what the feed exports hold in memory to their files before pages are written to the
@@ -327,12 +404,6 @@ class SimhashDedupPipeline:
                         stream.flush()
                     except (AttributeError, OSError, ValueError):  # none, or closed
                         pass
-
-    def _store_not_opened(self, error: StoreNotOpened) -> None:
-        """The store cannot be used: one line that says why and what to do, and the crawl stops before
-        its first item (items already on their way are treated as with the store down)."""
-        logger.error("simhash_dedup: %s. The crawl stops.", error)
-        self._close_spider()
 
     def _close_spider(self) -> None:
         if self._closing:
@@ -357,28 +428,32 @@ class SimhashDedupPipeline:
         if closed:
             self._close_spider()
 
-    async def _fingerprint(self, url: str, html: Any) -> Fingerprint | None:
+    async def _fingerprint(self, url: str, html: Any, content_type: str | None) -> Fingerprint | None:
         """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""
         self._count("checked")
         if not isinstance(html, (str, bytes)):
             self._count("not_html", url)
             return None
-        fingerprint, known = await self._recent.fingerprint(html, url, self.fingerprints.fingerprint)
+        fingerprint, known = await self._recent.fingerprint(
+            RecentPages.key(html, content_type), lambda: self.fingerprints.fingerprint(html, url, content_type))
         if known:
             self._count("same_html")
         for outcome in outcomes(fingerprint):
             self._count(outcome, "" if outcome == "short_text" else url)  # the first of each kind is logged
         return fingerprint if comparable(fingerprint) else None
 
-    def _finish_kept(self, adapter: ItemAdapter, url: str, fingerprint: Fingerprint | None) -> None:
+    def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
+        """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""
         try:
-            if self.settings.fingerprint_fields and fingerprint is not None:
-                adapter["simhash_content"] = _hex(fingerprint.content)
-                adapter["simhash_structure"] = _hex(fingerprint.structure)
+            if page.update:
+                adapter[UPDATE_FIELD] = True
+            if self.settings.fingerprint_fields and page.fingerprint is not None:
+                adapter["simhash_content"] = _hex(page.fingerprint.content)
+                adapter["simhash_structure"] = _hex(page.fingerprint.structure)
             if self.settings.remove_html:
                 self._remove_html(adapter)
         except KeyError:  # e.g. a scrapy.Item class without these fields
-            self._count("item_field_errors", url, exc_info=True)
+            self._count("item_field_errors", page.url, exc_info=True)
 
     def _remove_html(self, adapter: ItemAdapter) -> None:
         """Delete the field from dicts and ``scrapy.Item``; blank it in fixed-field items."""
@@ -399,6 +474,37 @@ class SimhashDedupPipeline:
             "counted in the stats (simhash_dedup/%s).",
             outcome, url, outcome, exc_info=exc_info,
         )
+
+
+class SameObjectPages:
+    """Pages of the item route: items whose HTML field holds the very same object, as ``response.text``
+    and ``response.body`` give every item of one response, are one page, decided once (the items that
+    come while it is decided wait for its verdict).  The objects of the last ``size`` pages are held, so
+    that their ids are not reused while items of theirs may still come."""
+
+    def __init__(self, size: int = SAME_OBJECT_PAGES) -> None:
+        self.size = size
+        self._pages: OrderedDict[int, tuple[object, PageVerdict | list[Deferred[PageVerdict]]]] = OrderedDict()
+
+    async def page(self, html: object, decide: Callable[[], Awaitable[PageVerdict]]) -> PageVerdict:
+        """The verdict for the page whose HTML is ``html``: ``decide``-d unless it is known or pending."""
+        key = id(html)
+        if (entry := self._pages.get(key)) is not None and entry[0] is html:
+            self._pages.move_to_end(key)
+            if isinstance(entry[1], PageVerdict):
+                return entry[1]
+            entry[1].append(Deferred())
+            return await maybe_deferred_to_future(entry[1][-1])
+        waiting: list[Deferred[PageVerdict]] = []
+        self._pages[key] = (html, waiting)
+        while len(self._pages) > self.size:
+            self._pages.popitem(last=False)
+        verdict = await decide()  # never raises: a page that fails is kept (PageVerdict without fingerprint)
+        if key in self._pages:
+            self._pages[key] = (html, verdict)
+        for copy in waiting:
+            copy.callback(verdict)
+        return verdict
 
 
 def file_name(name: str) -> str:

@@ -7,7 +7,7 @@ speaks in these terms; none of them is needed to define them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from .sketch import similarity, sketch_size
@@ -34,13 +34,25 @@ class Policy:
 
     Content matches when the SimHash distance is within ``content_distance``
     and the pages' shingle sketches agree on at least ``min_similarity``
-    (estimated Jaccard similarity of word 3-grams).
+    (estimated Jaccard similarity of word 3-grams).  With ``updates``, a page
+    that matches a page kept by an earlier crawl under the same URL, but whose
+    text changed, is kept as an update (see ``decided``).
     """
 
     mode: Mode = Mode.CONTENT
     content_distance: int = 8
     structure_distance: int = 3
     min_similarity: float = 0.65
+    updates: bool = False
+
+    def decided(self, url: str, match: Match) -> Match:
+        """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
+        when it is a page of an earlier crawl met again under its URL with another text (its content
+        fingerprint or its sketch changed)."""
+        changed = match.content_distance != 0 or (match.similarity is not None and match.similarity < 1)
+        if self.updates and match.remembered and match.url == url and changed:
+            return replace(match, reason=UPDATE, duplicate=False)
+        return match
 
     def content_match(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
                       other_short: bool) -> bool:
@@ -65,19 +77,26 @@ class Policy:
         return min(self.min_similarity, max(MIN_SIMILARITY_FLOOR, loss))
 
 
+#: The reason of a match kept as an update (``Policy.updates``).
+UPDATE = "update"
+
+
 @dataclass(frozen=True)
 class Match:
     """The earlier page an item duplicates, and how near it is; or, with ``duplicate`` False, the
     nearest content candidate that failed the sketch or the mode (the page is kept, but a user
-    tuning the distances should look at the pair: the decision log calls it a borderline keep)."""
+    tuning the distances should look at the pair: the decision log calls it a borderline keep), or
+    the earlier version of a page kept as an update (reason ``UPDATE``).  ``remembered``: the earlier
+    page was kept by an earlier crawl (remembered by the store when this one started)."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure" or "exact_text"; else "similarity" or "structure"
+    reason: str  # a duplicate: "both", "content", "structure" or "exact_text"; else "similarity", "structure", UPDATE
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None
     similarity_needed: float | None = None  # what the sketches had to agree on
     duplicate: bool = True
+    remembered: bool = False
 
 
 def dropped(match: Match | None) -> bool:

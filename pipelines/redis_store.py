@@ -169,8 +169,10 @@ class RedisStore(MemoryStore):
             self._log.extendleft(reversed(sending))
 
     def open(self) -> None:
-        """Create the store if no process did and read the log (else on the first check)."""
+        """Create the store if no process did and read the log (else on the first check): what it holds
+        now was kept by earlier crawls (``remembered``)."""
         self._guarded(self.sync)
+        self.remembered = self._rows
 
     def _guarded(self, action: Callable[..., T], *args: Any) -> T:
         if time.monotonic() < self._retry_at:
@@ -269,7 +271,7 @@ class RedisStore(MemoryStore):
         """Pages matched in the replica or earlier in the batch; the others appended through the
         script, once no other process appended since the replica's last read.  ``None``: the
         replica started over or read the log, check again."""
-        results: list[Match | None] = [self._find(page) for _, page in pages]
+        results: list[Match | None] = [self._find(url, page) for url, page in pages]
         rows = fingerprint_rows([page for _, page in pages])
         max_pairs = MAX_PAIRS
         while True:
@@ -300,7 +302,7 @@ class RedisStore(MemoryStore):
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
             near = near_any(*pending_rows, *new_rows, self._limits, False)
             for i, maybe in zip(pending, near):
-                if maybe and (found := self._find(pages[i][1], since=seen)) is not None:
+                if maybe and (found := self._find(*pages[i], since=seen)) is not None:
                     results[i] = found
         for i, match in zip(pending, in_batch):
             if not dropped(results[i]) and (results[i] is None or dropped(match)):
@@ -319,7 +321,7 @@ class RedisStore(MemoryStore):
         first, matches = self._rows, []
         stamp = int(time.time() + self._clock_offset)
         for n, ((url, page), near_earlier) in enumerate(zip(batch, maybe)):
-            matches.append(self._find(page, since=first) if near_earlier else None)
+            matches.append(self._find(url, page, since=first) if near_earlier else None)
             if not dropped(matches[-1]):
                 self._batch_pages[self._rows] = (url, page.sketch)
                 self._stamps.append(stamp)

@@ -18,6 +18,7 @@ from .fingerprint import (
     DEFAULT_MIN_FEATURES,
     SCHEME_VERSION,
 )
+from .linkguard import DEFAULT_BUDGET
 from .policy import Mode, Policy
 from .structure import DEFAULT_DECAY
 
@@ -36,9 +37,10 @@ class DedupSettings:
     remove_html: bool = False
     drop_log_level: str = "INFO"
     reset: bool = False
+    persist: bool = False  # remember kept pages across runs (with JOBDIR or a path: always)
     commit_every: int = 100
     path: str | None = None
-    backend: str = "sqlite"  # "sqlite" (persist), "memory" or "redis"
+    backend: str = "sqlite"  # "sqlite", "memory" or "redis"
     redis_url: str | None = None
     redis_key: str = "%(spider)s:simhash_dedup"
     redis_timeout: float = 5.0
@@ -50,6 +52,7 @@ class DedupSettings:
     skip_links: bool = True  # the links of a near-duplicate page are not followed
     url_rules: bool = True  # URL rules are learned and requests they show to be copies skipped
     rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
+    link_budget: int = DEFAULT_BUDGET  # near-duplicates in a row a URL shape leads to before its links are skipped
 
     @property
     def scheme(self) -> str:
@@ -72,12 +75,10 @@ class DedupSettings:
             _integer(settings, "SIMHASH_DEDUP_CONTENT_DISTANCE", default.policy.content_distance, 0, 64),
             _integer(settings, "SIMHASH_DEDUP_STRUCTURE_DISTANCE", default.policy.structure_distance, 0, 64),
             _number(settings, "SIMHASH_DEDUP_MIN_SIMILARITY", default.policy.min_similarity, -1, 1),
+            _flag(settings, "SIMHASH_DEDUP_UPDATES", default.policy.updates),
         )
-        persist = _flag(settings, "SIMHASH_DEDUP_PERSIST", True)
         redis_url = _text(settings, "SIMHASH_DEDUP_REDIS_URL", "") or None
-        backend = _text(settings, "SIMHASH_DEDUP_BACKEND", "") or (
-            "redis" if redis_url else "sqlite" if persist else "memory"
-        )
+        backend = _text(settings, "SIMHASH_DEDUP_BACKEND", "") or ("redis" if redis_url else "sqlite")
         _choice("SIMHASH_DEDUP_BACKEND", backend, ("sqlite", "memory", "redis"))
         if backend == "redis" and not redis_url:
             redis_url = _text(settings, "REDIS_URL", "") or "redis://localhost:6379"  # scrapy-redis's setting
@@ -97,6 +98,7 @@ class DedupSettings:
             remove_html=_flag(settings, "SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
             drop_log_level=_log_level(settings, "SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
             reset=_flag(settings, "SIMHASH_DEDUP_RESET", default.reset),
+            persist=_flag(settings, "SIMHASH_DEDUP_PERSIST", default.persist),
             commit_every=_integer(settings, "SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every, 1),
             path=_text(settings, "SIMHASH_DEDUP_PATH", "") or None,
             backend=backend,
@@ -111,6 +113,7 @@ class DedupSettings:
             skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),
             url_rules=_flag(settings, "SIMHASH_DEDUP_URL_RULES", default.url_rules),
             rule_support=_integer(settings, "SIMHASH_DEDUP_RULE_SUPPORT", default.rule_support, 1),
+            link_budget=_integer(settings, "SIMHASH_DEDUP_LINK_BUDGET", default.link_budget, 1),
         )
 
 

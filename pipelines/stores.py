@@ -58,6 +58,7 @@ class MemoryStore:
         self._fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
         self._present = np.zeros((0, 3), dtype=bool)  # per row: has content, has structure, is short
         self._rows = 0
+        self.remembered = 0  # rows kept before this crawl started (by an earlier crawl)
         self._urls: list[str] = []
         self._sketches: list[bytes | None] = []
 
@@ -65,9 +66,9 @@ class MemoryStore:
         return self._rows
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
-        """The match for ``fingerprint``; or, after remembering it as kept, ``None`` or its borderline
-        candidate (``dropped`` tells them apart)."""
-        match = self._find(fingerprint)
+        """The match for ``fingerprint``; or, after remembering it as kept, ``None``, its borderline
+        candidate or the page it updates (``dropped`` tells them apart)."""
+        match = self._find(url, fingerprint)
         if not dropped(match):
             self._add(url, fingerprint)
         return match
@@ -93,9 +94,9 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to write for memory; persistent stores flush here."""
 
-    def _find(self, page: Fingerprint, since: int | None = None) -> Match | None:
-        """The kept page ``page`` duplicates, if any, else its borderline candidate, if any; only the
-        rows from ``since`` on if given."""
+    def _find(self, url: str, page: Fingerprint, since: int | None = None) -> Match | None:
+        """The kept page the page at ``url`` duplicates (or updates), if any, else its borderline
+        candidate, if any; only the rows from ``since`` on if given."""
         mode = self.policy.mode
         borderline = None
         if self._content is not None and page.content is not None:
@@ -106,13 +107,13 @@ class MemoryStore:
                 content = self.policy.content_match(distance, (kept, page.sketch), page.short, other_short)
                 if content and (mode is not Mode.BOTH or self._structure_near(row, page)):
                     reason = "exact_text" if page.short else "both" if mode is Mode.BOTH else "content"
-                    return self._match(row, page, reason, kept)
+                    return self.policy.decided(url, self._match(row, page, reason, kept))
                 if borderline is None and not (page.short or other_short):  # short texts: equal or unrelated
                     borderline = self._match(row, page, "structure" if content else "similarity", kept, False)
         if self._structure is not None and page.structure is not None:
             for row, _ in self._near(self._structure, page.structure, since):
                 if self._alive(row):
-                    return self._match(row, page, "structure", self._sketch(row))
+                    return self.policy.decided(url, self._match(row, page, "structure", self._sketch(row)))
         return borderline
 
     def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
@@ -154,6 +155,7 @@ class MemoryStore:
             _similarity(kept_sketch, page.sketch),
             needed,
             duplicate,
+            row < self.remembered,
         )
 
     def _add(self, url: str, page: Fingerprint) -> None:
@@ -195,13 +197,13 @@ class MemoryStore:
 
 
 class SqliteStore(MemoryStore):
-    """Kept pages in one SQLite file per spider, remembered across pause, resume and re-runs.
+    """Kept pages in one SQLite file, remembered across pause, resume and re-runs.
 
     A kept page is in the index at once (later pages are checked against it)
-    but is written to the file only once its item got past every pipeline
-    (``confirm``, on Scrapy's ``item_scraped``): the file never remembers a
-    page the crawl's output does not hold.  A page whose item a later
-    pipeline dropped is ``forget``-ten (never written).  Confirmed pages are
+    but is written to the file only once one of its items got past every
+    pipeline (``confirm``, on Scrapy's ``item_scraped``): the file never
+    remembers a page the crawl's output does not hold.  A page all of whose
+    items a later pipeline dropped is never written.  Confirmed pages are
     written in batches of ``commit_every``, one transaction each (WAL
     journal), ``before_write`` called first (the pipeline flushes the feed
     exports there): a killed process loses at most the pages confirmed since
@@ -222,9 +224,8 @@ class SqliteStore(MemoryStore):
         self._skips: list[Skip] = []  # not written yet
         self._rules: dict[tuple[str, str, str], Rule] = {}  # changed, not written yet
         self.before_write: Callable[[], None] | None = None
-        self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, item not yet past the pipelines
+        self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, no item past the pipelines yet
         self._pending: dict[int, tuple[str, bytes | None]] = {}  # confirmed, not yet written
-        self._forgotten: dict[int, tuple[str, bytes | None]] = {}  # dropped by a later pipeline: never written
         self._written_as: dict[int, int] = {}  # this run's rows written -> their row in the file
         self._loaded = 0  # rows read from the file at open: the same number there
         self._lock = StoreLock(path)
@@ -274,21 +275,19 @@ class SqliteStore(MemoryStore):
         if parts:
             content, structure, present = (np.concatenate(column) for column in zip(*parts))
             self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
-        self._loaded = self._rows
+        self._loaded = self.remembered = self._rows
 
     def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
         self._unconfirmed[row] = (url, sketch)
 
     def confirm(self, row: int) -> None:
-        """The item of the page kept at ``row`` got past every pipeline: it may be written."""
-        self._pending[row] = self._unconfirmed.pop(row)
+        """An item of the page kept at ``row`` got past every pipeline: the page may be written (once,
+        whichever of its items comes first).  A page none of whose items gets there is never written."""
+        if (page := self._unconfirmed.pop(row, None)) is None:
+            return
+        self._pending[row] = page
         if len(self._pending) >= self.commit_every:
             self.flush()
-
-    def forget(self, row: int) -> None:
-        """The item of the page kept at ``row`` was dropped after this pipeline: never written (it
-        stays in this run's index)."""
-        self._forgotten[row] = self._unconfirmed.pop(row)  # its URL and sketch stay readable for this run
 
     def record(self, decision: Decision) -> None:
         if self.decisions_kept:
@@ -391,7 +390,7 @@ class SqliteStore(MemoryStore):
 
     def _page(self, row: int) -> tuple[str, bytes | None]:
         """URL and sketch of a kept page: in memory until written, then in the file."""
-        for waiting in (self._unconfirmed, self._pending, self._forgotten):
+        for waiting in (self._unconfirmed, self._pending):
             if row in waiting:
                 return waiting[row]
         written = row if row < self._loaded else self._written_as[row]

@@ -17,9 +17,10 @@ Shapes (per host and port, ``www.`` left out of the host's name):
 - ``host``: the ``www.`` alias of the host: removed.
 
 A request is skipped when the trusted rules of its host rewrite its URL to
-one already fetched (``already_fetched``): the page it would give is, by the
-rule, a copy of one the crawl has.  (DustBuster, Bar-Yossef et al., WWW 2007,
-and Koppula et al., WSDM 2010, learn such rules from duplicate URL pairs.)
+one already fetched (:class:`KnownUrls`, ``find``): the page it would give
+is, by the rule, a copy of one the crawl has.  (DustBuster, Bar-Yossef et
+al., WWW 2007, and Koppula et al., WSDM 2010, learn such rules from duplicate
+URL pairs.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import xxhash
 KINDS = ("param", "path_param", "segment", "host")
 #: Kept URLs per host a new rule is checked against for counterexamples (the most recent).
 KEPT_URLS = 20_000
-#: Fetched URLs per host whose rewritten forms are remembered (the most recent; with the store).
+#: Known URLs per host (fetched, or requested) whose rewritten forms are remembered (the most recent).
 FETCHED_URLS = 50_000
 #: Query parameters in which a pair may differ and still support each of them.
 MAX_PARAMS = 3
@@ -75,17 +76,17 @@ class Rule:
 
 
 class RuleBook:
-    """The rules of a crawl: learned from pairs, refuted by kept pages, applied to requests.
+    """The rules of a crawl: learned from pairs, refuted by kept pages, applied to URLs.
 
-    Everything is kept per host, so a request or a page costs the work of its own host's rules."""
+    Everything is kept per host, so a page costs the work of its own host's rules.  ``version(host)``
+    changes whenever the host's trusted rules do (:class:`KnownUrls` then rewrites its URLs again)."""
 
     def __init__(self, support: int = 5) -> None:
         self.support = support
         self._rules: dict[str, dict[tuple[str, str], Rule]] = {}  # host -> (kind, name) -> rule
         self._trusted: dict[str, list[Rule]] = {}  # host -> its trusted rules (none: no entry)
+        self._versions: dict[str, int] = {}  # host -> how many times its trusted rules changed
         self._kept: dict[str, OrderedDict[int, str]] = {}  # host -> recently kept URLs, by their normal form
-        self._fetched: dict[str, OrderedDict[str, None]] = {}  # host -> recently fetched URLs
-        self._fetched_keys: dict[str, set[int]] = {}  # host with trusted rules -> its fetched URLs rewritten
         self._changed: dict[tuple[str, str, str], Rule] = {}  # rules to save
 
     def trusted(self) -> list[Rule]:
@@ -94,19 +95,27 @@ class RuleBook:
     def is_trusted(self, rule: Rule) -> bool:
         return rule.refuted_by is None and rule.support >= self.support
 
+    def applying(self, url: str) -> list[Rule]:
+        """The trusted rules that change ``url``."""
+        return [rule for rule in self._trusted.get(host_key(url), ()) if rule.applies(url)]
+
+    def trusted_for(self, host: str) -> list[Rule]:
+        return self._trusted.get(host, [])
+
+    def version(self, host: str) -> int:
+        return self._versions.get(host, 0)
+
     def take_changed(self) -> list[Rule]:
         """The rules that changed since the last call (for the store)."""
         changed, self._changed = list(self._changed.values()), {}
         return changed
 
-    def load(self, rules: list[Rule], fetched: list[str]) -> None:
-        """Rules and fetched URLs kept by the store (a resumed or re-run crawl)."""
+    def load(self, rules: list[Rule]) -> None:
+        """Rules kept by the store (a resumed or re-run crawl)."""
         for rule in rules:
             self._rules.setdefault(rule.host, {})[rule.kind, rule.name] = rule
-        for url in fetched:
-            self.fetched(url)
         for host in self._rules:
-            self._rekey(host)
+            self._retrust(host)
 
     def learn(self, dropped_url: str, kept_url: str) -> list[Rule]:
         """A page was dropped as a near-duplicate of a kept one: every rule shape that explains the pair
@@ -122,7 +131,7 @@ class RuleBook:
             if rule.support == self.support:
                 became.append(rule)
         if became:
-            self._rekey(host)
+            self._retrust(host)
         return became
 
     def kept(self, url: str) -> list[Rule]:
@@ -137,31 +146,8 @@ class RuleBook:
         if len(kept) > KEPT_URLS:
             kept.popitem(last=False)
         if any(rule.support >= self.support for rule in refuted):
-            self._rekey(host)
+            self._retrust(host)
         return refuted
-
-    def fetched(self, url: str) -> None:
-        """A page was fetched from ``url``.  Its rewritten form is kept only while its host has trusted
-        rules (``_rekey`` rewrites the host's fetched URLs when they change)."""
-        host = host_key(url)
-        if host is None:
-            return
-        urls = self._fetched.setdefault(host, OrderedDict())
-        urls[url] = None
-        urls.move_to_end(url)
-        if len(urls) > FETCHED_URLS:
-            urls.popitem(last=False)
-        if host in self._trusted:
-            self._fetched_keys[host].add(_key(rewritten(url, self._trusted[host])))
-
-    def already_fetched(self, url: str) -> tuple[str, list[Rule]] | None:
-        """If the trusted rules rewrite ``url`` to the URL of a page already fetched: that URL and the rules."""
-        host = host_key(url)
-        rules = [rule for rule in self._trusted.get(host, ()) if rule.applies(url)]
-        if not rules:
-            return None
-        target = rewritten(url, rules)
-        return (target, rules) if _key(target) in self._fetched_keys[host] else None
 
     def _candidate(self, host: str, kind: str, name: str) -> Rule | None:
         """A new rule, checked at once against the host's recently kept URLs."""
@@ -198,15 +184,60 @@ class RuleBook:
         self._changed[rule.ident] = rule
         return True
 
-    def _rekey(self, host: str) -> None:
-        """The host's trusted rules changed: its fetched URLs are rewritten again."""
+    def _retrust(self, host: str) -> None:
+        """The host's rules changed: which are trusted now (a new version if that changed)."""
         trusted = [rule for rule in self._rules.get(host, {}).values() if self.is_trusted(rule)]
+        if [rule.ident for rule in trusted] != [rule.ident for rule in self._trusted.get(host, [])]:
+            self._versions[host] = self.version(host) + 1
         if trusted:
             self._trusted[host] = trusted
-            self._fetched_keys[host] = {_key(rewritten(url, trusted)) for url in self._fetched.get(host, ())}
         else:
             self._trusted.pop(host, None)
-            self._fetched_keys.pop(host, None)
+
+
+class KnownUrls:
+    """URLs the crawl knows (fetched, or requested), per host the most recent ``FETCHED_URLS``, found
+    again by their form under the host's trusted rules: ``find`` tells whether a URL, or one the rules
+    make equal to it, is known.  Without rules (``None``), only the URL itself, in a normal form."""
+
+    def __init__(self, rules: RuleBook | None) -> None:
+        self.rules = rules
+        self._urls: dict[str, OrderedDict[str, None]] = {}  # host -> URLs, oldest first
+        self._keys: dict[str, dict[int, str]] = {}  # host -> rewritten form -> the first URL known with it
+        self._versions: dict[str, int] = {}  # host -> the rules' version its keys were made with
+
+    def add(self, url: str) -> None:
+        host = host_key(url)
+        if host is None:
+            return
+        urls = self._urls.setdefault(host, OrderedDict())
+        if url in urls:
+            urls.move_to_end(url)
+            return
+        urls[url] = None
+        if len(urls) > FETCHED_URLS:
+            urls.popitem(last=False)  # its key stays until the next rewrite: a URL known a while longer
+        self._host_keys(host).setdefault(_key(rewritten(url, self._trusted(host))), url)
+
+    def find(self, url: str) -> str | None:
+        """A known URL that is ``url`` by the trusted rules (``url`` itself if it is known), or None."""
+        host = host_key(url)
+        if host is None or host not in self._urls:
+            return None
+        return self._host_keys(host).get(_key(rewritten(url, self._trusted(host))))
+
+    def _trusted(self, host: str) -> list[Rule]:
+        return self.rules.trusted_for(host) if self.rules is not None else []
+
+    def _host_keys(self, host: str) -> dict[int, str]:
+        """The host's URLs by rewritten form, made again when its trusted rules changed."""
+        version = self.rules.version(host) if self.rules is not None else 0
+        if self._versions.get(host) != version or host not in self._keys:
+            rules, keys = self._trusted(host), {}
+            for known in self._urls.get(host, ()):
+                keys.setdefault(_key(rewritten(known, rules)), known)
+            self._keys[host], self._versions[host] = keys, version
+        return self._keys[host]
 
 
 def explanations(a: str, b: str) -> list[tuple[str, str]]:

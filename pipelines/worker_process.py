@@ -1,20 +1,19 @@
 """A fingerprint worker process: pages in, fingerprints out, through one socket.
 
-    python -m pipelines.worker_process FD OPTIONS_JSON
-
-Started by :class:`pipelines.workers.FingerprintWorker`; imports the
-fingerprint's modules only (no Scrapy, no Twisted, no index).
+Started by :func:`pipelines.workers.start_worker_process`, which loads this
+package from its own folder (never by a name a project could shadow) and
+calls :func:`main`; imports the fingerprint's modules only (no Scrapy, no
+Twisted, no index).  Its first message says it is ready: a worker that
+cannot start is known before it is given any page.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import traceback
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 
-from .document import response_text
 from .fingerprint import Fingerprinter
 from .memory import release_freed_memory
 from .textloops import payload_text, text_payload
@@ -22,6 +21,12 @@ from .textloops import payload_text, text_payload
 
 class FingerprintFailed(RuntimeError):
     """Fingerprinting raised in the worker process; the message holds its traceback."""
+
+
+#: A worker's first message once it has imported everything and built its fingerprinter.
+READY = "ready"
+#: The first element of the message a worker sends instead, with the error, when it cannot start.
+CANNOT_START = "cannot start"
 
 
 @dataclass(frozen=True)
@@ -45,44 +50,37 @@ PageMessage = tuple[int, bytes, str, str | None]
 
 
 def page_message(html: str | bytes, url: str, content_type: str | None = None) -> PageMessage:
-    """What a worker receives for a page: bytes as they are (kind 0), a string as Python holds its
-    characters (kind 1, 2 or 4 bytes each; ``textloops.text_payload``): no encoding on the reactor
-    thread, where encoding and pickling a 150 KB page as UTF-8 cost ~0.4 ms.  Bytes with a
-    ``content_type`` (batch mode: a response's body and header) are decoded in the worker as
-    Scrapy's ``response.text`` would be, off the reading process."""
+    """What a worker receives for a page: bytes as they are (kind 0), with the ``Content-Type`` header
+    they came with (a response's body, a WARC record: decoded in the worker, off the crawl's thread), a
+    string as Python holds its characters (kind 1, 2 or 4 bytes each; ``textloops.text_payload``): no
+    encoding on the reactor thread, where encoding and pickling a 150 KB page as UTF-8 cost ~0.4 ms."""
     return (0, html, url, content_type) if isinstance(html, bytes) else (*text_payload(html), url, None)
 
 
-def page_of(message: PageMessage) -> tuple[str | bytes, str]:
-    """The HTML and URL ``page_message`` was given (bytes with a content type: decoded)."""
+def page_of(message: PageMessage) -> tuple[str | bytes, str, str | None]:
+    """The HTML, URL and content type ``page_message`` was given."""
     kind, data, url, content_type = message
-    if kind != 0:
-        return payload_text(kind, data), url
-    return (data if content_type is None else response_text(data, content_type)), url
+    return (data if kind == 0 else payload_text(kind, data)), url, content_type
 
 
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
     """The loop: a page in (``page_message``), its fingerprint (or the traceback) out, until the
     crawler closes its end."""
     fingerprinter = Fingerprinter(**asdict(options))
+    connection.send(READY)
     while True:
         if not connection.poll():  # nothing waiting: give back what the last pages freed
             release_freed_memory()
         try:
-            html, url = page_of(connection.recv())
+            html, url, content_type = page_of(connection.recv())
         except EOFError:
             return
         try:
-            connection.send(fingerprinter.fingerprint(html, url))
+            connection.send(fingerprinter.fingerprint(html, url, content_type))
         except Exception:  # a bug: reported in the crawler, the page kept
             connection.send(FingerprintFailed(traceback.format_exc()))
 
 
-def main() -> None:
-    serve(Connection(int(sys.argv[1])), FingerprinterOptions(**json.loads(sys.argv[2])))
-
-
-if __name__ == "__main__":
-    from pipelines.worker_process import main as package_main  # what it sends is pickled under the package's names
-
-    package_main()
+def main(fd: int, options: str) -> None:
+    """Serve the crawl at the other end of the socket ``fd``, with the options given as JSON."""
+    serve(Connection(fd), FingerprinterOptions(**json.loads(options)))

@@ -34,6 +34,7 @@ import sys
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
+from pathlib import Path
 
 import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -44,7 +45,7 @@ from twisted.python.failure import Failure
 from .document import too_large
 from .fingerprint import Fingerprint, Fingerprinter
 from .textloops import text_digest
-from .worker_process import FingerprinterOptions, FingerprintFailed, page_message
+from .worker_process import CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_message
 
 logger = logging.getLogger(__name__)
 
@@ -60,30 +61,68 @@ class WorkerCrashed(RuntimeError):
     """The worker process died while fingerprinting this page."""
 
 
+#: How a worker process starts: this package loaded from its own folder under the name the crawl knows it by
+#: (``pipelines`` or ``scrapy_simhash_dedup``), whatever the project's ``sys.path`` holds: a project's own
+#: ``pipelines.py`` never stands in for it.  The crawl's ``sys.path`` comes after the worker's own, for
+#: libraries found only there.  An import that fails is reported on the socket, in one line.
+_BOOTSTRAP = """
+import importlib, importlib.util, os, sys
+name, folder, fd, options, path = sys.argv[1:6]
+sys.path[:] = [p for p in sys.path if p] + [p for p in path.split(os.pathsep) if p and p not in sys.path]
+try:
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[name])
+    worker = importlib.import_module(name + ".worker_process")
+except BaseException as error:
+    from multiprocessing.connection import Connection
+    Connection(int(fd)).send(("cannot start", f"{type(error).__name__}: {error}"))
+    raise SystemExit(1)
+worker.main(int(fd), options)
+"""
+
+
 def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Popen, socket.socket]:
     """A worker process and the crawl's end of its socket."""
     mine, theirs = socket.socketpair()
-    path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process found pipelines
+    package = __name__.rpartition(".")[0]
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipelines.worker_process", str(theirs.fileno()), json.dumps(asdict(options))],
-        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path},
+        [sys.executable, "-c", _BOOTSTRAP, package, str(Path(__file__).parent), str(theirs.fileno()),
+         json.dumps(asdict(options)), os.pathsep.join(sys.path)],
+        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
     )
     theirs.close()
     return process, mine
 
 
-Page = tuple[str | bytes, str, Deferred]  # HTML, URL, where its fingerprint goes
+class WorkersCannotStart(RuntimeError):
+    """A worker process failed before it was ready (its package or a library does not import)."""
+
+
+def started(first_message: object) -> None:
+    """Check a worker's first message: ``READY``, else raise :class:`WorkersCannotStart` with its error."""
+    if first_message != READY:
+        error = first_message[1] if isinstance(first_message, tuple) and first_message[:1] == (CANNOT_START,) else (
+            f"unexpected first message {first_message!r}")
+        raise WorkersCannotStart(error)
+
+
+Page = tuple[str | bytes, str, str | None, Deferred]  # HTML, URL, the Content-Type of bytes, where its fingerprint goes
 
 
 class FingerprintWorker(Protocol):
-    """One worker process, the reactor reading the crawl's end of its socket.  Pages go out in order
-    and their fingerprints come back in that order: the first page unanswered is the one in progress."""
+    """One worker process, the reactor reading the crawl's end of its socket.  Its first message says it
+    is ready (or why it cannot start); then pages go out in order and their fingerprints come back in
+    that order: the first page unanswered is the one in progress."""
 
     def __init__(self, options: FingerprinterOptions, on_lost: Callable[[FingerprintWorker, list[Page]], None]) -> None:
         from twisted.internet import reactor
 
         self.process, self._socket = start_worker_process(options)
         self.pages: deque[Page] = deque()  # sent, not answered
+        self.ready: Deferred[None] = Deferred()  # fires once it is ready, fails if it cannot start
+        self.cannot_start: WorkersCannotStart | None = None
         self._received = bytearray()
         self._on_lost = on_lost
         reactor.adoptStreamConnection(self._socket.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: self))
@@ -95,26 +134,42 @@ class FingerprintWorker(Protocol):
 
     def send(self, page: Page) -> None:
         self.pages.append(page)
-        message = pickle.dumps(page_message(*page[:2]), protocol=pickle.HIGHEST_PROTOCOL)
+        message = pickle.dumps(page_message(*page[:3]), protocol=pickle.HIGHEST_PROTOCOL)
         self.transport.writeSequence([_header(len(message)), message])
 
     def dataReceived(self, data: bytes) -> None:
         self._received += data
         while (message := _take_message(self._received)) is not None:
-            answer = self.pages.popleft()[2]
             result = pickle.loads(message)
+            if not self.ready.called:
+                self._started(result)
+                continue
+            answer = self.pages.popleft()[3]
             if isinstance(result, FingerprintFailed):
                 answer.errback(result)
             else:
                 answer.callback(result)
 
+    def _started(self, first_message: object) -> None:
+        try:
+            started(first_message)
+        except WorkersCannotStart as error:
+            self.cannot_start = error  # the process exits: connectionLost hands its pages back
+            return
+        self.ready.callback(None)
+
     def connectionLost(self, reason: Failure) -> None:
         self._socket.close()
         pages, self.pages = list(self.pages), deque()
+        if not self.ready.called:  # it never started: none of its pages was begun
+            code = self.process.wait()
+            self.ready.errback(self.cannot_start or WorkersCannotStart(f"it exited with code {code} before it was ready"))
+            self._on_lost(self, pages)
+            return
         self._on_lost(self, pages[1:])  # the pages it had not started go to another worker
         if pages:  # it died on this one
             code = self.process.poll()
-            pages[0][2].errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
+            pages[0][3].errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
@@ -160,8 +215,10 @@ def _take_message(received: bytearray) -> bytes | None:
 class FingerprintPool:
     """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` <= 1).
 
-    Workers start with the first pages.  Each holds up to ``PAGES_PER_WORKER`` pages: the next one
-    waits in its socket, so a worker never idles while the reactor is busy elsewhere.
+    Workers start with the spider (``start``).  Each holds up to ``PAGES_PER_WORKER`` pages: the next one
+    waits in its socket, so a worker never idles while the reactor is busy elsewhere.  If a worker cannot
+    start (its package or a library fails to import), that is logged once and every page is fingerprinted
+    in this process from then on.
     """
 
     def __init__(self, fingerprinter: Fingerprinter, processes: int) -> None:
@@ -170,20 +227,29 @@ class FingerprintPool:
         self._options = FingerprinterOptions.of(fingerprinter)
         self._workers: list[FingerprintWorker] = []
         self._queue: deque[Page] = deque()
-        self._started = False
         self._closed = False
 
-    async def fingerprint(self, html: str | bytes, url: str) -> Fingerprint:
-        if self.processes <= 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
-            return self.fingerprinter.fingerprint(html, url)
-        if not self._started:
-            from twisted.internet import reactor
+    async def start(self) -> None:
+        """Start the workers and wait until they are ready (or known not to start)."""
+        if self.processes <= 1:
+            return
+        from twisted.internet import reactor
 
-            reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
-            self._started = True
+        reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
+        while len(self._workers) < self.processes:
+            self._start_worker()
+        for worker in list(self._workers):
+            try:
+                await maybe_deferred_to_future(worker.ready)
+            except WorkersCannotStart:
+                return  # logged; pages are fingerprinted here
+
+    async def fingerprint(self, html: str | bytes, url: str, content_type: str | None = None) -> Fingerprint:
+        if self.processes <= 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
+            return self.fingerprinter.fingerprint(html, url, content_type)
         answer: Deferred[Fingerprint] = Deferred()
         answer.addBoth(self._room_again)
-        self._queue.append((html, url, answer))
+        self._queue.append((html, url, content_type, answer))
         self._hand_out()
         return await maybe_deferred_to_future(answer)
 
@@ -200,13 +266,23 @@ class FingerprintPool:
             worker.stop()
         self._fail(list(self._queue))
 
+    def _start_worker(self) -> FingerprintWorker:
+        worker = FingerprintWorker(self._options, self._lost)
+        worker.ready.addErrback(self._cannot_start)
+        self._workers.append(worker)
+        return worker
+
     def _hand_out(self) -> None:
-        """Give queued pages to the least busy workers, starting workers up to ``processes``."""
+        """Give queued pages to the least busy workers, starting workers up to ``processes``; with no
+        worker (they cannot start), fingerprint them here."""
         while self._queue and not self._closed:
+            if self.processes <= 1:
+                html, url, content_type, answer = self._queue.popleft()
+                answer.callback(self.fingerprinter.fingerprint(html, url, content_type))
+                continue
             worker = min(self._workers, key=lambda w: len(w.pages), default=None)
             if (worker is None or worker.pages) and len(self._workers) < self.processes:
-                worker = FingerprintWorker(self._options, self._lost)
-                self._workers.append(worker)
+                worker = self._start_worker()
             elif worker is None or len(worker.pages) >= PAGES_PER_WORKER:
                 return
             worker.send(self._queue.popleft())
@@ -216,15 +292,23 @@ class FingerprintPool:
         self._hand_out()
         return result
 
+    def _cannot_start(self, failure: Failure) -> None:
+        """A worker failed before it was ready: no worker is started again; pages are fingerprinted here."""
+        if self.processes > 1:
+            self.processes = 0
+            logger.error("simhash_dedup: the fingerprint worker processes cannot start (%s); pages are fingerprinted "
+                         "in the crawl process instead, on the reactor thread (SIMHASH_DEDUP_WORKERS = 0 does "
+                         "this without trying).", failure.value)
+
     def _lost(self, worker: FingerprintWorker, unstarted: list[Page]) -> None:
-        """A worker is gone (died, or stopped): forget it; its pages not started go first to the others
-        (or a new worker)."""
+        """A worker is gone (died, stopped, or never started): forget it; its pages not started go first
+        to the others (or a new worker, or this process)."""
         if worker in self._workers:
             self._workers.remove(worker)
         if self._closed:
             self._fail(unstarted)
             return
-        if unstarted:
+        if unstarted and worker.ready.called and worker.cannot_start is None:
             logger.info("simhash_dedup: pages a fingerprint worker had not started go to another worker: %d",
                         len(unstarted))
         self._queue.extendleft(reversed(unstarted))
@@ -233,8 +317,8 @@ class FingerprintPool:
     @staticmethod
     def _fail(pages: list[Page]) -> None:
         """(A reactor stopped mid-crawl) the pages are kept, counted as errors."""
-        for _, _, answer in pages:
-            answer.errback(WorkerCrashed("the fingerprint workers were stopped"))
+        for page in pages:
+            page[3].errback(WorkerCrashed("the fingerprint workers were stopped"))
 
 
 class RecentPages:
@@ -249,10 +333,10 @@ class RecentPages:
         self._waiting: dict[bytes, list[Deferred[Fingerprint]]] = {}  # pages being fingerprinted: their copies
 
     async def fingerprint(
-        self, html: str | bytes, url: str, compute: Callable[[str | bytes, str], Awaitable[Fingerprint]]
+        self, key: bytes, compute: Callable[[], Awaitable[Fingerprint]]
     ) -> tuple[Fingerprint, bool]:
-        """The page's fingerprint (by ``compute`` unless known), and whether it was known."""
-        key = self.key(html)
+        """The fingerprint of the page whose ``key`` is given (by ``compute`` unless known), and whether
+        it was known."""
         if (known := self._fingerprints.get(key)) is not None:
             self._fingerprints.move_to_end(key)
             return known, True
@@ -261,7 +345,7 @@ class RecentPages:
             return await maybe_deferred_to_future(copies[-1]), True
         self._waiting[key] = []
         try:
-            fingerprint = await compute(html, url)
+            fingerprint = await compute()
         except Exception as error:  # its copies fail the same way (kept, counted)
             for copy in self._waiting.pop(key):
                 copy.errback(error)
@@ -274,9 +358,12 @@ class RecentPages:
         return fingerprint, False
 
     @staticmethod
-    def key(html: str | bytes) -> bytes:
-        """A 128-bit hash of the HTML, read where it lies (no encoding)."""
-        return b"b" + xxhash.xxh3_128_digest(html) if isinstance(html, bytes) else text_digest(html)
+    def key(html: str | bytes, content_type: str | None = None) -> bytes:
+        """A 128-bit hash of the HTML, read where it lies (no encoding); for bytes, with the header that
+        may decide their encoding."""
+        if isinstance(html, str):
+            return text_digest(html)
+        return b"b" + xxhash.xxh3_128_digest(html) + (content_type or "").encode("latin-1", "replace")
 
 
 class ArrivalOrder:

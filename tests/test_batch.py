@@ -10,10 +10,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from scrapy.http import HtmlResponse
 
-from pipelines.batch.sources import write_warc
-from pipelines.document import response_text
+from pipelines.batch.sources import Page, write_warc
 
 from .conftest import PROJECT
 
@@ -132,14 +130,21 @@ def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
     assert outcomes[:2] == ["kept", "dropped"]  # the same page twice
 
 
-@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", "text/html; charset=iso-8859-1", ""])
-def test_workers_decode_bytes_as_scrapy_gives_response_text(content_type):
+@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", "text/html; charset=iso-8859-1",
+                                          "text/html; charset=gb2312", None])
+def test_workers_decode_bytes_with_their_content_type_as_a_crawl_does(content_type):
+    """A worker gives a page read as bytes with its header the fingerprint the crawl process gives the same
+    response (``Fingerprinter.fingerprint(body, url, content_type)``): one decoding for both."""
+    from pipelines.batch.fingerprints import fingerprinted
+    from pipelines.fingerprint import Fingerprinter
+
     bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
     bodies += ["<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"), "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
                "\ufeff<p>bom</p>".encode("utf-16"), b"<meta charset='koi8-r'><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>"]
-    for body in bodies:
-        headers = {"Content-Type": content_type} if content_type else {}
-        assert response_text(body, content_type) == HtmlResponse("https://a.test/", body=body, headers=headers).text
+    pages = [Page(f"https://a.test/{n}", body, f"page {n}", content_type=content_type) for n, body in enumerate(bodies)]
+    fingerprinter = Fingerprinter()
+    assert [result for _, result in fingerprinted(pages, fingerprinter, processes=1)] == [
+        fingerprinter.fingerprint(page.html, page.url, content_type) for page in pages]
 
 
 def test_a_store_that_cannot_be_read_gets_one_line_and_no_traceback(handbook, tmp_path):
@@ -176,7 +181,7 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     results = fingerprinted(read, Fingerprinter(), processes=2)
     answers = [next(results)]
     workers = [int(pid) for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-               if b"pipelines.worker_process" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+               if b"worker_process" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     answers += list(results)

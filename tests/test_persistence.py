@@ -16,11 +16,11 @@ import pytest
 
 from pipelines.fingerprint import Fingerprint
 from pipelines.sketch import SKETCH_BYTES
-from pipelines.pipeline import CLOSE_REASON
 from pipelines.policy import Policy
 from pipelines.stores import SqliteStore, StoreLock
 
 from .conftest import PROJECT
+from .user_project import make_project, scrapy
 
 ARTICLES = 12
 VOCABULARY = [f"{a}{b}{c}" for a in "bcdfgklmnprst" for b in "aeiou" for c in ("lan", "mor", "tis", "vek", "dun")]
@@ -176,21 +176,30 @@ def test_second_run_remembers_the_first_unless_reset(site: tuple[Path, str], tmp
     assert len(fourth["kept"]) == ARTICLES
 
 
-def test_default_store_lives_under_the_project_data_dir(site: tuple[Path, str], tmp_path: Path) -> None:
+def test_the_default_store_is_the_last_crawl_s_unless_asked_to_remember(site: tuple[Path, str], tmp_path: Path) -> None:
+    """Like Scrapy's own duplicate filter, a crawl starts afresh unless it asks to remember (or has a JOBDIR):
+    its store, ``.scrapy/simhash_dedup/<spider>.last-crawl.sqlite``, holds only its own pages (for the report),
+    and never touches the store of the crawls that do remember, ``<spider>.sqlite``."""
     root, base_url = site
-    paths = write_clusters(root)
+    urls = [base_url + p for p in write_clusters(root)]
     project = tmp_path / "project"
     project.mkdir()
-    (project / "scrapy.cfg").write_text("[settings]\ndefault = crawler.settings\n")
-    config = tmp_path / "crawl.json"
-    config.write_text(json.dumps({"urls": [base_url + paths[0]], "settings": {
-        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}}))
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert (project / ".scrapy" / "simhash_dedup" / "in_order.sqlite").exists()
+    pipeline = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+    stores = project / ".scrapy" / "simhash_dedup"
+    for run in range(2):
+        result, _ = run_in_project(project, tmp_path, urls[:ARTICLES], pipeline)
+        assert len(result["kept"]) == ARTICLES and result["stats"]["simhash_dedup/remembered"] == 0
+    assert [p.name for p in stores.glob("*.sqlite")] == ["in_order.last-crawl.sqlite"]
+    remembering = {**pipeline, "SIMHASH_DEDUP_PERSIST": True}
+    first, _ = run_in_project(project, tmp_path, urls[:ARTICLES], remembering)
+    again, _ = run_in_project(project, tmp_path, urls, remembering)
+    assert len(first["kept"]) == ARTICLES and again["kept"] == []
+    assert again["stats"]["simhash_dedup/remembered"] == ARTICLES
+    once_more, _ = run_in_project(project, tmp_path, urls[:ARTICLES], pipeline)  # not remembering: its own store
+    assert len(once_more["kept"]) == ARTICLES
+    assert sorted(p.name for p in stores.glob("*.sqlite")) == ["in_order.last-crawl.sqlite", "in_order.sqlite"]
+    remembered, _ = run_in_project(project, tmp_path, urls[ARTICLES:], remembering)
+    assert remembered["kept"] == [] and remembered["stats"]["simhash_dedup/remembered"] == ARTICLES
 
 
 def run_in_project(project: Path, tmp: Path, urls: list[str], settings: dict, **config: object) -> tuple[dict, str]:
@@ -244,11 +253,13 @@ def foreign_sqlite(path: Path) -> None:
 
 
 @pytest.mark.parametrize("problem", ["corrupt", "foreign", "foreign, reset", "in use"])
-def test_a_store_that_cannot_be_opened_stops_the_crawl_at_start_with_one_clear_line(
+def test_a_store_that_cannot_be_opened_refuses_the_crawl_before_anything_is_written(
     site: tuple[Path, str], tmp_path: Path, problem: str
 ) -> None:
+    """``scrapy crawl -O out.jsonl`` as a user runs it: one ERROR line that names the file and the way out,
+    exit status 1, no traceback; the feed (another crawl's output) and the store are left as they were."""
     root, base_url = site
-    paths = write_clusters(root)
+    write_clusters(root)
     store = tmp_path / "stores" / "seen.sqlite"
     store.parent.mkdir()
     if problem == "corrupt":
@@ -256,22 +267,21 @@ def test_a_store_that_cannot_be_opened_stops_the_crawl_at_start_with_one_clear_l
     elif problem.startswith("foreign"):
         foreign_sqlite(store)
     before = store.read_bytes() if store.exists() else None
+    project = make_project(tmp_path / "project", f"SIMHASH_DEDUP_PATH = {str(store)!r}\n")
+    (project / "out.jsonl").write_text('{"url": "an item another crawl exported"}\n')
     lock = StoreLock(store) if problem == "in use" else None  # as a running crawl holds it
     try:
-        result, log = run_in_project(
-            tmp_path, tmp_path, [base_url + p for p in paths],
-            {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PATH": str(store)},
-            spider_args={"simhash_dedup_reset": "1" if "reset" in problem else "0"},
-        )
+        done = scrapy(project, "crawl", "site", "-a", f"url={base_url}a0.html", "-O", "out.jsonl",
+                      *(["-a", "simhash_dedup_reset=1"] if "reset" in problem else []))
     finally:
         if lock:
             lock.close()
-    assert result["stats"]["finish_reason"] == CLOSE_REASON
-    assert result["kept"] == [] and result["dropped"] == []
-    errors = [line for line in log.splitlines() if "ERROR" in line]
-    assert len(errors) == 1 and str(store) in errors[0], log[-3000:]
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line or "CRITICAL" in line]
+    assert len(errors) == 1 and str(store) in errors[0], done.stderr[-3000:]
     assert ("another running crawl" if problem == "in use" else "move it aside") in errors[0]
-    assert "Traceback" not in log
+    assert "Traceback" not in done.stderr
+    assert (project / "out.jsonl").read_text() == '{"url": "an item another crawl exported"}\n'
     assert (store.read_bytes() if store.exists() else None) == before  # left as it was
 
 

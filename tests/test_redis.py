@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import multiprocessing
 import random
@@ -201,14 +203,21 @@ def test_crawls_share_the_redis_store(site: tuple[Path, str], tmp_path: Path, re
     assert second["stats"]["simhash_dedup/remembered"] == ARTICLES
 
 
-def test_items_checked_together_keep_one_per_page(site: tuple[Path, str], tmp_path: Path, redis_url: str) -> None:
+def test_every_item_of_a_page_follows_its_verdict(site: tuple[Path, str], tmp_path: Path, redis_url: str) -> None:
+    """Each page yields 5 items at once (the rows of a listing): the page is checked once against Redis,
+    all 5 items of a kept page are kept, all 5 of a near-duplicate page dropped."""
     root, base_url = site
-    urls = [base_url + p for p in write_clusters(root)][:ARTICLES]  # the originals, each yielded 5 times at once
+    urls = [base_url + p for p in write_clusters(root)]  # the originals, then their copies
     settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": "together",
                 "SIMHASH_DEDUP_RESET": True}
     result = crawl_to_end(tmp_path, urls, settings, repeat=5)
-    assert sorted(result["kept"]) == sorted(urls)  # the first of each page's items
-    assert len(result["dropped"]) == 4 * ARTICLES
+    items = [f"{url}#{n}" if n else url for url in urls for n in range(5)]
+    assert sorted(result["kept"]) == sorted(items[: 5 * ARTICLES])
+    assert sorted(d["url"] for d in result["dropped"]) == sorted(items[5 * ARTICLES :])
+    stats = result["stats"]
+    assert (stats["simhash_dedup/pages_kept"], stats["simhash_dedup/pages_dropped"]) == (ARTICLES, ARTICLES)
+    assert (stats["simhash_dedup/kept"], stats["simhash_dedup/dropped"]) == (5 * ARTICLES, 5 * ARTICLES)
+    assert stats["simhash_dedup/checked"] == 2 * ARTICLES
 
 
 @pytest.mark.parametrize("fail_mode", ["open", "closed"])
@@ -241,7 +250,7 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
 def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
     site: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """Redis stops with items in flight (each page yields 5 copies at once): every item after is
+    """Redis stops with items in flight (each page yields 5 items at once): every item after is
     dropped as unchecked, named in the log and counted; none reaches the output unchecked."""
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]
@@ -251,7 +260,7 @@ def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
         settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
                     "SIMHASH_DEDUP_FAIL_MODE": "closed", "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1}
         process = start_crawl(tmp_path, urls, settings, repeat=5)
-        wait_for_kept(tmp_path, 3)
+        wait_for_kept(tmp_path, 3 * 5)  # three pages kept
         server.stop()
         _, log = process.communicate(timeout=120)
         assert process.returncode == 0, log[-3000:]
@@ -261,12 +270,13 @@ def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
     stats = result["stats"]
     assert stats["finish_reason"] == "simhash_dedup_store_unavailable"
     assert "Traceback" not in log
-    assert all("#" not in url for url in result["kept"])  # a copy kept would have passed unchecked
-    assert len(set(result["kept"])) == len(result["kept"]) >= 3
+    kept_pages = Counter(url.split("#")[0] for url in result["kept"])
+    assert len(kept_pages) >= 3 and set(kept_pages.values()) == {5}  # every item of a page checked and kept
     unchecked = [d["url"] for d in result["dropped"] if d.get("unchecked")]
+    assert not kept_pages.keys() & {url.split("#")[0] for url in unchecked}
     assert unchecked and stats["simhash_dedup/dropped_unchecked"] == len(unchecked)
-    assert all(f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url}" in log
-               for url in unchecked)
+    assert all(f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url.split('#')[0]}"
+               in log for url in unchecked)  # the page's URL
 
 
 def test_redis_restarted_in_the_middle_of_a_crawl(site: tuple[Path, str], tmp_path: Path) -> None:
@@ -380,8 +390,8 @@ def test_settings_pick_the_backend() -> None:
     def read(**values: object) -> DedupSettings:
         return DedupSettings.from_settings(Settings(values))
 
-    assert read().backend == "sqlite"
-    assert read(SIMHASH_DEDUP_PERSIST=False).backend == "memory"
+    assert read().backend == read(SIMHASH_DEDUP_PERSIST=True).backend == "sqlite"
+    assert read(SIMHASH_DEDUP_BACKEND="memory").backend == "memory"
     assert read(SIMHASH_DEDUP_REDIS_URL="redis://a:1").backend == "redis"
     scrapy_redis = read(SIMHASH_DEDUP_BACKEND="redis", REDIS_URL="redis://b:2/3")
     assert (scrapy_redis.backend, scrapy_redis.redis_url) == ("redis", "redis://b:2/3")

@@ -121,13 +121,18 @@ def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_pat
 
 @pytest.mark.parametrize("url", ["http://a.test:abc/x", "http://[::1/x", "http://a.test:99999/", "", "not a url"])
 def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
-    """An item's URL field can hold anything: the pipeline learns from it, the rule middleware reads it."""
-    from pipelines.urlrules import RuleBook
+    """An item's URL field can hold anything: the pipeline learns from it, the guards read it."""
+    from pipelines.linkguard import LinkGuard, url_shape
+    from pipelines.urlrules import KnownUrls, RuleBook
 
     book = RuleBook(support=1)
     book.kept("http://a.test/x")
-    book.fetched(url)
-    assert book.kept(url) == [] and book.already_fetched(url) is None
+    known, guard = KnownUrls(book), LinkGuard(book, budget=1)
+    known.add(url)
+    guard.page_decided(url, duplicate=True)
+    assert book.kept(url) == [] and known.find(url) in (None, url) and book.applying(url) == []
+    assert guard.covered(url) in (None, "already requested")  # no host ("", "not a url"): itself at most
+    url_shape(url)
     assert book.learn(url, "http://a.test/x") == book.learn("http://a.test/x?sid=1", url) == []
     assert book.trusted() == []
 
@@ -138,17 +143,19 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
     from scrapy import Request
     from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
 
-    from pipelines.linkguard import SimhashDedupLinkMiddleware
-    from pipelines.settings import DedupSettings
+    from pipelines.middleware import SimhashDedupPageMiddleware
+    from pipelines.pipeline import SimhashDedupPipeline
 
     async def callback():
         yield Request("https://a.test/next")
         raise RuntimeError("the spider's bug")
 
     async def run() -> tuple[list, Exception | None]:
-        middleware = SimhashDedupLinkMiddleware(None, DedupSettings())
-        middleware.pipeline = None  # no pipeline: nothing is decided
+        crawler = get_crawler(settings_dict={"SIMHASH_DEDUP_BACKEND": "memory", "SIMHASH_DEDUP_WORKERS": 0})
+        middleware = SimhashDedupPageMiddleware.from_crawler(crawler)
+        middleware.pipeline = SimhashDedupPipeline.from_crawler(crawler)  # the link guard on: requests are held
         out = []
         try:
             async for output in middleware.process_spider_output(HtmlResponse("https://a.test/"), callback()):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from pipelines import Fingerprinter
-from pipelines.worker_process import page_message, page_of
+from pipelines.worker_process import READY, page_message, page_of
 from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
@@ -28,6 +28,7 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         process, end = start_worker_process(FingerprinterOptions.of(fingerprinter))
         connection = Connection(end.detach())
         try:
+            assert connection.recv() == READY
             for html in PAGES + TEXTS:
                 connection.send(page_message(html, "https://a.test/"))
                 assert connection.recv() == fingerprinter.fingerprint(html)
@@ -56,13 +57,14 @@ print(sorted(name for name in sys.modules if name.split(".")[0] in ("numpy", "sc
 def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
     """Strings go as Python holds them (no encoding), and come back equal, of every width."""
     for html in PAGES + TEXTS:
-        message = pickle.loads(pickle.dumps(page_message(html, "https://a.test/")))
-        assert page_of(message) == (html, "https://a.test/")
+        message = pickle.loads(pickle.dumps(page_message(html, "https://a.test/", "text/html; charset=gb2312")))
+        assert page_of(message) == (html, "https://a.test/", "text/html; charset=gb2312" if type(html) is bytes else None)
         assert type(page_of(message)[0]) is type(html)
     keys = [RecentPages.key(html) for html in TEXTS]
     assert len(set(keys)) == len(TEXTS)  # distinct pages, distinct keys
     assert [RecentPages.key("".join(list(html))) for html in TEXTS] == keys  # equal strings, equal keys
     assert RecentPages.key("abc") != RecentPages.key(b"abc")
+    assert RecentPages.key(b"abc", "text/html; charset=gbk") != RecentPages.key(b"abc", "text/html")
 
 
 #: Lets the huge page be read (it has more text than the default bound): a worker then takes seconds over it.

@@ -12,7 +12,7 @@ from scrapy.linkextractors import LinkExtractor
 
 
 class SiteSpider(scrapy.Spider):
-    """Follows links within the start URL's host and port; yields url, title and html per page."""
+    """Follows links within the start URL's host and port; yields url and title per page."""
 
     name = "site"
 
@@ -31,11 +31,7 @@ class SiteSpider(scrapy.Spider):
     def parse(self, response: Response) -> Iterator[Any]:
         if not isinstance(response, TextResponse):
             return
-        yield {
-            "url": response.url,
-            "title": (response.css("title::text").get() or "").strip(),
-            "html": response.text,
-        }
+        yield {"url": response.url, "title": (response.css("title::text").get() or "").strip()}
         for link in self.links.extract_links(response):
             if urlsplit(link.url).netloc == self.site:
                 yield response.follow(link)

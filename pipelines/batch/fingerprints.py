@@ -3,6 +3,7 @@ in input order."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -11,8 +12,10 @@ from multiprocessing.connection import Connection, wait
 from ..document import too_large
 from ..fingerprint import Fingerprint, Fingerprinter
 from ..worker_process import FingerprinterOptions, FingerprintFailed, page_message
-from ..workers import WorkerCrashed, start_worker_process
+from ..workers import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from .sources import BadInput, Page
+
+logger = logging.getLogger(__name__)
 
 #: Pages sent to a worker ahead of its answers: enough that it never waits for the reader.
 PAGES_AHEAD = 12
@@ -25,8 +28,8 @@ Result = Fingerprint | Exception
 
 
 class Worker:
-    """One worker process (``python -m pipelines.worker_process``, as in a crawl), its connection and
-    the answers received from it, in the order its pages were sent.
+    """One worker process (started as in a crawl), its connection and the answers received from it, in
+    the order its pages were sent.
 
     Its socket's send buffer holds the pages sent ahead (``SEND_BUFFER``): a send returns at once
     while the worker is busy, and the reader goes on feeding the other workers."""
@@ -37,6 +40,13 @@ class Worker:
         self.connection = Connection(end.detach())
         self.waiting = 0  # pages sent, not answered
         self.answers: deque[Result] = deque()
+
+    def wait_ready(self) -> None:
+        """Return once the worker is ready; raise :class:`WorkersCannotStart` if it cannot start."""
+        try:
+            started(self.connection.recv())
+        except (EOFError, OSError):
+            raise WorkersCannotStart(f"it exited with code {self.process.wait()} before it was ready") from None
 
     def send(self, page: Page) -> None:
         self.connection.send(page_message(page.html, page.url, page.content_type))
@@ -64,8 +74,15 @@ class Pool:
     answers first, so a slow page on one worker never leaves another idle."""
 
     def __init__(self, options: FingerprinterOptions, processes: int) -> None:
+        """Start the workers; raise :class:`WorkersCannotStart` (none left running) if one cannot start."""
         self.options = options
         self.workers = [Worker(options) for _ in range(processes)]
+        try:
+            for worker in self.workers:
+                worker.wait_ready()
+        except WorkersCannotStart:
+            self.stop()
+            raise
 
     def send(self, page: Page) -> Worker:
         while min(w.waiting for w in self.workers) >= PAGES_AHEAD:
@@ -81,7 +98,8 @@ class Pool:
             worker = busy[connection]
             while worker.waiting and worker.connection.poll():
                 if not worker.receive():  # the page killed it: a new worker; its later pages fail too
-                    self.workers[self.workers.index(worker)] = Worker(self.options)
+                    self.workers[self.workers.index(worker)] = replacement = Worker(self.options)
+                    replacement.wait_ready()
                     break
 
     def stop(self) -> None:
@@ -92,12 +110,18 @@ class Pool:
 def fingerprinted(items: Iterable[Page | BadInput], fingerprinter: Fingerprinter,
                   processes: int) -> Iterator[tuple[Page | BadInput, Result | None]]:
     """Each item with its page's fingerprint (or the error it met), in input order; ``BadInput``
-    passes through with ``None``.  ``processes`` worker processes, or this process if 0."""
-    if processes <= 0:
+    passes through with ``None``.  ``processes`` worker processes, or this process if 0 (or if the
+    workers cannot start: said once)."""
+    try:
+        pool = Pool(FingerprinterOptions.of(fingerprinter), processes) if processes > 0 else None
+    except WorkersCannotStart as error:
+        logger.error("the fingerprint worker processes cannot start (%s); pages are fingerprinted in this process",
+                     error)
+        pool = None
+    if pool is None:
         for item in items:
             yield item, _here(fingerprinter, item)
         return
-    pool = Pool(FingerprinterOptions.of(fingerprinter), processes)
     sent: deque[tuple[Page | BadInput, Worker | None, Result | None]] = deque()
     try:
         for item in items:
@@ -129,6 +153,6 @@ def _here(fingerprinter: Fingerprinter, item: Page | BadInput) -> Result | None:
     if isinstance(item, BadInput):
         return None
     try:
-        return fingerprinter.fingerprint(item.text(), item.url)
+        return fingerprinter.fingerprint(item.html, item.url, item.content_type)
     except Exception as error:  # a bug: the page is kept and counted, never lost
         return FingerprintFailed(repr(error))

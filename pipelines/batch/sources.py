@@ -3,8 +3,8 @@
 Each reader yields the pages it can read and, for what it cannot, a
 ``BadInput`` naming the file and the record: one bad record never stops the
 rest.  A page read as bytes keeps its ``Content-Type``: it is decoded (in a
-worker) as Scrapy decodes a response's body (``document.response_text``), so
-a page gives the same fingerprint here as in a crawl.
+worker) as a crawl with the add-on decodes a response's body and header
+(``document.decode``), so a page gives the same fingerprint here as there.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..document import response_text
-
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 WARC_SUFFIXES = (".warc", ".warc.gz")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -24,8 +22,8 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 @dataclass
 class Page:
-    """One page read: its URL, its HTML (bytes: with their ``content_type``, to decode as Scrapy
-    would), where it was read (``source``), and for JSON Lines the record as it was (written to the
+    """One page read: its URL, its HTML (bytes: with their ``content_type``, a clue to their
+    encoding), where it was read (``source``), and for JSON Lines the record as it was (written to the
     kept output unchanged)."""
 
     url: str
@@ -33,12 +31,6 @@ class Page:
     source: str
     record: dict[str, Any] | None = None
     content_type: str | None = None
-
-    def text(self) -> str | bytes:
-        """The HTML as a spider would get it (``response.text``)."""
-        if isinstance(self.html, bytes) and self.content_type is not None:
-            return response_text(self.html, self.content_type)
-        return self.html
 
 
 @dataclass

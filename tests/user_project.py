@@ -1,0 +1,94 @@
+"""A Scrapy project as a new user writes one, run with the ``scrapy`` command: ``scrapy startproject``'s
+layout, the README's settings line, a spider that follows every link of a site and yields
+``scrapy.Item`` objects that declare no field for the filter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import PROJECT
+
+SETTINGS = '''
+BOT_NAME = "trial"
+SPIDER_MODULES = ["trial.spiders"]
+ROBOTSTXT_OBEY = False
+DOWNLOAD_DELAY = 0
+CONCURRENT_REQUESTS = 8
+TELNETCONSOLE_ENABLED = False
+LOG_LEVEL = "INFO"
+FEED_EXPORT_ENCODING = "utf-8"
+ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}
+'''
+
+ITEMS = '''
+import scrapy
+
+
+class PageItem(scrapy.Item):
+    url = scrapy.Field()
+    title = scrapy.Field()
+    part = scrapy.Field()
+'''
+
+SPIDER = '''
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+
+from trial.items import PageItem
+
+
+class SiteSpider(scrapy.Spider):
+    """Every page of one site; ``per_page`` items per page (the rows of a listing)."""
+
+    name = "site"
+
+    def __init__(self, url, per_page="1", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [url]
+        self.allowed_domains = [urlsplit(url).hostname]
+        self.per_page = int(per_page)
+        self.links = LinkExtractor()
+
+    def parse(self, response):
+        title = (response.css("title::text").get() or "").strip()
+        for part in range(self.per_page):
+            yield PageItem(url=response.url, title=title, part=part)
+        for link in self.links.extract_links(response):
+            yield response.follow(link)
+'''
+
+
+def make_project(root: Path, settings: str = "", top_level_pipelines: bool = False) -> Path:
+    """A project in ``root`` (``scrapy.cfg``, package ``trial``), ``settings`` appended to its settings.py;
+    with a top-level ``pipelines.py`` of its own if asked (some projects keep one there)."""
+    package = root / "trial"
+    (package / "spiders").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = trial.settings\n")
+    (package / "__init__.py").write_text("")
+    (package / "spiders" / "__init__.py").write_text("")
+    (package / "settings.py").write_text(SETTINGS + settings)
+    (package / "items.py").write_text(ITEMS)
+    (package / "spiders" / "site.py").write_text(SPIDER)
+    if top_level_pipelines:
+        (root / "pipelines.py").write_text("class TrialPipeline:\n    def process_item(self, item):\n        return item\n")
+    return root
+
+
+def scrapy(project: Path, *arguments: str, timeout: float = 600, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess:
+    """``scrapy ARGUMENTS`` run in ``project`` with this environment's ``scrapy`` command, as a user runs it
+    (the plugin installed in the environment; this checkout not on the path)."""
+    command = Path(sys.executable).parent / "scrapy"
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run([str(command), *arguments], cwd=project, capture_output=True, text=True, timeout=timeout,
+                          env={**environment, **(env or {})})
+
+
+def checkout_first() -> dict[str, str]:
+    """The environment that puts this checkout first on the path: ``pipelines`` is then the plugin."""
+    return {"PYTHONPATH": str(PROJECT)}
