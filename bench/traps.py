@@ -2,18 +2,21 @@
 
     python -m bench.traps [--articles 60] [--cap 3000] [--data ../shared/data]
 
-Two sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
+Three sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
 page's links within the site) in three variants, one crawl at a time:
 
 - the trap site (``crawler/trap_site.py``): ``--articles`` articles of real
   shared pages behind an endless calendar, session ids, sort and view
   parameters, print views, a mirrored path and tracking parameters;
-- the demo site (the Debian handbook in three languages), which has no traps.
+- the demo site (the Debian handbook in three languages), which has no traps;
+- the whole Debian handbook of ``--data`` (26 language folders): no traps,
+  but language index pages that are near-duplicates of each other while
+  their links lead into their own folders, where some pages are unique.
 
 Crawls go breadth-first (Scrapy's advice for broad crawls) and stop on their
 own or at ``--cap`` pages (an endless trap never ends without a guard).  For each: requests made, pages kept, whether the crawl
 ended on its own, and unique pages lost: pages of the site's own (the trap
-site's unique pages; on the demo site, the pages the unguarded crawl kept)
+site's unique pages; on the sites without traps, the pages the unguarded crawl kept)
 of which no kept page of the variant is a near-duplicate, by the pipeline's
 own decision.  Results go to ``bench/results/traps.json``.
 """
@@ -115,7 +118,7 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
     for variant, settings in VARIANTS.items():
         outcome = crawl(url, settings, cap)
         stats = outcome["stats"]
-        if own_pages is None:  # the demo site: its own pages are those the unguarded crawl kept
+        if own_pages is None:  # a site without traps: its own pages are those the unguarded crawl kept
             own_pages = outcome["kept"]
         rows.append({
             "site": name, "variant": variant,
@@ -150,7 +153,12 @@ def main() -> None:
         with tarfile.open(DEMO_SITE) as archive:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
-            rows += run_site("demo site", base_url, None, options.cap)
+            rows += run_site("demo site", base_url, None, cap=0)  # no trap: no cap
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(next((options.data / "debian-handbook-site").glob("*.tar.xz"))) as archive:
+            archive.extractall(tmp, filter="data")
+        with serve_directory(Path(tmp) / "html") as base_url:
+            rows += run_site("handbook, 26 languages", base_url, None, cap=0)
     columns = list(rows[0])
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in rows:

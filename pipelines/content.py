@@ -306,7 +306,7 @@ def _idf_table(name: str) -> IdfTable:
     table (unknown words get the rarest known word's IDF), or ``"chinese"``, jieba 0.42.1's table
     (unknown words get its median, as ``jieba.analyse`` does; loaded with the first Chinese word).
     Held as arrays: no Python object per word."""
-    return IdfTable.from_bytes(importlib.resources.files("pipelines").joinpath("data", f"idf_{name}.bin").read_bytes())
+    return IdfTable.from_bytes(importlib.resources.files(__package__).joinpath("data", f"idf_{name}.bin").read_bytes())
 
 
 def _word_idf() -> IdfTable:

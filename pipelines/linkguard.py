@@ -105,7 +105,7 @@ class LinkGuard:
     def covered(self, url: str) -> str | None:
         """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it)."""
         known = self.known.find(url)
-        if known == url:
+        if known is not None and rewritten(known, []) == rewritten(url, []):  # the same URL, but for a fragment
             return "already requested"
         if known is not None:
             return f"{known} already requested, the same page by the URL rules"

@@ -12,7 +12,7 @@ active size) bound that queue.  A page that kills its worker is known: it
 fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
 ``simhash_dedup/errors``), the pages it had not started go to another
 worker, and the next page starts a new worker.  A worker
-is a fresh interpreter running ``python -m pipelines.worker_process``: it
+is a fresh interpreter that loads this package from its folder: it
 imports the fingerprint's modules only, never the crawler's ``__main__`` nor
 a copy of its memory.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,6 +95,32 @@ def test_the_addon_puts_nothing_in_items_so_exports_and_logs_hold_what_the_spide
     assert len(exported) == len(result["kept"]) > 0
     assert all(set(item) == {"url"} for item in exported)
     assert "<html" not in result["log"].lower()
+
+
+@pytest.mark.parametrize("route", ["item field", "add-on", "add-on without link guard"])
+@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+def test_every_item_of_a_page_follows_the_page_s_verdict(
+    site: tuple[Path, str], crawl: Callable, route: str, backend: str
+) -> None:
+    """Every page yields 3 items (``url``, ``url#1``, ``url#2``: the rows of a listing), all pages requested
+    at once so that items of different pages reach the pipeline interleaved.  A page is decided once; its
+    3 items are all kept or all dropped with the same reason."""
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    settings = {**(PIPELINE_ONLY if route == "item field" else {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}),
+                "SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_SKIP_LINKS": route != "add-on without link guard"}
+    result = crawl([base_url + p for p in paths], settings, yield_html=route == "item field", repeat=3,
+                   all_at_once=True)
+    kept = Counter(url.split("#")[0] for url in result["kept"])
+    dropped: dict[str, set[tuple[str, str]]] = {}
+    for drop in result["dropped"]:
+        dropped.setdefault(drop["url"].split("#")[0], set()).add((drop["duplicate_of"], drop["reason"]))
+    assert set(kept.values()) == {3} and len(kept) == len(paths) - len(EXPECTED_DROPS)
+    assert len(result["dropped"]) == 3 * len(EXPECTED_DROPS) and all(len(why) == 1 for why in dropped.values())
+    assert not kept.keys() & dropped.keys()
+    stats = result["stats"]
+    assert (stats["simhash_dedup/pages_kept"], stats["simhash_dedup/pages_dropped"]) == (len(kept), len(dropped))
+    assert stats["simhash_dedup/checked"] == len(paths)
 
 
 def same_site_pairs() -> list[Path]:

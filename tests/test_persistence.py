@@ -300,3 +300,30 @@ def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
     assert match is not None and (match.url, match.reason) == ("https://a.test/short", "exact_text")
     assert reopened.check_and_add("https://a.test/other", Fingerprint(0x5EEC, 1, sketch=bytes(SKETCH_BYTES), short=True)) is None
     reopened.close()
+
+
+@pytest.mark.parametrize("updates", [False, True])
+def test_a_page_changed_since_the_last_crawl_is_dropped_or_passed_as_an_update(
+    site: tuple[Path, str], tmp_path: Path, updates: bool
+) -> None:
+    """A re-crawl meets its pages again.  One of them gained a sentence since: by default a near-duplicate
+    of its old self, dropped; with ``SIMHASH_DEDUP_UPDATES`` kept and marked as an update.  The unchanged
+    pages, and a copy of the old page under another URL, are dropped either way."""
+    root, base_url = site
+    paths = write_clusters(root)
+    originals = [base_url + p for p in paths[:ARTICLES]]
+    feed = tmp_path / "items.jsonl"
+    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PERSIST": True,
+                "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), "SIMHASH_DEDUP_UPDATES": updates,
+                "FEEDS": {str(feed): {"format": "jsonlines", "fields": ["url", "simhash_dedup_update"],
+                                      "overwrite": True}}}
+    assert len(crawl_to_end(tmp_path, originals, settings)["kept"]) == ARTICLES
+    edited = root / "a0.html"
+    edited.write_text(edited.read_text().replace(
+        "</h1>", "</h1><p>Correction: an earlier version of this article gave the wrong date for the meeting.</p>"))
+    again = crawl_to_end(tmp_path, [*originals, base_url + "c0.html"], settings)
+    assert again["kept"] == ([originals[0]] if updates else [])
+    assert len(again["dropped"]) == ARTICLES + (0 if updates else 1)
+    exported = [json.loads(line) for line in feed.read_text().splitlines()]
+    assert exported == ([{"url": originals[0], "simhash_dedup_update": True}] if updates else [])
+    assert again["stats"].get("simhash_dedup/updated", 0) == int(updates)

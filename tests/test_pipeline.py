@@ -496,3 +496,44 @@ def test_remembered_pages_are_bounded() -> None:
     assert run(recent.fingerprint(recent.key(pages[1]), fingerprint(pages[1]))) == (Fingerprint(8, 2), False)
     assert run(recent.fingerprint(recent.key(pages[0]), fingerprint(pages[0])))[1]
     assert recent.key("<p>0</p>") != recent.key(b"<p>0</p>")  # text and bytes never share a key
+
+
+def test_several_items_of_one_page_follow_its_verdict_whatever_comes_between_them() -> None:
+    """The item route: items whose HTML field holds the same object (``response.text``) are one page."""
+    pipeline = make_pipeline()
+    page, copy, other = fresh(ARTICLE), fresh(ARTICLE), fresh(OTHER_ARTICLE)
+    assert process_as_is(pipeline, {"url": "https://a.test/1", "row": 0, "html": page})
+    with pytest.raises(SimhashDuplicate):
+        process_as_is(pipeline, {"url": "https://a.test/copy", "row": 0, "html": copy})
+    assert process_as_is(pipeline, {"url": "https://a.test/2", "row": 0, "html": other})
+    assert process_as_is(pipeline, {"url": "https://a.test/1", "row": 1, "html": page})  # after other pages' items
+    with pytest.raises(SimhashDuplicate):
+        process_as_is(pipeline, {"url": "https://a.test/copy", "row": 1, "html": copy})
+    assert process_as_is(pipeline, {"url": "https://a.test/2", "row": 1, "html": other})
+    assert (stat(pipeline, "checked"), stat(pipeline, "pages_kept"), stat(pipeline, "pages_dropped")) == (3, 2, 1)
+    assert (stat(pipeline, "kept"), stat(pipeline, "dropped")) == (4, 2)
+
+
+def process_as_is(pipeline: SimhashDedupPipeline, item: Any) -> Any:
+    return run(pipeline.process_item(item))
+
+
+def test_rows_are_deduplicated_by_their_own_html_in_an_item_field() -> None:
+    """Row-level deduplication (the README's recipe): each item carries its row's own HTML, and the filter
+    reads that field.  A row is short, so it is a duplicate only of a row showing exactly the same words:
+    a row repeated on the next listing page is dropped, a row whose price changed is kept."""
+    pipeline = make_pipeline(SIMHASH_DEDUP_HTML_FIELD="row_html")
+
+    def row(page: int, product: str, price: str) -> dict[str, str]:
+        return {"url": f"https://shop.test/list?page={page}", "product": product,
+                "row_html": f"<li><a href='/p/{product}'>{product} wireless mouse, black</a> <b>{price} EUR</b></li>"}
+
+    for item in (row(1, "M100", "12.90"), row(1, "M200", "19.90"), row(1, "M300", "24.90")):
+        assert process_as_is(pipeline, item)
+    kept = []
+    for item in (row(2, "M200", "19.90"), row(2, "M300", "22.90"), row(2, "M400", "29.90")):
+        try:
+            kept.append(process_as_is(pipeline, item)["product"])
+        except SimhashDuplicate as error:
+            assert error.match.reason == "exact_text"
+    assert kept == ["M300", "M400"]

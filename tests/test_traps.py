@@ -166,3 +166,47 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
     out, error = asyncio.run(run())
     assert [request.url for request in out] == ["https://a.test/next"] and str(error) == "the spider's bug"
+
+
+def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
+    from pipelines.linkguard import url_shape
+
+    assert url_shape("http://a.test/cs-CZ/sect.apt.html") == url_shape("http://a.test/cs-CZ/index.html") == \
+        "a.test/cs-CZ/?"
+    assert url_shape("http://a.test/en-US/sect.apt.html") != url_shape("http://a.test/cs-CZ/sect.apt.html")
+    assert url_shape("http://a.test/calendar?month=2026-01") == url_shape("http://a.test/calendar?month=2031-12") == \
+        "a.test/?month"
+    assert url_shape("http://a.test/2024/05/story") == url_shape("http://a.test/2019/other") == "a.test/N/?"
+    assert url_shape("http://a.test/mirror/mirror/mirror/a") == url_shape("http://a.test/mirror/a") == "a.test/mirror/?"
+    assert url_shape("http://a.test/a?sid=1&b=2") == url_shape("http://a.test/b?b=3&sid=9") == "a.test/?b&sid"
+    assert url_shape("http://www.a.test:8080/x;jsessionid=1/y") == "a.test:8080/x/?"
+
+
+def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_page():
+    from pipelines.linkguard import LinkGuard
+
+    guard = LinkGuard(None, budget=3)
+    months = [f"http://a.test/calendar?month=2026-{n:02d}" for n in range(1, 13)]
+    for month in months[:2]:
+        guard.page_decided(month, duplicate=True)
+    assert guard.covered(months[5]) is None
+    guard.page_decided(months[2], duplicate=True)
+    assert guard.covered(months[5]) == "its URL shape a.test/?month led to 3 near-duplicates in a row"
+    assert guard.covered(months[1]) == "already requested"
+    guard.page_decided(months[3], duplicate=False)  # a month with an event
+    assert guard.covered(months[5]) is None
+    assert guard.covered("http://a.test/news/calendar?month=2026-05") is None  # another shape
+
+
+def test_known_urls_are_found_again_through_the_rules_trusted_since():
+    from pipelines.urlrules import KnownUrls, RuleBook
+
+    rules = RuleBook(support=2)
+    known = KnownUrls(rules)
+    known.add("http://a.test/article/1")
+    assert known.find("http://a.test/article/1#top") == "http://a.test/article/1"
+    assert known.find("http://a.test/article/1?sid=ab") is None
+    rules.learn("http://a.test/article/2?sid=cd", "http://a.test/article/2")
+    rules.learn("http://a.test/article/3?sid=ef", "http://a.test/article/3")  # "sid" trusted
+    assert known.find("http://a.test/article/1?sid=ab") == "http://a.test/article/1"
+    assert known.find("http://b.test/article/1?sid=ab") is None  # rules belong to their host

@@ -146,3 +146,39 @@ def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_
     assert "pages a fingerprint worker had not started go to another worker: 1" in result["log"]
     assert sorted(result["kept"]) == sorted(urls)
     assert result["stats"]["simhash_dedup/errors"] == 1
+
+
+def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_the_crawl(
+    site: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A library the workers need fails to import in them (here lxml, hidden by a ``sitecustomize`` that acts
+    only in a worker): one ERROR line says so, and the crawl decides every page as usual, in its own process."""
+    import json
+    import os
+
+    root, base_url = site
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "sitecustomize.py").write_text(
+        "import sys\n"
+        "if sys.argv[0] == '-c' and sys.argv[1:2] == ['pipelines']:  # a fingerprint worker\n"
+        "    sys.modules['lxml'] = None\n")
+    names = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "gne-163-1"]
+    for name in names:
+        (root / f"{name}.html").write_bytes(real_page(name))
+        (root / f"{name}-copy.html").write_bytes(real_page(name))
+    urls = [f"{base_url}{name}{suffix}.html" for suffix in ("", "-copy") for name in names]
+    config = tmp_path / "crawl.json"
+    config.write_text(json.dumps({"urls": urls, "settings": {
+        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
+        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite")}}))
+    done = subprocess.run([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
+                          cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{hidden}{os.pathsep}{Path(__file__).parents[1]}"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "the fingerprint worker processes cannot start" in errors[0], done.stderr[-3000:]
+    assert "ModuleNotFoundError" in errors[0] and "lxml" in errors[0]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert sorted(result["kept"]) == sorted(urls[:3]) and len(result["dropped"]) == 3
+    assert "simhash_dedup/errors" not in result["stats"]

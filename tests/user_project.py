@@ -83,10 +83,17 @@ def scrapy(project: Path, *arguments: str, timeout: float = 600, env: dict[str, 
            ) -> subprocess.CompletedProcess:
     """``scrapy ARGUMENTS`` run in ``project`` with this environment's ``scrapy`` command, as a user runs it
     (the plugin installed in the environment; this checkout not on the path)."""
-    command = Path(sys.executable).parent / "scrapy"
-    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    return subprocess.run([str(command), *arguments], cwd=project, capture_output=True, text=True, timeout=timeout,
-                          env={**environment, **(env or {})})
+    return subprocess.run(scrapy_command(*arguments), cwd=project, capture_output=True, text=True, timeout=timeout,
+                          env=environment(env))
+
+
+def scrapy_command(*arguments: str) -> list[str]:
+    return [str(Path(sys.executable).parent / "scrapy"), *arguments]
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without its ``PYTHONPATH`` (the checkout), plus ``extra``."""
+    return {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, **(extra or {})}
 
 
 def checkout_first() -> dict[str, str]:

@@ -1,0 +1,224 @@
+"""A real site crawled as a new user crawls it: a project made as ``scrapy startproject`` makes one, the README's
+add-on line, a spider that follows every link and yields ``scrapy.Item`` objects declaring no field for the
+filter, run with the ``scrapy`` command.  The site has the shape that once lost pages: language folders whose
+index pages are the same untranslated page, and translated chapters reachable only through such an index."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tarfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from crawler.local_site import serve_directory
+
+from .conftest import PROJECT
+from .pages import CHINESE_ARTICLE, real_page
+from .user_project import checkout_first, environment, make_project, scrapy, scrapy_command
+
+DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
+CHAPTERS = 16
+#: Folder -> where its index and its chapters come from.  Every index is the English one (untranslated), so
+#: the four are near-duplicates of each other; zh-CN's chapters are translated (unique), da-DK's only its
+#: preface, ko-KR's none (a mirror of en-US).  The root page lists them in this order.
+FOLDERS = {"en-US": "en-US", "da-DK": "da-DK", "ko-KR": "en-US", "zh-CN": "zh-CN"}
+ITEMS_PER_PAGE = 3
+
+
+def build_site(root: Path) -> list[str]:
+    """The site's pages under ``root``; their paths.  Links to pages left out become ``#``."""
+    with tarfile.open(DEMO_SITE) as archive:
+        def page(language: str, name: str) -> str:
+            return archive.extractfile(f"html/{language}/{name}").read().decode("utf-8")
+
+        index = page("en-US", "index.html")
+        chapters = [name for name in dict.fromkeys(re.findall(r'href="([a-z][^"#:/]*\.html)', index))
+                    if name != "index.html"][:CHAPTERS]
+        keep = {"index.html", *chapters}
+
+        def local(html: str) -> str:
+            return re.sub(r'href="([a-z][^"#:/]*\.html)[^"]*"',
+                          lambda m: m.group(0) if m.group(1) in keep else 'href="#"', html)
+
+        paths = ["index.html"]
+        (root / "index.html").write_text("<html><head><title>The handbook</title></head><body><ul>" + "".join(
+            f'<li><a href="{folder}/">{folder}</a></li>' for folder in FOLDERS) + "</ul></body></html>")
+        for folder, source in FOLDERS.items():
+            (root / folder).mkdir()
+            (root / folder / "index.html").write_text(local(index))
+            for name in chapters:
+                (root / folder / name).write_text(local(page(source, name)))
+            paths += [f"{folder}/{name}" for name in ("index.html", *chapters)]
+    return paths
+
+
+@pytest.fixture
+def languages(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """The site (a fresh copy: tests add pages to it), served on 127.0.0.1; its folder and start URL."""
+    root = tmp_path / "site"
+    root.mkdir()
+    build_site(root)
+    with serve_directory(root) as base_url:
+        yield root, base_url
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+def crawl(project: Path, url: str, output: str, *settings: str, per_page: int = 1) -> dict:
+    """``scrapy crawl site -a url=URL -O OUTPUT -s NAME=VALUE...``: the exported items, the stats, the log."""
+    done = scrapy(project, "crawl", "site", "-a", f"url={url}", "-a", f"per_page={per_page}", "-O", output,
+                  *(part for setting in settings for part in ("-s", setting)))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ERROR" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    items = [json.loads(line) for line in (project / output).read_text().splitlines()]
+    return {"items": items, "stats": stats_of(done.stderr), "log": done.stderr}
+
+
+def stats_of(log: str) -> dict[str, int]:
+    """The integer stats Scrapy dumps at the end of a crawl."""
+    return {name: int(value) for name, value in re.findall(r"'([\w/_.-]+)': (\d+),?\n", log)}
+
+
+def test_a_spider_yielding_several_items_per_page_keeps_all_of_a_kept_page_and_none_of_a_dropped_one(
+    languages: tuple[Path, str], project: Path
+) -> None:
+    _, base_url = languages
+    result = crawl(project, base_url, "items.jsonl", per_page=ITEMS_PER_PAGE)
+    per_page = Counter(item["url"] for item in result["items"])
+    stats = result["stats"]
+    assert set(per_page.values()) == {ITEMS_PER_PAGE}, "every item of a kept page"
+    assert len(per_page) == stats["simhash_dedup/pages_kept"] > 0
+    assert stats["simhash_dedup/pages_dropped"] > 0
+    assert stats["simhash_dedup/kept"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_kept"]
+    assert stats["simhash_dedup/dropped"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_dropped"]
+    assert stats["simhash_dedup/checked"] == stats["simhash_dedup/pages_kept"] + stats["simhash_dedup/pages_dropped"]
+    assert "simhash_dedup/no_html" not in stats, "the page comes from the response: no item field needed"
+    dropped = re.findall(r"near-duplicate of \S+ \(.*?\): (\S+)", result["log"])
+    assert Counter(dropped) == {url: ITEMS_PER_PAGE for url in set(dropped)}, "every item of a dropped page"
+    assert not set(dropped) & set(per_page)
+
+
+def test_the_link_guard_loses_no_page_that_a_crawl_without_it_would_keep(
+    languages: tuple[Path, str], project: Path
+) -> None:
+    """Crawled with the add-on's defaults, then again with the guards off and the same store: the second
+    crawl finds nothing the first did not have.  The guard off still deduplicates (the add-on decides from
+    the response, whatever the items hold)."""
+    _, base_url = languages
+    guarded = crawl(project, base_url, "guarded.jsonl", "SIMHASH_DEDUP_PERSIST=True")
+    assert guarded["stats"]["simhash_dedup/links_skipped"] > 0
+    unguarded = crawl(project, base_url, "unguarded.jsonl", "SIMHASH_DEDUP_PERSIST=True",
+                      "SIMHASH_DEDUP_SKIP_LINKS=False", "SIMHASH_DEDUP_URL_RULES=False")
+    assert unguarded["items"] == [], "pages the guarded crawl never reached"
+    assert unguarded["stats"]["simhash_dedup/pages_dropped"] == unguarded["stats"]["simhash_dedup/checked"] > 0
+    alone = crawl(project, base_url, "alone.jsonl", "SIMHASH_DEDUP_SKIP_LINKS=False", "SIMHASH_DEDUP_URL_RULES=False")
+    assert alone["stats"]["simhash_dedup/pages_dropped"] > 0 and "simhash_dedup/no_html" not in alone["stats"]
+    assert len(alone["items"]) == len(guarded["items"])
+
+
+def test_a_rerun_with_the_same_store_finds_every_page_added_since(languages: tuple[Path, str], project: Path) -> None:
+    root, base_url = languages
+    first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True")
+    assert first["items"]
+    added = {"da-DK/news.html": "newspaper-syracuse.com1", "da-DK/more-news.html": "gne-sina-1",
+             "ko-KR/news.html": "newspaper-theatlanticcities.com1"}
+    for path, page in added.items():
+        (root / path).write_bytes(real_page(page))
+        index = root / path.split("/")[0] / "index.html"  # linked from the folder's near-duplicate index
+        index.write_text(index.read_text().replace("</body>", f'<a href="{path.split("/")[1]}">new</a></body>'))
+    again = crawl(project, base_url, "again.jsonl", "SIMHASH_DEDUP_PERSIST=True")
+    assert sorted(item["url"] for item in again["items"]) == sorted(base_url + path for path in added)
+
+
+def test_a_rerun_without_memory_exports_what_it_scraped(languages: tuple[Path, str], project: Path) -> None:
+    """As with Scrapy's own duplicate filter: no JOBDIR, no SIMHASH_DEDUP_PERSIST, each run starts afresh."""
+    _, base_url = languages
+    first = crawl(project, base_url, "out.jsonl")
+    again = crawl(project, base_url, "out.jsonl")
+    assert len(again["items"]) == len(first["items"]) > 0  # (which copy of a page comes first may differ)
+    assert again["stats"].get("simhash_dedup/remembered", 0) == 0
+
+
+def test_a_second_crawl_at_once_is_refused_and_touches_nothing(languages: tuple[Path, str], project: Path) -> None:
+    """Started beside a running crawl with the same ``-O`` file: one ERROR line, exit status 1, and the first
+    crawl's file holds every item it scraped."""
+    _, base_url = languages
+    log = project / "first.log"
+    command = scrapy_command("crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl", "-s", "DOWNLOAD_DELAY=0.05",
+                             "-s", "CONCURRENT_REQUESTS=1")
+    with log.open("w") as stderr:
+        first = subprocess.Popen(command, cwd=project, stderr=stderr, env=environment())
+        deadline = time.monotonic() + 60
+        while "Spider opened" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl")
+        assert first.poll() is None, "the first crawl was still running"
+        first.wait(timeout=300)
+    assert second.returncode == 1
+    errors = [line for line in second.stderr.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
+    assert len(errors) == 1 and "in use by another running crawl" in errors[0]
+    assert "Traceback" not in second.stderr
+    assert first.returncode == 0
+    output = (project / "out.jsonl").read_bytes()
+    scraped = stats_of(log.read_text())["item_scraped_count"]
+    assert b"\x00" not in output and len(output.splitlines()) == scraped > 0
+
+
+def test_a_project_with_its_own_pipelines_py_is_deduplicated_as_usual(
+    languages: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The worker processes load the plugin from its own folder, never the project's ``pipelines.py``."""
+    _, base_url = languages
+    project = make_project(tmp_path / "own", top_level_pipelines=True)
+    result = crawl(project, base_url, "out.jsonl", "SIMHASH_DEDUP_WORKERS=2")
+    stats = result["stats"]
+    assert stats["simhash_dedup/pages_dropped"] > 0 and "simhash_dedup/errors" not in stats
+
+
+def test_a_pipelines_py_shadowed_by_the_plugin_is_named_in_one_error_line(
+    languages: tuple[Path, str], tmp_path: Path
+) -> None:
+    """With this checkout first on the path, ``pipelines`` is the plugin: the project's own ``pipelines.py``
+    cannot be imported.  One ERROR line names the clash and the way out; the filter works as usual."""
+    _, base_url = languages
+    project = make_project(tmp_path / "own", 'ADDONS = {"pipelines.SimhashDedupAddon": 0}\n', top_level_pipelines=True)
+    done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl", env=checkout_first())
+    assert done.returncode == 0
+    errors = [line for line in done.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and str(project / "pipelines.py") in errors[0] and "scrapy_simhash_dedup" in errors[0]
+    assert stats_of(done.stderr)["simhash_dedup/pages_dropped"] > 0
+
+
+def test_a_wrong_setting_is_one_error_line_and_exit_status_1(project: Path, languages: tuple[Path, str]) -> None:
+    _, base_url = languages
+    done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl",
+                  "-s", "SIMHASH_DEDUP_MODE=sometimes")
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
+    assert len(errors) == 1
+    assert "SIMHASH_DEDUP_MODE must be one of both, content, structure, either; got 'sometimes'" in errors[0]
+    assert "Traceback" not in done.stderr and not (project / "out.jsonl").exists()
+
+
+def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path, str], project: Path) -> None:
+    """The add-on decodes the response's bytes as the README says: valid UTF-8 wins over a contradicting
+    ``<meta charset>``.  The article's print view (declared UTF-8) is then a near-duplicate of it (read as
+    gb2312, as Scrapy's ``response.text`` reads it, the article would be other words and both were kept)."""
+    root, base_url = site
+    (root / "index.html").write_text('<html><body><a href="article.html">a</a> <a href="print.html">p</a></body></html>')
+    article = CHINESE_ARTICLE.replace("<head>", '<head><meta charset="gb2312">').replace(
+        "<body>", '<body><nav><a href="/">首页</a> <a href="/news">新闻</a> <a href="/sport">体育</a></nav>')
+    (root / "article.html").write_bytes(article.encode("utf-8"))
+    (root / "print.html").write_bytes(CHINESE_ARTICLE.replace("<head>", '<head><meta charset="utf-8">').encode("utf-8"))
+    result = crawl(project, base_url + "index.html", "out.jsonl", "CONCURRENT_REQUESTS=1")
+    kept = {item["url"].removeprefix(base_url) for item in result["items"]}
+    assert len(kept & {"article.html", "print.html"}) == 1, "one is a near-duplicate of the other"
