@@ -78,9 +78,9 @@ def print_summary(stats: dict[str, Any], dropped: list[tuple[str, Any]], base_ur
         return url.removeprefix(base_url) or "/"
 
     print(f"\npages crawled:  {stats.get('response_received_count', 0)}")
-    print(f"items checked:  {stats.get('simhash_dedup/checked', 0)}")
-    print(f"kept:           {stats.get('simhash_dedup/kept', 0)}  -> {output / 'kept.jsonl'}")
-    print(f"dropped:        {len(dropped)}")
+    print(f"pages checked:  {stats.get('simhash_dedup/checked', 0)}")
+    print(f"kept:           {stats.get('simhash_dedup/pages_kept', 0)}  -> {output / 'kept.jsonl'}")
+    print(f"dropped:        {stats.get('simhash_dedup/pages_dropped', 0)}")
     for reason, count in sorted(Counter(match.reason for _, match in dropped).items()):
         print(f"  matched on {reason}: {count}")
     for key in sorted(stats):
