@@ -85,9 +85,11 @@ class LinkGuard:
         self.known = KnownUrls(rules)  # requested or fetched by this crawl
         self.shapes = ShapeBudget(budget)
 
-    def page_decided(self, url: str, duplicate: bool) -> None:
+    def page_decided(self, url: str, duplicate: bool | None) -> None:
+        """A page was fetched and decided: a near-duplicate, unique, or (None) not compared."""
         self.known.add(url)
-        self.shapes.decided(url, duplicate)
+        if duplicate is not None:
+            self.shapes.decided(url, duplicate)
 
     def followed(self, url: str) -> None:
         """A request the crawl schedules."""

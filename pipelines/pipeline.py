@@ -132,7 +132,8 @@ class SimhashDedupPipeline:
         self._assigned: OrderedDict[int, tuple[Any, PageVerdict]] = OrderedDict()  # id(item) -> item, its page
         self._item_pages = SameObjectPages()
         self.rules = RuleBook(settings.rule_support) if settings.url_rules else None
-        self.fetched = KnownUrls(self.rules)  # pages fetched, and those earlier crawls kept: the rule middleware's
+        # pages fetched, and those earlier crawls kept: what the rule middleware skips requests for
+        self.fetched = KnownUrls(self.rules) if self.rules is not None else None
         self.links = LinkGuard(self.rules, settings.link_budget) if settings.skip_links else None
         self.store: MemoryStore = self._open_store()  # SQLite: here, before the feed exports open their files
         crawler.signals.connect(self._item_passed, signal=signals.item_scraped)
@@ -196,7 +197,7 @@ class SimhashDedupPipeline:
             return
         self.rules.load(rules)
         for url in fetched:
-            self.fetched.add(url)
+            self.fetched.add(url)  # type: ignore[union-attr] (there with the rules)
         self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))
         if rules:
             logger.info("simhash_dedup: %d URL rules remembered, %d trusted", len(rules), len(self.rules.trusted()))
@@ -330,7 +331,8 @@ class SimhashDedupPipeline:
 
     def _decided(self, page: PageVerdict) -> None:
         """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
-        self.fetched.add(page.url)
+        if self.links is not None:
+            self.links.page_decided(page.url, page.duplicate if page.fingerprint is not None else None)
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self._count("pages_dropped" if page.duplicate else "pages_kept")
@@ -343,9 +345,8 @@ class SimhashDedupPipeline:
                 self._count("borderline")
             if decision := self.reviewer.kept(page.url, page.fingerprint, page.match):
                 self.store.record(decision)
-        if self.links is not None and page.fingerprint is not None:
-            self.links.page_decided(page.url, page.duplicate)
         if self.rules is not None:
+            self.fetched.add(page.url)
             self._learn(page)
 
     def _learn(self, page: PageVerdict) -> None:

@@ -169,10 +169,8 @@ class RedisStore(MemoryStore):
             self._log.extendleft(reversed(sending))
 
     def open(self) -> None:
-        """Create the store if no process did and read the log (else on the first check): what it holds
-        now was kept by earlier crawls (``remembered``)."""
+        """Create the store if no process did and read the log (else on the first check)."""
         self._guarded(self.sync)
-        self.remembered = self._rows
 
     def _guarded(self, action: Callable[..., T], *args: Any) -> T:
         if time.monotonic() < self._retry_at:
@@ -199,7 +197,8 @@ class RedisStore(MemoryStore):
 
         Needed at open and when the replica fell behind: otherwise each script call returns
         the records the replica misses."""
-        if self._epoch is None:
+        first = self._epoch is None
+        if first:
             self._open()
         read: list[np.ndarray] = []  # appended at once: one sort of the replica, not one per chunk
         rows = self._rows
@@ -227,6 +226,8 @@ class RedisStore(MemoryStore):
                 break
         if read:
             self._append_records(np.concatenate(read))
+        if first:  # what the store held when this crawl first read it, earlier crawls kept
+            self.remembered = self._rows
 
     def close(self) -> None:
         try:
