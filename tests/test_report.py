@@ -23,7 +23,7 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
     assert done.returncode == 0, done.stderr[-3000:]
     report = output / "report.html"
     assert f"report: {report.resolve()}" in done.stdout
-    checked = int(re.search(r"items checked:\s+(\d+)", done.stdout)[1])
+    checked = int(re.search(r"pages checked:\s+(\d+)", done.stdout)[1])
     dropped = int(re.search(r"dropped:\s+(\d+)", done.stdout)[1])
     assert dropped > 0
 
@@ -39,7 +39,7 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
 
         counts = dict(line.split("\t") for line in page.inner_text("#counts").splitlines())
         assert int(counts["checked"].replace(",", "")) == checked
-        assert int(counts["dropped"].replace(",", "")) == dropped
+        assert int(counts["pages_dropped"].replace(",", "")) == dropped
         plots = page.locator("figure svg")
         assert plots.count() == 2
         for n in range(2):
