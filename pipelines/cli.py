@@ -1,7 +1,7 @@
 """``simhash-dedup``: the filter over files you already have, and the report of what it dropped.
 
-    simhash-dedup dedup INPUT... [-o kept.jsonl] [--decisions decisions.jsonl] [--store PATH|redis://…]
-    simhash-dedup report STORE|DECISIONS.jsonl|redis://… -o report.html
+    simhash-dedup dedup INPUT... [-o kept.jsonl] [--outcomes outcomes.jsonl] [--store PATH|redis://…]
+    simhash-dedup report STORE|OUTCOMES.jsonl|redis://… [-o report.html]
 
 The pipeline's settings are options (``--content-distance 6``…); ``--settings
 myproject.settings`` reads a Scrapy settings module first, so a batch run
@@ -12,26 +12,49 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Options that set a pipeline setting: option -> (setting, type).
-SETTING_OPTIONS: dict[str, tuple[str, type]] = {
-    "mode": ("SIMHASH_DEDUP_MODE", str),
-    "content_distance": ("SIMHASH_DEDUP_CONTENT_DISTANCE", int),
-    "structure_distance": ("SIMHASH_DEDUP_STRUCTURE_DISTANCE", int),
-    "min_similarity": ("SIMHASH_DEDUP_MIN_SIMILARITY", float),
-    "min_features": ("SIMHASH_DEDUP_MIN_FEATURES", int),
-    "structure_decay": ("SIMHASH_DEDUP_STRUCTURE_DECAY", float),
-    "max_html_bytes": ("SIMHASH_DEDUP_MAX_HTML_BYTES", int),
-    "max_elements": ("SIMHASH_DEDUP_MAX_ELEMENTS", int),
-    "max_text_chars": ("SIMHASH_DEDUP_MAX_TEXT_CHARS", int),
-    "html_field": ("SIMHASH_DEDUP_HTML_FIELD", str),
-    "url_field": ("SIMHASH_DEDUP_URL_FIELD", str),
-    "log_decisions": ("SIMHASH_DEDUP_DECISIONS", int),
-    "review_texts": ("SIMHASH_DEDUP_REVIEW_TEXTS", int),
+from .fingerprint import SCHEME_VERSION
+
+
+@dataclass(frozen=True)
+class SettingOption:
+    """A ``dedup`` option that sets a pipeline setting."""
+
+    setting: str
+    kind: type
+    meaning: str
+    choices: tuple[str, ...] | None = None
+
+
+#: Options that set a pipeline setting (the defaults are the pipeline's, shown by --help).
+SETTING_OPTIONS: dict[str, SettingOption] = {
+    "mode": SettingOption("SIMHASH_DEDUP_MODE", str, "which fingerprints must be near",
+                          ("content", "both", "structure", "either")),
+    "content_distance": SettingOption("SIMHASH_DEDUP_CONTENT_DISTANCE", int, "largest content distance (0-64 bits)"),
+    "min_similarity": SettingOption("SIMHASH_DEDUP_MIN_SIMILARITY", float,
+                                    "smallest sketch similarity of a content match (-1 to 1; -1: no check)"),
+    "structure_distance": SettingOption("SIMHASH_DEDUP_STRUCTURE_DISTANCE", int,
+                                        "largest structure distance (0-64 bits; modes both, structure, either)"),
+    "min_features": SettingOption("SIMHASH_DEDUP_MIN_FEATURES", int,
+                                  "own text with fewer distinct words: a short page, compared by its exact words"),
+    "structure_decay": SettingOption("SIMHASH_DEDUP_STRUCTURE_DECAY", float, "weight factor per depth level, in (0, 1]"),
+    "max_html_bytes": SettingOption("SIMHASH_DEDUP_MAX_HTML_BYTES", int, "larger pages are not compared"),
+    "max_elements": SettingOption("SIMHASH_DEDUP_MAX_ELEMENTS", int, "pages with more elements are not compared"),
+    "max_text_chars": SettingOption("SIMHASH_DEDUP_MAX_TEXT_CHARS", int,
+                                    "pages with more visible characters are not compared"),
+    "html_field": SettingOption("SIMHASH_DEDUP_HTML_FIELD", str, "JSON Lines: the field holding the page's HTML"),
+    "url_field": SettingOption("SIMHASH_DEDUP_URL_FIELD", str, "JSON Lines: the field holding the page's URL"),
+    "log_size": SettingOption("SIMHASH_DEDUP_DECISIONS", int,
+                              "drops and borderline keeps the store's decision log keeps (0: none)"),
+    "review_texts": SettingOption("SIMHASH_DEDUP_REVIEW_TEXTS", int,
+                                  "the newest of them that keep both pages' texts, for the report's diffs"),
 }
 
 
@@ -41,35 +64,66 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     try:
         return arguments.run(arguments)
-    except (ValueError, OSError, StoreNotOpened, StoreUnavailable) as error:  # a wrong setting, a store that
-        print(f"simhash-dedup: {error}", file=sys.stderr)                      # cannot be opened: one line
+    except (ValueError, OSError, StoreNotOpened, StoreUnavailable) as error:  # a wrong setting, a store or a file
+        print(f"simhash-dedup: {error}", file=sys.stderr)                      # that cannot be used: one line
         return 2
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="simhash-dedup", description=__doc__.split("\n\n")[0])
+    top.add_argument("--version", action="version", version=f"%(prog)s {_version()} (fingerprint scheme {SCHEME_VERSION})")
     commands = top.add_subparsers(required=True, metavar="COMMAND")
-    dedup = commands.add_parser("dedup", help="deduplicate HTML folders, JSON Lines and WARC files")
-    dedup.add_argument("inputs", nargs="+", metavar="INPUT", help="a folder of .html files, a .jsonl or a .warc[.gz]")
-    dedup.add_argument("-o", "--output", help="write the kept pages here (JSON Lines)")
-    dedup.add_argument("--decisions", help="write every page's outcome here (JSON Lines; `report` reads it)")
-    dedup.add_argument("--store", help="check against and add to this store: a crawl's SQLite file or a Redis URL")
-    dedup.add_argument("--key", help="the Redis store's key (default: simhash_dedup)", default="simhash_dedup")
-    dedup.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="fingerprint worker processes")
-    dedup.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dedup = commands.add_parser("dedup", help="deduplicate HTML folders, JSON Lines and WARC files",
+                                description="Read the pages of every INPUT in order, keep each page no page kept "
+                                            "before is a near-duplicate of, as a crawl would.")
+    dedup.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="a folder of .html files, a .jsonl[.gz] (a Scrapy feed) or a .warc[.gz]")
+    dedup.add_argument("-o", "--output", metavar="FILE", help="write the kept pages here (JSON Lines)")
+    dedup.add_argument("--outcomes", metavar="FILE",
+                       help="write every page's outcome here (JSON Lines: kept, dropped and why...; `report` reads it)")
+    dedup.add_argument("--store", metavar="PATH|URL",
+                       help="check against and add to this store: a crawl's SQLite file, or a Redis URL")
+    dedup.add_argument("--key", default="simhash_dedup", help="the Redis store's key (default: %(default)s)")
+    dedup.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                       help="fingerprint worker processes (default: the number of cores, %(default)s; 0: none)")
+    dedup.add_argument("--no-progress", action="store_true", help="no progress bar nor progress lines")
+    group = dedup.add_argument_group("the pipeline's settings (SIMHASH_DEDUP_*; the defaults are the pipeline's)")
+    group.add_argument("--settings", metavar="MODULE",
+                       help="a Scrapy settings module to read first, e.g. myproject.settings")
+    defaults = _setting_defaults()
+    for option, spec in SETTING_OPTIONS.items():
+        group.add_argument(f"--{option.replace('_', '-')}", dest=option, type=spec.kind, choices=spec.choices,
+                           metavar=None if spec.choices else spec.kind.__name__.upper(),
+                           help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})")
     dedup.set_defaults(run=run_dedup)
     report = commands.add_parser("report", help="write the HTML report of a decision log")
-    report.add_argument("source", help="a crawl's SQLite store, a decisions file of `dedup`, or a Redis URL")
-    report.add_argument("-o", "--output", default="simhash-dedup-report.html", help="the report file")
+    report.add_argument("source", help="a crawl's SQLite store, an --outcomes file of `dedup`, or a Redis URL")
+    report.add_argument("-o", "--output", default="simhash-dedup-report.html", metavar="FILE",
+                        help="the report file (default: %(default)s)")
     report.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
+    report.add_argument("--pairs", type=int, default=200, metavar="N",
+                        help="pairs shown side by side, nearest the threshold first (default: %(default)s)")
     report.set_defaults(run=run_report)
-    for command in (dedup, report):
-        group = command.add_argument_group("the pipeline's settings (SIMHASH_DEDUP_*)")
-        group.add_argument("--settings", help="a Scrapy settings module to read first, e.g. myproject.settings")
-        for option, (setting, kind) in SETTING_OPTIONS.items():
-            group.add_argument(f"--{option.replace('_', '-')}", dest=option, type=kind, metavar=kind.__name__.upper(),
-                               help=setting)
     return top
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scrapy-simhash-dedup")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "(not installed)"
+
+
+def _setting_defaults() -> dict[str, Any]:
+    from .settings import DedupSettings
+
+    default = DedupSettings()
+    values = {"mode": default.policy.mode.value, "content_distance": default.policy.content_distance,
+              "min_similarity": default.policy.min_similarity, "structure_distance": default.policy.structure_distance,
+              "log_size": default.decisions}
+    return {option: values.get(option, getattr(default, option, None)) for option in SETTING_OPTIONS}
 
 
 def dedup_settings(arguments: argparse.Namespace) -> Any:
@@ -81,27 +135,35 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
     settings = Settings()
     if arguments.settings:
         sys.path.insert(0, os.getcwd())
-        settings.setmodule(arguments.settings, priority="project")
-    for option, (setting, _) in SETTING_OPTIONS.items():
+        try:
+            settings.setmodule(arguments.settings, priority="project")
+        except ImportError as error:
+            raise ValueError(f"--settings {arguments.settings} cannot be imported ({error}); give a module "
+                             f"importable from this folder, e.g. myproject.settings") from None
+    for option, spec in SETTING_OPTIONS.items():
         if (value := getattr(arguments, option)) is not None:
-            settings.set(setting, value, priority="cmdline")
+            settings.set(spec.setting, value, priority="cmdline")
     return DedupSettings.from_settings(settings)
 
 
 def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch import dedup
+    from .batch.dedup import pages_read, summary
+    from .batch.progress import Progress
+    from .batch.sources import input_size
 
     settings = dedup_settings(arguments)
     with contextlib.ExitStack() as files:
-        store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
         kept = files.enter_context(open(arguments.output, "w", encoding="utf-8")) if arguments.output else None
-        decisions = files.enter_context(open(arguments.decisions, "w", encoding="utf-8")) if arguments.decisions else None
-        counts = dedup(arguments.inputs, settings, store, kept, decisions, arguments.workers,
-                       progress=not arguments.no_progress)
-    summary = ", ".join(f"{name} {counts[name]:,}" for name in ("checked", "kept", "dropped", "borderline", "not_html", "unreadable", "errors")
-                        if counts[name] or name in ("kept", "dropped"))
-    print(f"simhash-dedup: {summary}", file=sys.stderr)
-    return 1 if not counts["checked"] else 0
+        outcomes = files.enter_context(open(arguments.outcomes, "w", encoding="utf-8")) if arguments.outcomes else None
+        progress = files.enter_context(Progress(input_size(arguments.inputs), enabled=not arguments.no_progress))
+        files.enter_context(_messages_to(progress.say))
+        # entered last, closed first: its last write flushes the outputs, still open, before it
+        store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
+        happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress)
+        progress.finish()
+    print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
+    return 0 if pages_read(happened) else 1
 
 
 def open_store(target: str | None, key: str, settings: Any) -> Any:
@@ -127,15 +189,32 @@ def open_store(target: str | None, key: str, settings: Any) -> Any:
 def run_report(arguments: argparse.Namespace) -> int:
     from .report import load_log, write_report
 
-    settings = dedup_settings(arguments)
-    path = write_report(load_log(arguments.source, arguments.key, settings.policy), Path(arguments.output))
+    path = write_report(load_log(arguments.source, arguments.key), Path(arguments.output), arguments.pairs)
     print(f"simhash-dedup: report written to {path}", file=sys.stderr)
     return 0
 
 
 @contextlib.contextmanager
-def _closing(store: Any) -> Any:
+def _closing(store: Any) -> Iterator[Any]:
     try:
         yield store
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def _messages_to(say: Callable[[str], None]) -> Iterator[None]:
+    """The package's warnings and errors (a worker that cannot start…) as lines of the run's output."""
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            say(record.getMessage())
+
+    package = logging.getLogger(__package__)
+    handler, propagate = Said(logging.WARNING), package.propagate
+    package.addHandler(handler)
+    package.propagate = False
+    try:
+        yield
+    finally:
+        package.removeHandler(handler)
+        package.propagate = propagate

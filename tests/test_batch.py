@@ -76,9 +76,9 @@ def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, t
     store = tmp_path / "seen.sqlite"
     crawl([base_url + page for page in english], {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
                                                   "SIMHASH_DEDUP_PATH": str(store)})
-    done = dedup(root / "da-DK", "--store", store, "--decisions", tmp_path / "decisions.jsonl")
+    done = dedup(root / "da-DK", "--store", store, "--outcomes", tmp_path / "outcomes.jsonl")
     assert done.returncode == 0, done.stderr
-    outcomes = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    outcomes = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
     drops = [record for record in outcomes if record.get("outcome") == "dropped"]
     assert drops and all("/en-US/" in record["kept_url"] for record in drops)  # the crawl's pages, from its store
     report = tmp_path / "report.html"
@@ -108,12 +108,12 @@ def test_bad_input_is_named_and_the_rest_is_read(handbook, tmp_path):
     assert done.returncode == 0, done.stderr
     messages = done.stderr
     assert f"{truncated}@" in messages and "incomplete record" in messages
-    assert f"{mixed}: 1 response records are not HTML" in messages and "image/png" in messages
+    assert f"{mixed}: 1 response record not HTML, skipped" in messages and "image/png" in messages
     assert f"{broken}:2: not a JSON line" in messages and f"{broken}:3: no 'html' field" in messages
     assert f"{missing}: cannot be read" in messages
     read = [json.loads(line)["url"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
     assert read == [good[0][0], good[1][0]]  # the truncated file's whole records; their copies dropped
-    assert "checked 4, kept 2, dropped 2" in messages  # and the copies in the other files read
+    assert "4 pages: 2 kept, 2 dropped; 4 records unreadable; 1 record not HTML, skipped" in messages
 
     nothing = dedup(missing, tmp_path / "garbage.warc.gz")
     assert nothing.returncode == 1 and "cannot be read" in nothing.stderr
@@ -124,7 +124,7 @@ def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
     (tmp_path / "one.html").write_bytes(gzip.decompress(page))
     with gzip.open(tmp_path / "feed.jsonl.gz", "wt") as feed:
         feed.write(json.dumps({"url": "https://a.test/1", "html": gzip.decompress(page).decode("utf-8")}) + "\n")
-    done = dedup(tmp_path / "one.html", tmp_path / "feed.jsonl.gz", "--decisions", tmp_path / "d.jsonl", "--workers", "0")
+    done = dedup(tmp_path / "one.html", tmp_path / "feed.jsonl.gz", "--outcomes", tmp_path / "d.jsonl", "--workers", "0")
     assert done.returncode == 0, done.stderr
     outcomes = [json.loads(line).get("outcome") for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert outcomes[:2] == ["kept", "dropped"]  # the same page twice
@@ -177,7 +177,7 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     from pipelines.workers import WorkerCrashed
 
     root, _, pages = handbook
-    read = list(read_folder(root)) * 4  # enough work that the killed worker still has pages to answer
+    read = [page for page, _ in read_folder(root)] * 4  # enough work that the killed worker still has pages to answer
     results = fingerprinted(read, Fingerprinter(), processes=2)
     answers = [next(results)]
     workers = [int(pid) for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()

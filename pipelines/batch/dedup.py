@@ -3,23 +3,31 @@
 from __future__ import annotations
 
 import json
-import logging
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
-from ..decisions import Reviewer, run_summary
+from ..decisions import Decision, Reviewer, run_summary
 from ..fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
-from ..settings import DedupSettings
 from ..policy import dropped
+from ..settings import DedupSettings
 from ..stores import MemoryStore, SqliteStore
 from .fingerprints import fingerprinted
-from .sources import BadInput, Page, read_inputs
+from .sources import BadInput, Page, plural, read_inputs
 
-logger = logging.getLogger(__name__)
+#: A page's outcome when it was compared (else why not: ``not_compared/<reason>``, or ``failed``).
+KEPT, BORDERLINE, DROPPED, FAILED = "kept", "borderline", "dropped", "failed"
+NOT_COMPARED = "not_compared/"
+
+
+class Progress(Protocol):
+    """Where a run shows how far it is and says what went wrong (``pipelines.batch.progress``)."""
+
+    def advance(self, read: int, pages: int) -> None: ...
+
+    def say(self, message: str) -> None: ...
 
 
 def dedup(
@@ -27,73 +35,107 @@ def dedup(
     settings: DedupSettings,
     store: MemoryStore,
     kept: IO[str] | None = None,
-    decisions: IO[str] | None = None,
+    outcomes_file: IO[str] | None = None,
     workers: int = 1,
-    progress: bool = False,
+    progress: Progress | None = None,
 ) -> Counter[str]:
     """Read, fingerprint and decide every page of ``inputs`` in order; write each kept page to ``kept``
     (a JSON Lines record: the input's record, or its URL and source) and each page's outcome to
-    ``decisions``; return the counts (the pipeline's stats names, plus ``unreadable``)."""
+    ``outcomes_file``; return what happened: pages by outcome (``kept``, ``borderline``, ``dropped``,
+    ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``)."""
     fingerprinter = Fingerprinter(
         structure_decay=settings.structure_decay, min_features=settings.min_features,
         max_bytes=settings.max_html_bytes, max_elements=settings.max_elements,
         max_text_chars=settings.max_text_chars, keep_text=settings.keep_texts,
     )
     reviewer = Reviewer(settings.keep_texts)
-    counts: Counter[str] = Counter()
+    happened: Counter[str] = Counter()
+    stats: Counter[str] = Counter()  # the pipeline's stats, for the run's record (the report reads them)
     started = time.time()
     if isinstance(store, SqliteStore) and kept is not None:
         store.before_write = kept.flush  # a page is remembered only once its record is in the output
     pages = read_inputs(inputs, settings.html_field, settings.url_field)
-    for item, result in _progress(fingerprinted(pages, fingerprinter, workers), progress):
+    for item, result in fingerprinted(pages, fingerprinter, workers):
         if isinstance(item, BadInput):
-            counts[item.kind] += item.records
-            print(f"simhash-dedup: {item.source}: {item.message}", file=sys.stderr)
-            continue
-        counts["checked"] += 1
-        outcome, decision = _decide(item, result, store, reviewer, counts)
-        if decision is not None:
-            store.record(decision)
-        if decisions is not None:
-            record = {"source": item.source, "url": item.url, "outcome": outcome}
-            if decision is not None:
-                record.update({k: v for k, v in decision.to_json().items() if k not in ("url", "outcome")})
-            decisions.write(json.dumps(record, ensure_ascii=False) + "\n")
-        if outcome != "dropped":
-            if kept is not None:
-                kept.write(json.dumps(item.record or {"url": item.url, "source": item.source}, ensure_ascii=False) + "\n")
-            if isinstance(store, SqliteStore) and isinstance(result, Fingerprint) and comparable(result):
-                store.confirm(len(store) - 1)
-    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, counts)
-    if decisions is not None:
-        decisions.write(json.dumps({"run": summary}) + "\n")
+            happened["skipped" if item.kind == "not_html" else "unreadable"] += item.records
+            if progress is not None:
+                progress.say(f"{item.source}: {item.message}")
+        else:
+            outcome, decision = _decide(item, result, store, reviewer, stats)
+            happened[outcome] += 1
+            _write(item, outcome, decision, result, store, kept, outcomes_file)
+            if outcome == FAILED and progress is not None:
+                progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
+        if progress is not None:
+            progress.advance(item.read, pages_read(happened))
+    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, stats)
+    if outcomes_file is not None:
+        outcomes_file.write(json.dumps({"run": summary}) + "\n")
     store.save_run(summary)
-    return counts
+    return happened
 
 
 def _decide(page: Page, result: Fingerprint | Exception | None, store: MemoryStore, reviewer: Reviewer,
-            counts: Counter[str]) -> tuple[str, Any]:
-    """The page's outcome (kept, dropped, borderline, or why it was not compared) and its decision."""
+            stats: Counter[str]) -> tuple[str, Decision | None]:
+    """The page's outcome and its decision (for the log), counted in ``stats`` as a crawl counts it."""
+    stats["checked"] += 1
     if not isinstance(result, Fingerprint):
-        counts.update(["errors", "kept"])
-        print(f"simhash-dedup: {page.source}: fingerprinting failed ({result}); kept", file=sys.stderr)
-        return "errors", None
-    counts.update(outcomes(result))
-    match = store.check_and_add(page.url, result) if comparable(result) else None
+        stats.update(["errors", "pages_kept", "kept"])
+        return FAILED, None
+    stats.update(outcomes(result))
+    if not comparable(result):
+        stats.update(["pages_kept", "kept"])
+        return NOT_COMPARED + (result.problem or "no_text"), None
+    match = store.check_and_add(page.url, result)
     if dropped(match):
-        counts.update(["dropped", f"dropped/{match.reason}"])
-        return "dropped", reviewer.dropped(page.url, result, match)
-    counts["kept"] += 1
+        stats.update(["pages_dropped", "dropped", f"dropped/{match.reason}"])
+        decision = reviewer.dropped(page.url, result, match)
+        store.record(decision)
+        return DROPPED, decision
+    stats.update(["pages_kept", "kept"])
     decision = reviewer.kept(page.url, result, match)
-    if match is not None:
-        counts["borderline"] += 1
-        return "borderline", decision
-    return (result.problem or "kept"), decision
+    if decision is not None:
+        stats["borderline"] += 1
+        store.record(decision)
+        return BORDERLINE, decision
+    return KEPT, None
 
 
-def _progress(items: Iterable[Any], show: bool) -> Iterable[Any]:
-    if not show:
-        return items
-    from tqdm import tqdm
+def _write(page: Page, outcome: str, decision: Decision | None, result: Any, store: MemoryStore,
+           kept: IO[str] | None, outcomes_file: IO[str] | None) -> None:
+    """The page's outcome line, its record if kept; a kept page compared is then confirmed in the store."""
+    if outcomes_file is not None:
+        record = {"source": page.source, "url": page.url, "outcome": outcome.removeprefix(NOT_COMPARED)}
+        if decision is not None:
+            record.update({k: v for k, v in decision.to_json().items() if k not in ("url", "outcome")})
+        outcomes_file.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if outcome == DROPPED:
+        return
+    if kept is not None:
+        kept.write(json.dumps(page.record or {"url": page.url, "source": page.source}, ensure_ascii=False) + "\n")
+    if isinstance(store, SqliteStore) and outcome in (KEPT, BORDERLINE):
+        store.confirm(len(store) - 1)
 
-    return tqdm(items, unit=" pages", file=sys.stderr, mininterval=0.5, dynamic_ncols=True)
+
+def pages_read(happened: Counter[str]) -> int:
+    return sum(count for outcome, count in happened.items() if outcome not in ("unreadable", "skipped"))
+
+
+def summary(happened: Counter[str]) -> str:
+    """Every outcome once: ``289 pages: 148 kept (12 of them borderline), 139 dropped, 2 not compared (1
+    empty_html, 1 too_large), kept too; 1 record unreadable``."""
+    parts = [f"{happened[KEPT] + happened[BORDERLINE]:,} kept" + (
+        f" ({happened[BORDERLINE]:,} of them borderline)" if happened[BORDERLINE] else ""), f"{happened[DROPPED]:,} dropped"]
+    reasons = {outcome.removeprefix(NOT_COMPARED): count for outcome, count in sorted(happened.items())
+               if outcome.startswith(NOT_COMPARED)}
+    if reasons:
+        parts.append(f"{sum(reasons.values()):,} not compared ("
+                     + ", ".join(f"{count:,} {reason}" for reason, count in reasons.items()) + "), kept too")
+    if happened[FAILED]:
+        parts.append(f"{happened[FAILED]:,} failed, kept too")
+    line = f"{plural(pages_read(happened), 'page')}: " + ", ".join(parts)
+    if happened["unreadable"]:
+        line += f"; {plural(happened['unreadable'], 'record')} unreadable"
+    if happened["skipped"]:
+        line += f"; {plural(happened['skipped'], 'record')} not HTML, skipped"
+    return line

@@ -28,9 +28,9 @@ class Log:
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
-    """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), or a decisions
+    """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), or an outcomes
     file of ``simhash-dedup dedup`` (JSON Lines).  ``policy`` gives the thresholds when the source
-    does not say which were used."""
+    does not say which were used.  Anything else is a ``ValueError`` that says what was expected."""
     settings = {"mode": policy.mode.value, "content_distance": policy.content_distance,
                 "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity}
     if source.startswith(("redis://", "rediss://", "unix://")):
@@ -66,14 +66,29 @@ def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]
 
 
 def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
-    """A decisions file: one record per page read (its ``outcome``: kept, dropped, borderline or why it
+    """An outcomes file: one record per page read (its ``outcome``: kept, dropped, borderline or why it
     could not be compared), and a last record ``{"run": …}`` with the settings and counts."""
-    decisions, runs = [], []
-    with path.open(encoding="utf-8") as file:
-        for line in file:
-            record = json.loads(line)
+    decisions, runs, pages = [], [], 0
+    with path.open(encoding="utf-8", errors="replace") as file:
+        for number, line in enumerate(file, 1):
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                if number == 1:
+                    break  # not JSON Lines at all
+                raise ValueError(f"{path}:{number}: not a JSON line ({error})") from None
+            if not isinstance(record, dict):
+                break
             if "run" in record:
                 runs.append(record["run"])
-            elif record.get("outcome") in (DROPPED, BORDERLINE):
-                decisions.append(Decision.from_json(record))
+            elif "outcome" in record:
+                pages += 1
+                if record["outcome"] in (DROPPED, BORDERLINE):
+                    decisions.append(Decision.from_json(record))
+            else:
+                break
+    if not (pages or runs):
+        raise ValueError(f"{path} is neither a store of simhash_dedup (a SQLite file) nor an outcomes file of "
+                         f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a "
+                         f"Redis URL and its --key")
     return _from_runs(source, decisions, runs, settings)

@@ -19,14 +19,16 @@ def distance_histogram(decisions: list[Decision], threshold: int) -> str:
 
 
 def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
-    """Sketch similarity of each pair; the threshold for long texts marked (short ones need less)."""
-    bins = [x / 20 for x in range(-4, 21)]
-    return _histogram(decisions, lambda d: d.similarity, bins, threshold,
+    """Sketch similarity of each pair, from 0 to 1 (an estimate below 0 is drawn at 0: a Jaccard
+    similarity is never negative); the threshold for long texts marked (short ones need less)."""
+    bins = [x / 20 for x in range(21)]
+    return _histogram(decisions, lambda d: None if d.similarity is None else max(0.0, d.similarity), bins, threshold,
                       f"similarity ≥ {threshold:.2f} (less for short texts)", "sketch similarity (estimated Jaccard of word 3-grams)")
 
 
 def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str) -> str:  # noqa: ANN001
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
@@ -37,10 +39,12 @@ def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: 
     shown = [(outcome, values) for outcome, values in groups if values]
     if shown:
         axes.hist([values for _, values in shown], bins=bins, color=[COLORS[o] for o, _ in shown],
-                  label=[f"{LABELS[o]} ({len(v)})" for o, v in shown])
+                  label=[f"{LABELS[o]} ({len(v)})" for o, v in shown], log=True)  # one pair stays visible
     axes.axvline(threshold, color="#333333", linestyle="--", linewidth=1.2, label=threshold_label)
     axes.set_xlabel(xlabel)
-    axes.set_ylabel("pairs")
+    axes.set_ylim(bottom=0.5)  # (log scale: a bar of one pair beside one of hundreds)
+    axes.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    axes.set_ylabel("pairs (log scale)")
     axes.legend(fontsize=8, frameon=False)
     axes.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
