@@ -85,7 +85,7 @@ def _decide(page: Page, result: Fingerprint | Exception | None, store: MemorySto
     stats.update(outcomes(result))
     if not comparable(result):
         stats.update(["pages_kept", "kept"])
-        return NOT_COMPARED + (result.problem or "no_text"), None
+        return NOT_COMPARED + (result.problem or "too_few_features"), None
     match = store.check_and_add(page.url, result)
     if dropped(match):
         stats.update(["pages_dropped", "dropped", f"dropped/{match.reason}"])
