@@ -3,8 +3,9 @@
 Enable it with the add-on, ``ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}``:
 the pipeline, :class:`SimhashDedupPageMiddleware` (each response's page
 decided once, for all its items; the link guard) and
-:class:`SimhashDedupRuleMiddleware` (requests the URL rules show to be
-copies, skipped).  Or :class:`SimhashDedupPipeline` alone in
+:class:`SimhashDedupRequestMiddleware` (requests held back while the
+fingerprint workers are behind; those the URL rules show to be copies,
+skipped).  Or :class:`SimhashDedupPipeline` alone in
 ``ITEM_PIPELINES`` for items that carry their page's HTML.  The package is
 importable as ``scrapy_simhash_dedup`` (which no project shadows) and, in
 this checkout and for settings written for it, as ``pipelines``.
@@ -24,13 +25,13 @@ from .simhash import hamming, simhash
 
 if TYPE_CHECKING:
     from .addon import SimhashDedupAddon
-    from .middleware import SimhashDedupPageMiddleware, SimhashDedupRuleMiddleware
+    from .middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
     from .pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
     "SimhashDedupAddon": "addon",
     "SimhashDedupPageMiddleware": "middleware",
-    "SimhashDedupRuleMiddleware": "middleware",
+    "SimhashDedupRequestMiddleware": "middleware",
     "SimhashDedupPipeline": "pipeline",
     "SimhashDuplicate": "pipeline",
     "SimhashUnchecked": "pipeline",
@@ -42,7 +43,7 @@ __all__ = [
     "SimhashDedupAddon",
     "SimhashDedupPageMiddleware",
     "SimhashDedupPipeline",
-    "SimhashDedupRuleMiddleware",
+    "SimhashDedupRequestMiddleware",
     "SimhashDuplicate",
     "SimhashUnchecked",
     "hamming",

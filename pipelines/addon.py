@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from .middleware import SimhashDedupPageMiddleware, SimhashDedupRuleMiddleware
+from .middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
 from .pipeline import SimhashDedupPipeline
 
 PIPELINE_PRIORITY = 200  # before typical storage pipelines (300+), so duplicates are not stored
 PAGE_MIDDLEWARE_PRIORITY = 650  # nearer the spider than most: it sees the callback's own items and requests
-RULE_MIDDLEWARE_PRIORITY = 50  # before robots.txt (100) and the cache: a skipped request costs nothing
+REQUEST_MIDDLEWARE_PRIORITY = 50  # before robots.txt (100) and the cache: a skipped or held request costs nothing
 
 
 class SimhashDedupAddon:
@@ -25,5 +25,5 @@ class SimhashDedupAddon:
             "SPIDER_MIDDLEWARES", SimhashDedupPageMiddleware, PAGE_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", SimhashDedupRuleMiddleware, RULE_MIDDLEWARE_PRIORITY
+            "DOWNLOADER_MIDDLEWARES", SimhashDedupRequestMiddleware, REQUEST_MIDDLEWARE_PRIORITY
         )

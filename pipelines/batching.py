@@ -13,6 +13,7 @@ from twisted.python.threadpool import ThreadPool
 from .fingerprint import Fingerprint
 from .redis_store import MAX_BATCH, RedisStore
 from .policy import Match
+from .stores import CheckedLocally
 
 
 class StoreBatcher:
@@ -59,7 +60,9 @@ class StoreBatcher:
     def _answer(self, result: list[Match | None] | Failure, batch: list) -> None:
         self._busy = False
         for n, (_, _, waiting) in enumerate(batch):
-            if isinstance(result, Failure):
+            if isinstance(result, Failure) and isinstance(result.value, CheckedLocally):
+                waiting.errback(CheckedLocally(str(result.value), [result.value.matches[n]]))  # this page's
+            elif isinstance(result, Failure):
                 waiting.errback(result)
             else:
                 waiting.callback(result[n])

@@ -13,13 +13,13 @@
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never), longest tail to return,
 --          most pairs (tail page, sent page) to compare (-1: all), content distance, structure distance
---          (-1: not compared), then one argument per page: its record (24 bytes) then its
---          entry in the pages list (sketch length byte, sketch, url)
--- Returns  {"epoch"} when the store was created again (restart, reset); {"behind"} when the
---          log grew by more than the longest tail; {"moved", records} with the records from
---          ``seen`` on when a page kept since may be near a sent one (or too many to compare);
---          else {"kept", now, records}: the records from ``seen`` on, then the pages sent,
---          appended after them and stamped with the server's clock ``now``.
+--          (-1: not compared), sketch size in bytes, then one argument per page: its record (24
+--          bytes), its sketch (zeros if it has none), its URL
+-- Returns  {"epoch"} when the store is gone or was created again (restart, reset); {"behind"} when
+--          the log grew by more than the longest tail; {"moved", records, sketches} with the records
+--          and sketches from ``seen`` on when a page kept since may be near a sent one (or too many
+--          to compare); else {"kept", now, records, sketches}: those from ``seen`` on, then the pages
+--          sent, appended after them and stamped with the server's clock ``now``.
 
 local meta, prefix = KEYS[1], ARGV[1]
 if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
@@ -27,7 +27,8 @@ if redis.call("HGET", meta, "epoch") ~= ARGV[2] then
 end
 local seen, chunk, ttl, max_tail = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local max_pairs, max_content, max_structure = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local first_page = 10
+local sketch_size = tonumber(ARGV[10])
+local first_page = 11
 local count = tonumber(redis.call("HGET", meta, "count") or "0")
 if count - seen > max_tail then
   return {"behind"}  -- the caller reads the log first: this script's work stays small
@@ -63,20 +64,23 @@ local function near(a, b)
   return within(a, b, 1, 1, max_content) or within(a, b, 3, 2, max_structure)
 end
 
--- Records [seen, count), one GETRANGE per chunk; a chunk that expired reads as zeros.
-local parts, id = {}, seen
-while id < count do
-  local base = id - id % chunk
-  local from, to = id - base, math.min(chunk, count - base) - 1
-  local data = redis.call("GETRANGE", prefix .. ":fp:" .. (base / chunk), from * 24, to * 24 + 23)
-  parts[#parts + 1] = data .. string.rep("\0", (to - from + 1) * 24 - #data)
-  id = base + chunk
+-- Records and sketches [seen, count), one GETRANGE each per chunk; a chunk that expired reads as zeros.
+local function range(part, size)
+  local parts, id = {}, seen
+  while id < count do
+    local base = id - id % chunk
+    local from, to = id - base, math.min(chunk, count - base) - 1
+    local data = redis.call("GETRANGE", prefix .. ":" .. part .. ":" .. (base / chunk), from * size, to * size + size - 1)
+    parts[#parts + 1] = data .. string.rep("\0", (to - from + 1) * size - #data)
+    id = base + chunk
+  end
+  return table.concat(parts)
 end
-local tail = table.concat(parts)
+local tail = range("fp", 24)
 
 if count > seen then
   if max_pairs >= 0 and (count - seen) * (#ARGV - first_page + 1) > max_pairs then
-    return {"moved", tail}
+    return {"moved", tail, range("sk", sketch_size)}
   end
   local sent = {}
   for i = first_page, #ARGV do
@@ -86,7 +90,7 @@ if count > seen then
     local kept = halves(tail, t * 24)
     for _, page in ipairs(sent) do
       if near(kept, page) then
-        return {"moved", tail}
+        return {"moved", tail, range("sk", sketch_size)}
       end
     end
   end
@@ -95,29 +99,33 @@ end
 -- The records' stamp is the server's clock: every process ages pages alike.
 local now = tonumber(redis.call("TIME")[1])
 local stamp = struct.pack(">I4", now)
-local records, entries = {}, {}
+local sketches_tail = range("sk", sketch_size)
+local records, sketches, urls = {}, {}, {}
 for i = first_page, #ARGV do
   records[#records + 1] = string.sub(ARGV[i], 1, 16) .. stamp .. string.sub(ARGV[i], 21, 24)
-  entries[#entries + 1] = string.sub(ARGV[i], 25)
+  sketches[#sketches + 1] = string.sub(ARGV[i], 25, 24 + sketch_size)
+  urls[#urls + 1] = string.sub(ARGV[i], 25 + sketch_size)
 end
 
--- Append them a chunk at a time: the records, and the entries to the chunk's list.
+-- Append them a chunk at a time: the records, the sketches, and the URLs to the chunk's list.
 local id, last_id = count, count + #records
 while id < last_id do
   local n = math.floor(id / chunk)
   local last = math.min(last_id, (n + 1) * chunk)
-  local fp_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":pages:" .. n
+  local fp_key, sk_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":sk:" .. n, prefix .. ":pages:" .. n
   local from, to = id - count + 1, last - count
   redis.call("SETRANGE", fp_key, (id % chunk) * 24, table.concat(records, "", from, to))
+  redis.call("SETRANGE", sk_key, (id % chunk) * sketch_size, table.concat(sketches, "", from, to))
   for _ = redis.call("LLEN", pages_key), id % chunk - 1 do
     redis.call("RPUSH", pages_key, "\0")  -- the chunk expired meanwhile: keep positions aligned
   end
-  redis.call("RPUSH", pages_key, unpack(entries, from, to))
+  redis.call("RPUSH", pages_key, unpack(urls, from, to))
   if ttl > 0 then
     redis.call("EXPIRE", fp_key, ttl)
+    redis.call("EXPIRE", sk_key, ttl)
     redis.call("EXPIRE", pages_key, ttl)
   end
   id = last
 end
 redis.call("HSET", meta, "count", last_id)
-return {"kept", now, tail .. table.concat(records)}
+return {"kept", now, tail .. table.concat(records), sketches_tail .. table.concat(sketches)}

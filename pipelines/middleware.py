@@ -11,10 +11,11 @@ scheduled when the link guard (:mod:`pipelines.linkguard`) finds them
 covered.  A callback that yields no item decides nothing, and its requests go
 on; a request with ``dont_filter`` always goes on (the spider asked for it).
 
-:class:`SimhashDedupRuleMiddleware` (a downloader middleware) skips a request
-before download when the trusted URL rules (:mod:`pipelines.urlrules`)
-rewrite its URL to a page already fetched.  Requests with ``dont_filter`` are
-never skipped.
+:class:`SimhashDedupRequestMiddleware` (a downloader middleware) holds a
+request back while the fingerprint workers are behind (so that downloaded
+pages do not pile up in memory, where a killed crawl loses them), and skips it
+when the trusted URL rules (:mod:`pipelines.urlrules`) rewrite its URL to a
+page already fetched (never a request with ``dont_filter``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,6 @@ class _Component:
     """What both middlewares share: the crawl's settings, checked as the pipeline checks them, and the
     crawl's :class:`SimhashDedupPipeline` (found when first needed: the engine exists by then)."""
 
-    switch = ""  # the DedupSettings flag that turns the middleware on ("": always on)
-
     def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
         self.crawler = crawler
         self.settings = settings
@@ -57,10 +56,7 @@ class _Component:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
             raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
-        settings = crawl_settings(crawler)
-        if cls.switch and not getattr(settings, cls.switch):
-            raise NotConfigured(f"SIMHASH_DEDUP_{cls.switch.upper()} is off")
-        return cls(crawler, settings)
+        return cls(crawler, crawl_settings(crawler))
 
     @cached_property
     def pipeline(self) -> SimhashDedupPipeline | None:
@@ -126,14 +122,16 @@ class SimhashDedupPageMiddleware(_Component):
         return True
 
 
-class SimhashDedupRuleMiddleware(_Component):
-    """Skips requests the trusted URL rules rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
+class SimhashDedupRequestMiddleware(_Component):
+    """Holds requests back while the fingerprint workers are behind; skips those the trusted URL rules
+    rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
 
-    switch = "url_rules"
-
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
         pipeline = self.pipeline
-        if request.dont_filter or pipeline is None or pipeline.rules is None:
+        if pipeline is None:
+            return
+        await pipeline.fingerprints.room()
+        if request.dont_filter or pipeline.rules is None:
             return
         rules = pipeline.rules.applying(request.url)
         target = pipeline.fetched.find(request.url) if rules else None

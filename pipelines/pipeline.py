@@ -25,7 +25,7 @@ from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
 from .startup import crawl_settings, refuse, shadowed_module
-from .stores import MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
+from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .urlrules import KnownUrls, RuleBook
 from .workers import ArrivalOrder, FingerprintPool, RecentPages
 
@@ -43,6 +43,8 @@ STATS_PREFIX = "simhash_dedup"
 ASSIGNED_HELD = 10_000
 #: Pages of the item route whose HTML objects are held: the items of one page arrive together, within them.
 SAME_OBJECT_PAGES = 256
+#: Items without HTML, and no page checked yet, after which the crawl is told that nothing is deduplicated.
+NO_HTML_WARNING = 20
 #: The field a kept page's items get with ``SIMHASH_DEDUP_UPDATES`` when the page is an update.
 UPDATE_FIELD = "simhash_dedup_update"
 CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
@@ -267,9 +269,21 @@ class SimhashDedupPipeline:
             html = adapter.get(self.settings.html_field)
             if html is None:
                 self._count("no_html", url)
+                self._warn_if_no_html()
                 return item
             page = await self._item_pages.page(html, lambda: self._decide(url, html))
         return self._pass_or_drop(item, adapter, page)
+
+    def _warn_if_no_html(self) -> None:
+        """The first ``NO_HTML_WARNING`` items had no HTML and no page was handed over: nothing is being
+        deduplicated.  Said once, with the way out."""
+        stats = self.crawler.stats
+        if stats.get_value(f"{STATS_PREFIX}/no_html") == NO_HTML_WARNING and not stats.get_value(f"{STATS_PREFIX}/checked"):
+            logger.warning(
+                "simhash_dedup: the first %d items carry no HTML in their %r field and came from no page the add-on "
+                "handed over, so nothing is deduplicated. Enable the add-on, which takes each page from its "
+                "response (ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}), or put the page's HTML in "
+                "the items (SIMHASH_DEDUP_HTML_FIELD).", NO_HTML_WARNING, self.settings.html_field)
 
     def _pass_or_drop(self, item: Any, adapter: ItemAdapter, page: PageVerdict) -> Any:
         """The item of a decided page: passed on (with what a kept page's items get), or dropped."""
@@ -315,9 +329,12 @@ class SimhashDedupPipeline:
             if fingerprint is None:
                 verdict = PageVerdict(url)
             else:
-                match, row = await self._check_and_add(url, fingerprint, turn)
-                recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
-                verdict = PageVerdict(url, fingerprint, match, row, recrawl=recrawl)
+                verdict = self._verdict(url, fingerprint, *await self._check_and_add(url, fingerprint, turn))
+        except CheckedLocally as error:  # Redis down: checked against this crawler's replica only
+            self._store_failed(url, error)
+            closed = self.settings.fail_mode == "closed"
+            verdict = PageVerdict(url, unchecked=True) if closed else self._verdict(url, fingerprint, error.matches[0])
+            self._count("checked_locally")
         except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self._store_failed(url, error)
             verdict = PageVerdict(url, unchecked=self.settings.fail_mode == "closed")
@@ -328,6 +345,10 @@ class SimhashDedupPipeline:
             self._order.end(turn)
         self._decided(verdict)
         return verdict
+
+    def _verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
+        recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
+        return PageVerdict(url, fingerprint, match, row, recrawl=recrawl)
 
     def _decided(self, page: PageVerdict) -> None:
         """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
@@ -423,8 +444,8 @@ class SimhashDedupPipeline:
             logger.error(
                 "simhash_dedup: the Redis store is unreachable (%s) at %s; %s", error, url,
                 "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if closed else
-                "items are kept unchecked, counted in simhash_dedup/store_errors, until it answers "
-                "(SIMHASH_DEDUP_FAIL_MODE = 'open').",
+                "pages are checked against this crawler's replica of it and the pages it kept meanwhile only "
+                "(simhash_dedup/checked_locally), until it answers (SIMHASH_DEDUP_FAIL_MODE = 'open').",
             )
         if closed:
             self._close_spider()

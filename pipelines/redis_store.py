@@ -2,11 +2,12 @@
 
 Redis holds every kept page once, in order, as a log cut into chunks of
 ``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 24-byte records: both
-fingerprints, the time kept, which parts exist) and ``<key>:pages:<n>`` (a
-list of sketch + URL), with ``<key>:meta`` (epoch, count, scheme).
+fingerprints, the time kept, which parts exist), ``<key>:sk:<n>`` (a string of
+the pages' 66-byte sketches) and ``<key>:pages:<n>`` (a list of their URLs),
+with ``<key>:meta`` (epoch, count, scheme).
 
-Each process reads the log's fingerprints at open into a replica: the same
-in-memory index as ``MemoryStore``.  The decision runs in the crawler
+Each process reads the log's fingerprints and sketches at open into a replica:
+the same in-memory index as ``MemoryStore``.  The decision runs in the crawler
 processes: a batch of pages is compared with the replica and with the pages
 before it in the batch, and those found unique go to one Lua script
 (``check_and_add.lua``) that appends them only if the log still ends where
@@ -16,6 +17,12 @@ again.  Redis runs scripts one at a time, so the decision is atomic across
 processes and machines: of two near-duplicates checked at once by two
 processes, exactly one is kept.  Redis's one thread only appends, whatever
 the distances and however many processes share it.
+
+While Redis cannot be reached, pages are checked against the replica and the
+pages kept meanwhile (``CheckedLocally``), and those kept are added first when
+it answers.  If it comes back without the store (restarted without its data),
+the replica is written back as the log (``heal.lua``): the first process to
+do so wins, the others reload it.
 """
 
 from __future__ import annotations
@@ -25,10 +32,10 @@ import logging
 import secrets
 import struct
 import time
-from dataclasses import asdict
 from array import array
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
+from dataclasses import asdict
 from importlib.resources import files
 from typing import Any, TypeVar
 
@@ -37,25 +44,34 @@ import redis
 
 from .decisions import Decision, Skip, packed, unpacked
 from .fingerprint import Fingerprint
+from .index import grown
 from .indexloops import near_any
 from .policy import Match, Mode, Policy, dropped
-from .stores import MemoryStore, StoreUnavailable, fingerprint_rows
+from .sketch import SKETCH_BYTES
+from .stores import CheckedLocally, MemoryStore, StoreUnavailable, fingerprint_rows
 from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 4096  # pages per chunk: a 96 KB string and a list, read or expired together
+CHUNK = 4096  # pages per chunk: a 96 KB string of records, a 264 KB string of sketches and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
 _PARTS = np.array([1, 2, 4], dtype=np.uint8)  # a record's flags: has content, has structure, is short
+#: The keys a store is made of, beside its meta hash; bumped when they change (stores of another layout are refused).
+LAYOUT = 2
 MAX_UNCHECKED = 10_000  # pages kept while Redis was down, added when it answers again (the latest ones)
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
 MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try; more, the caller does
 MAX_RUNS = 100  # runs whose counts are kept (<key>:runs)
-RETRY_SECONDS = 1.0  # after a failure, items pass unchecked (fail-open) this long before Redis is tried again
+RETRY_SECONDS = 1.0  # after a failure, pages are checked locally this long before Redis is tried again
+KNOWN_URLS = 100_000  # URLs of replica rows this process met, kept for writing the log back (the latest)
+HEAL_STAGING_SECONDS = 3600  # how long a log being written back may take before its keys expire
+#: The URL a page written back gets when this process never met it (its URL was lost with the store).
+LOST_URL = "(a page kept before Redis lost the store)"
 T = TypeVar("T")
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
+_HEAL = files(__package__).joinpath("heal.lua").read_text()
 
 
 class RedisStore(MemoryStore):
@@ -66,17 +82,19 @@ class RedisStore(MemoryStore):
         super().__init__(policy)
         self.client = client
         self.key = key
-        self.scheme = scheme
+        self.scheme = f"{scheme}/redis-layout={LAYOUT}"
         self.expire_seconds = expire_seconds
         self.decisions_kept = decisions
         self.texts_kept = texts
         self._log: deque[Decision | Skip | Rule] = deque(maxlen=MAX_UNCHECKED)  # recorded (reactor), to send (batch thread)
         self._script = client.register_script(_SCRIPT)
+        self._heal_script = client.register_script(_HEAL)
         self._epoch: bytes | None = None
-        self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
+        self._replica_reset()
         self._clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._retry_at = 0.0
-        self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down
+        self._unchecked: list[tuple[str, Fingerprint]] = []  # kept while Redis was down, to add when it answers
+        self._outage = MemoryStore(policy)  # the same pages: later pages are checked against them meanwhile
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
         # the distances the script compares new records with pages at (-1: that part is not)
         self._limits = np.array([
@@ -84,26 +102,53 @@ class RedisStore(MemoryStore):
             policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
         ])
 
+    def _replica_reset(self) -> None:
+        """An empty replica: rows, their stamps, sketches and the URLs met."""
+        MemoryStore.__init__(self, self.policy)
+        self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
+        self._sketch_rows = np.zeros((0, SKETCH_BYTES), dtype=np.uint8)  # per replica row: its sketch (or zeros)
+        self._known_urls: OrderedDict[int, str] = OrderedDict()  # row -> URL, for the rows this process met
+
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
         return self.check_and_add_many([(url, fingerprint)])[0]
 
     def check_and_add_many(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
         """Each page's match, or ``None`` when it was kept; one script call for the batch.
 
-        Raises ``StoreUnavailable`` when Redis fails, and for ``RETRY_SECONDS`` after; the
-        pages are then kept unchecked by the caller, and added first when Redis answers again
-        (up to ``MAX_UNCHECKED``), so that their later copies are still caught.
+        When Redis fails (and for ``RETRY_SECONDS`` after), raises ``CheckedLocally`` with each
+        page's match against the replica and the pages kept meanwhile: the pages it keeps are
+        added first when Redis answers again (up to ``MAX_UNCHECKED``), so that their later copies
+        are still caught, here and in the other processes.
         """
         try:
             while self._unchecked:  # kept while Redis was down: added first, a batch at a time
                 self._guarded(self._check_all, self._unchecked[:MAX_BATCH])
                 del self._unchecked[:MAX_BATCH]
+            self._outage = MemoryStore(self.policy) if len(self._outage) else self._outage
             return self._guarded(self._check_all, pages)
-        except StoreUnavailable:
-            self._unchecked = (self._unchecked + pages)[-MAX_UNCHECKED:]
-            raise
+        except StoreUnavailable as error:
+            raise CheckedLocally(str(error), self._check_locally(pages)) from None
         finally:
             self.send_log()
+
+    def _check_locally(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        """Redis is down: each page against the replica, then against the pages kept meanwhile."""
+        matches = []
+        for url, page in pages:
+            match = self._find(url, page)
+            if not dropped(match):
+                outage = self._outage.check_and_add(url, page)
+                if dropped(outage):
+                    match = outage
+                else:
+                    self._unchecked.append((url, page))
+            matches.append(match)
+        if len(self._unchecked) > MAX_UNCHECKED:  # the oldest are forgotten; so are they here
+            self._unchecked = self._unchecked[-MAX_UNCHECKED:]
+            self._outage = MemoryStore(self.policy)
+            for url, page in self._unchecked:
+                self._outage.check_and_add(url, page)
+        return matches
 
     def record(self, decision: Decision) -> None:
         if self.decisions_kept:
@@ -125,8 +170,8 @@ class RedisStore(MemoryStore):
         pipe = self.client.pipeline(transaction=False)
         for chunk in range(first // CHUNK, (self._rows - 1) // CHUNK + 1 if self._rows else 0):
             pipe.lrange(f"{self.key}:pages:{chunk}", 0, -1)
-        entries = [entry for chunk in pipe.execute() for entry in chunk][first % CHUNK:]
-        return rules, [entry[1 + entry[0]:].decode() for entry in entries if entry and entry != b"\0"]
+        urls = [url for chunk in pipe.execute() for url in chunk][first % CHUNK:]
+        return rules, [url.decode() for url in urls if url and url != b"\0"]
 
     def save_run(self, run: dict[str, Any]) -> None:
         if not self.decisions_kept:
@@ -193,39 +238,41 @@ class RedisStore(MemoryStore):
         return results
 
     def sync(self) -> None:
-        """Read the log into the replica up to its end (and start over if the store was created again).
+        """Read the log into the replica up to its end.  If the store is gone (Redis restarted
+        without its data), write the replica back as the log, or, if another process did so first
+        or the store was reset, start over from what Redis holds.
 
         Needed at open and when the replica fell behind: otherwise each script call returns
         the records the replica misses."""
         first = self._epoch is None
         if first:
             self._open()
-        read: list[np.ndarray] = []  # appended at once: one sort of the replica, not one per chunk
+        read: list[tuple[np.ndarray, np.ndarray]] = []  # appended at once: one sort of the replica
         rows = self._rows
         while True:
             chunk, offset = divmod(rows, CHUNK)
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(self._meta, "epoch", "count")
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
+            pipe.getrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, -1)
             pipe.time()
-            (epoch, count), data, (seconds, _) = pipe.execute()
+            (epoch, count), data, sketches, (seconds, _) = pipe.execute()
             self._set_clock(seconds)
-            if epoch != self._epoch:  # Redis lost the store (restart without persistence, reset): start over
-                self._start_over()
+            if epoch != self._epoch:  # the store is gone, or was created again
+                if not (self._rows and self._heal()):
+                    self._start_over()
                 read, rows = [], self._rows
                 continue
             count = int(count or 0)
             missing = min(count, (chunk + 1) * CHUNK) - rows
             if missing > 0:  # a chunk that expired reads short: its pages become rows that never match
-                records = np.zeros(missing, dtype=RECORD)
-                data = data[: missing * RECORD.itemsize]
-                records[: len(data) // RECORD.itemsize] = np.frombuffer(data, dtype=RECORD)
-                read.append(records)
+                read.append((_fixed(data, missing, RECORD.itemsize), _fixed(sketches, missing, SKETCH_BYTES)))
                 rows += missing
             if rows >= count:
                 break
         if read:
-            self._append_records(np.concatenate(read))
+            records, sketches = (b"".join(part) for part in zip(*read))
+            self._append_records(np.frombuffer(records, dtype=RECORD), sketches)
         if first:  # what the store held when this crawl first read it, earlier crawls kept
             self.remembered = self._rows
 
@@ -255,18 +302,52 @@ class RedisStore(MemoryStore):
         self._epoch = epoch
 
     def _start_over(self) -> None:
-        MemoryStore.__init__(self, self.policy)
-        self._stamps = array("I")
+        logger.warning("simhash_dedup: the Redis store %s was created again (reset, or written back by another "
+                       "crawler); reloading it", self.key)
+        self._replica_reset()
         self._open()
 
-    def _append_records(self, records: np.ndarray) -> None:
-        """Rows for pages of the log (all zeros: a page whose chunk expired, never matched)."""
+    def _heal(self) -> bool:
+        """The store is gone: write the replica back as the log (rows, stamps, sketches, the URLs this
+        process met), under keys of its own, then make them the store's in one script, unless another
+        process did so first or the store was reset meanwhile.  Whether this replica is the log now."""
+        epoch, rows = secrets.token_hex(8), self._rows
+        staging = f"{self.key}:heal:{epoch}"
+        records = np.zeros(rows, dtype=RECORD)
+        records["content"], records["structure"] = self._fingerprints[:rows, 0], self._fingerprints[:rows, 1]
+        records["stamp"] = np.frombuffer(self._stamps, dtype=np.uint32)[:rows]
+        records["flags"] = self._present[:rows] @ _PARTS
+        chunks = (rows + CHUNK - 1) // CHUNK
+        for n in range(chunks):
+            part = slice(n * CHUNK, min(rows, (n + 1) * CHUNK))
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(f"{staging}:fp:{n}", records[part].tobytes(), ex=HEAL_STAGING_SECONDS)
+            pipe.set(f"{staging}:sk:{n}", self._sketch_rows[part].tobytes(), ex=HEAL_STAGING_SECONDS)
+            pipe.rpush(f"{staging}:pages:{n}", *(self._known_urls.get(row, LOST_URL) for row in range(part.start, part.stop)))
+            pipe.expire(f"{staging}:pages:{n}", HEAL_STAGING_SECONDS)
+            pipe.execute()
+        outcome = self._heal_script(keys=[self._meta], args=[self.key, staging, epoch, self.scheme, rows, chunks,
+                                                            self.expire_seconds])
+        if outcome != b"healed":
+            return False
+        self._epoch = epoch.encode()
+        logger.warning("simhash_dedup: the Redis store %s came back empty (Redis restarted without its data?); "
+                       "this crawler wrote back the %d pages it knew", self.key, rows)
+        return True
+
+    def _append_records(self, records: np.ndarray, sketches: bytes) -> None:
+        """Rows for pages of the log, with their sketches (all zeros: a page whose chunk expired, never
+        matched)."""
         if not len(records):
             return
+        first = self._rows
         fingerprints = np.empty((len(records), 2), dtype=np.uint64)
         fingerprints[:, 0], fingerprints[:, 1] = records["content"], records["structure"]
         self._load_rows(fingerprints, records["flags"][:, None] & _PARTS != 0)
         self._stamps.extend(records["stamp"].tolist())
+        if self._rows > len(self._sketch_rows):
+            self._sketch_rows = grown(self._sketch_rows, first, max(self._rows, len(self._sketch_rows) * 9 // 8 + 1024))
+        self._sketch_rows[first : self._rows] = np.frombuffer(sketches, dtype=np.uint8).reshape(-1, SKETCH_BYTES)
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
         """Pages matched in the replica or earlier in the batch; the others appended through the
@@ -283,22 +364,22 @@ class RedisStore(MemoryStore):
             kept = [i for i, match in zip(pending, in_batch) if not dropped(match)]
             if not kept:
                 break
-            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist()]
-            args += [pack_record(pages[i][1]) + pack_entry(*pages[i]) for i in kept]
+            args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist(),
+                    SKETCH_BYTES]
+            args += [pack_record(pages[i][1]) + (pages[i][1].sketch or bytes(SKETCH_BYTES)) + pages[i][0].encode()
+                     for i in kept]
             status, *reply = self._script(keys=[self._meta], args=args)
-            if status == b"epoch":
-                logger.warning("simhash_dedup: the Redis store %s was created again; reloading it", self.key)
-                self._start_over()
-                return None
-            if status == b"behind":
+            if status in (b"epoch", b"behind"):  # the store is gone or was created again; or the replica is far behind
                 self.sync()
                 return None
             if status == b"kept":  # after the pages others kept meanwhile (not near these), stamped
-                seconds, appended = reply
+                seconds, appended, sketches = reply
                 self._set_clock(seconds)
-                self._append_records(np.frombuffer(appended, dtype=RECORD))
+                self._append_records(np.frombuffer(appended, dtype=RECORD), sketches)
+                for n, i in enumerate(kept):  # its own pages come last
+                    self._known(self._rows - len(kept) + n, pages[i][0])
                 break
-            self._append_records(np.frombuffer(reply[0], dtype=RECORD))  # "moved": others kept pages near
+            self._append_records(np.frombuffer(reply[0], dtype=RECORD), reply[1])  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
             new_rows = (self._fingerprints[seen : self._rows], self._present[seen : self._rows])
             near = near_any(*pending_rows, *new_rows, self._limits, False)
@@ -339,22 +420,32 @@ class RedisStore(MemoryStore):
         now = time.time() + self._clock_offset
         return not self.expire_seconds or now - self._stamps[row] <= self.expire_seconds
 
-    def _entry(self, row: int) -> bytes | None:
-        chunk, position = divmod(row, CHUNK)
-        entry = self.client.lindex(f"{self.key}:pages:{chunk}", position)
-        return entry if entry and entry != b"\0" else None
+    def _known(self, row: int, url: str) -> None:
+        self._known_urls[row] = url
+        self._known_urls.move_to_end(row)
+        if len(self._known_urls) > KNOWN_URLS:
+            self._known_urls.popitem(last=False)
 
     def _url(self, row: int) -> str:
+        """A kept page's URL: from the batch, from the URLs met, else from Redis (a placeholder if Redis
+        cannot say: the page's fingerprints and sketch are in the replica, its URL is not)."""
         if row in self._batch_pages:
             return self._batch_pages[row][0]
-        entry = self._entry(row) or b"\0"
-        return entry[1 + entry[0] :].decode()
+        if (url := self._known_urls.get(row)) is not None:
+            return url
+        chunk, position = divmod(row, CHUNK)
+        try:
+            entry = self.client.lindex(f"{self.key}:pages:{chunk}", position)
+        except redis.RedisError:
+            return LOST_URL
+        url = entry.decode() if entry and entry != b"\0" else LOST_URL
+        self._known(row, url)
+        return url
 
     def _sketch(self, row: int) -> bytes | None:
         if row in self._batch_pages:
             return self._batch_pages[row][1]
-        entry = self._entry(row)
-        return entry[1 : 1 + entry[0]] if entry and entry[0] else None
+        return self._sketch_rows[row].tobytes() if self._present[row, 0] else None
 
 
 def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
@@ -406,10 +497,12 @@ def _from_stream(entry: dict[bytes, bytes]) -> Decision:
 
 
 def remove_redis_store(client: redis.Redis, key: str) -> int:
-    """Delete every key of the store ``key``; returns how many."""
+    """Delete every key of the store ``key`` (a reset), leaving a mark that says so: the processes still
+    using it start over, they do not write their replicas back (see ``heal.lua``).  Returns how many keys."""
     keys = list(client.scan_iter(match=f"{key}:*", count=1000))
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
+    client.hset(f"{key}:meta", "reset", int(time.time()))
     return len(keys)
 
 
@@ -419,7 +512,6 @@ def pack_record(page: Fingerprint) -> bytes:
     return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
 
 
-def pack_entry(url: str, page: Fingerprint) -> bytes:
-    """The page's entry in a ``pages`` list: sketch length (0 or 64), sketch, URL."""
-    sketch = page.sketch or b""
-    return bytes([len(sketch)]) + sketch + url.encode()
+def _fixed(data: bytes, count: int, size: int) -> bytes:
+    """``count`` items of ``size`` bytes from ``data``, zeros where it is short (a chunk that expired)."""
+    return data[: count * size].ljust(count * size, b"\0")

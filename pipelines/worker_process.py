@@ -65,20 +65,21 @@ def page_of(message: PageMessage) -> tuple[str | bytes, str, str | None]:
 
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
     """The loop: a page in (``page_message``), its fingerprint (or the traceback) out, until the
-    crawler closes its end."""
+    crawler closes its end, or is gone (killed): then the worker exits quietly."""
     fingerprinter = Fingerprinter(**asdict(options))
-    connection.send(READY)
-    while True:
-        if not connection.poll():  # nothing waiting: give back what the last pages freed
-            release_freed_memory()
-        try:
+    try:
+        connection.send(READY)
+        while True:
+            if not connection.poll():  # nothing waiting: give back what the last pages freed
+                release_freed_memory()
             html, url, content_type = page_of(connection.recv())
-        except EOFError:
-            return
-        try:
-            connection.send(fingerprinter.fingerprint(html, url, content_type))
-        except Exception:  # a bug: reported in the crawler, the page kept
-            connection.send(FingerprintFailed(traceback.format_exc()))
+            try:
+                answer = fingerprinter.fingerprint(html, url, content_type)
+            except Exception:  # a bug: reported in the crawler, the page kept
+                answer = FingerprintFailed(traceback.format_exc())
+            connection.send(answer)
+    except (EOFError, OSError):  # the end of input, or the crawler was killed (its end reset)
+        return
 
 
 def main(fd: int, options: str) -> None:

@@ -55,6 +55,9 @@ STOP_TIMEOUT = 5.0
 RECENT_PAGES = 10_000
 #: Pages a worker holds at once: the one it fingerprints, and the next.
 PAGES_PER_WORKER = 2
+#: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
+#: a killed crawl then loses few pages already downloaded (``SimhashDedupRequestMiddleware``).
+WAITING_PER_WORKER = 4
 
 
 class WorkerCrashed(RuntimeError):
@@ -228,6 +231,7 @@ class FingerprintPool:
         self._workers: list[FingerprintWorker] = []
         self._queue: deque[Page] = deque()
         self._closed = False
+        self._room_waiters: list[Deferred[None]] = []  # downloads waiting for pages to be answered
 
     async def start(self) -> None:
         """Start the workers and wait until they are ready (or known not to start)."""
@@ -253,6 +257,20 @@ class FingerprintPool:
         self._hand_out()
         return await maybe_deferred_to_future(answer)
 
+    def waiting(self) -> int:
+        """Pages waiting for their fingerprints: queued, or held by a worker."""
+        return len(self._queue) + sum(len(worker.pages) for worker in self._workers)
+
+    def full(self) -> bool:
+        return self.processes > 1 and not self._closed and self.waiting() >= WAITING_PER_WORKER * self.processes
+
+    async def room(self) -> None:
+        """Return once fewer than ``WAITING_PER_WORKER`` pages per worker wait (at once if so): downloads
+        wait here, so that pages do not pile up, downloaded, while the workers are behind."""
+        while self.full():
+            self._room_waiters.append(Deferred())
+            await maybe_deferred_to_future(self._room_waiters[-1])
+
     def workers(self) -> list[tuple[int, str | None]]:
         """The live worker processes: their pid, and the URL of the page each is fingerprinting."""
         return [(worker.process.pid, worker.url) for worker in self._workers if worker.is_alive()]
@@ -265,6 +283,7 @@ class FingerprintPool:
         for worker in workers:
             worker.stop()
         self._fail(list(self._queue))
+        self._wake()
 
     def _start_worker(self) -> FingerprintWorker:
         worker = FingerprintWorker(self._options, self._lost)
@@ -288,9 +307,17 @@ class FingerprintPool:
             worker.send(self._queue.popleft())
 
     def _room_again(self, result: Fingerprint | Failure) -> Fingerprint | Failure:
-        """A page is answered: its worker takes the next one (the answer passes on unchanged)."""
+        """A page is answered: its worker takes the next one, downloads may go on (the answer passes on
+        unchanged)."""
         self._hand_out()
+        if not self.full():
+            self._wake()
         return result
+
+    def _wake(self) -> None:
+        waiters, self._room_waiters = self._room_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
 
     def _cannot_start(self, failure: Failure) -> None:
         """A worker failed before it was ready: no worker is started again; pages are fingerprinted here."""

@@ -138,7 +138,7 @@ def test_progress_on_a_terminal_has_a_total_and_messages_above_it(archive: Path,
     from tqdm import tqdm
 
     total = tqdm.format_sizeof(archive.stat().st_size, divisor=1024)  # the inputs' size, in bytes
-    assert f" 0.00/{total} [" in done.stderr and f"100%" in done.stderr and f"{total}/{total} [" in done.stderr
+    assert f" 0.00/{total} [" in done.stderr and "100%" in done.stderr and f"{total}/{total} [" in done.stderr
     assert "16 pages" in done.stderr and "<" in done.stderr  # pages so far, and the time left
     segments = [segment.strip() for line in done.stderr.splitlines() for segment in line.split("\r")]
     assert f"simhash-dedup: {missing}: cannot be read: no such file or folder" in segments  # a line of its own

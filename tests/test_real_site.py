@@ -20,7 +20,15 @@ from crawler.local_site import serve_directory
 
 from .conftest import PROJECT
 from .pages import CHINESE_ARTICLE, real_page
-from .user_project import checkout_first, environment, make_project, scrapy, scrapy_command
+from .user_project import (
+    REDIS_SPIDER,
+    SCRAPY_REDIS_SETTINGS,
+    checkout_first,
+    environment,
+    make_project,
+    scrapy,
+    scrapy_command,
+)
 
 DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 CHAPTERS = 16
@@ -222,3 +230,34 @@ def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path,
     result = crawl(project, base_url + "index.html", "out.jsonl", "CONCURRENT_REQUESTS=1")
     kept = {item["url"].removeprefix(base_url) for item in result["items"]}
     assert len(kept & {"article.html", "print.html"}) == 1, "one is a near-duplicate of the other"
+
+
+def test_the_readme_s_redis_settings_deduplicate_items_without_html(
+    languages: tuple[Path, str], tmp_path: Path, redis_url: str
+) -> None:
+    """The README's settings for several crawlers (scrapy-redis's scheduler, the add-on, the Redis store) in a
+    new project whose RedisSpider yields ``{url, title}``, seeded through its start-URLs key."""
+    import redis
+
+    _, base_url = languages
+    database = f"{redis_url}/7"
+    client = redis.Redis.from_url(database)
+    client.flushdb()
+    client.lpush("site:start_urls", base_url)
+    project = make_project(tmp_path / "redis", SCRAPY_REDIS_SETTINGS.format(redis_url=database), spider=REDIS_SPIDER)
+    done = scrapy(project, "crawl", "site", "-O", "out.jsonl")
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = stats_of(done.stderr)
+    assert stats["simhash_dedup/pages_dropped"] > 0 and "simhash_dedup/no_html" not in stats
+    assert len((project / "out.jsonl").read_text().splitlines()) == stats["simhash_dedup/pages_kept"]
+    assert int(client.hget("site:simhash_dedup:meta", "count")) == stats["simhash_dedup/pages_kept"]
+
+
+def test_items_without_html_and_no_add_on_get_one_warning(languages: tuple[Path, str], tmp_path: Path) -> None:
+    _, base_url = languages
+    project = make_project(tmp_path / "pipeline", 'ADDONS = {}\nITEM_PIPELINES = {"scrapy_simhash_dedup.SimhashDedupPipeline": 200}\n')
+    done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl")
+    assert done.returncode == 0, done.stderr[-3000:]
+    warnings = [line for line in done.stderr.splitlines() if "simhash_dedup" in line and " WARNING: " in line]
+    assert len(warnings) == 1 and "the first 20 items carry no HTML" in warnings[0]
+    assert "ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}" in warnings[0]

@@ -17,6 +17,7 @@ import redis
 from pipelines.fingerprint import Fingerprint
 from pipelines.sketch import SKETCH_BYTES
 from pipelines.redis_store import (
+    LOST_URL,
     MAX_BATCH,
     MAX_PAIRS,
     RETRY_SECONDS,
@@ -158,15 +159,40 @@ def test_pages_count_as_seen_for_the_expiry_only(redis_url: str) -> None:
     assert writer.check_and_add(*first) is not None  # `third` is fresh
 
 
-def test_a_store_created_again_is_reloaded(redis_url: str) -> None:
-    (original, copy), = clusters(1, 2, seed=11)
+def test_a_store_reset_elsewhere_is_reloaded(redis_url: str) -> None:
+    """A reset (on another process) leaves a mark: the replica is not written back, it is reloaded at the
+    next page sent to Redis."""
+    (original, copy), (other,) = clusters(1, 2, seed=11)[0], clusters(1, 1, seed=12)[0]
     store = new_store(redis_url, "recreated")
     remove_redis_store(store.client, "recreated")
     assert store.check_and_add(*original) is None
-    remove_redis_store(store.client, "recreated")  # as a restart without persistence, or a reset elsewhere
-    assert store.check_and_add(*copy) is None  # the old replica is not trusted
+    remove_redis_store(store.client, "recreated")  # SIMHASH_DEDUP_RESET elsewhere
+    assert store.check_and_add(*other) is None  # sent: the store is found new, the replica reloaded
     assert store.client.hget("recreated:meta", "count") == b"1"
+    assert store.check_and_add(*copy) is None  # the old replica is not trusted
     assert store.check_and_add(*original) is not None
+
+
+def test_a_store_redis_lost_is_written_back_by_one_replica(redis_url: str) -> None:
+    """Redis restarted without its data: the first process to notice writes its replica back (fingerprints,
+    sketches, the URLs it met), the others reload it; no page kept before is forgotten."""
+    pages = clusters(6, 2, seed=13)
+    first, second, late = new_store(redis_url, "lost"), new_store(redis_url, "lost"), new_store(redis_url, "lost")
+    remove_redis_store(first.client, "lost")
+    for (original, _) in pages[:4]:
+        assert first.check_and_add(*original) is None
+    assert second.check_and_add(*pages[4][0]) is None  # its replica: the five originals
+    second.client.flushall()  # a restart without persistence
+    assert second.check_and_add(*pages[5][0]) is None  # sent: the store is gone, written back, then added to
+    assert second.client.hget("lost:meta", "count") == b"6"
+    assert first.check_and_add(*clusters(1, 1, seed=14)[0][0]) is None  # its write-back loses: it reloads
+    assert first.client.hget("lost:meta", "count") == b"7"
+    for checker in (first, second, late):
+        for original, copy in pages:
+            match = checker.check_and_add(*copy)
+            assert match is not None and match.duplicate
+    assert second.check_and_add(*pages[4][1]).url == pages[4][0][0]  # the URL its writer knew
+    assert late.check_and_add(*pages[0][1]).url in (pages[0][0][0], LOST_URL)
 
 
 def test_another_fingerprint_scheme_is_refused(redis_url: str) -> None:
@@ -233,13 +259,16 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
     result = json.loads((tmp_path / "result.json").read_text())
     stats = result["stats"]
     assert "Traceback" not in log
-    assert [d for d in result["dropped"] if not d.get("unchecked")] == []  # never a duplicate without a check
-    if fail_mode == "open":
-        assert len(result["kept"]) == len(urls)
+    if fail_mode == "open":  # every page checked against the pages this crawler kept meanwhile
+        assert sorted(Path(url).name for url in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
+        assert sorted(Path(d["duplicate_of"]).name for d in result["dropped"]) == sorted(
+            f"a{n}.html" for n in range(ARTICLES))
         assert stats["finish_reason"] == "finished"
-        assert stats["simhash_dedup/store_errors"] >= len(urls)  # the open, then every item
+        assert stats["simhash_dedup/checked_locally"] == len(urls)
+        assert stats["simhash_dedup/store_errors"] >= len(urls)  # the open, then every page
         assert log.count("the Redis store is unreachable") == 1  # logged once per outage
     else:
+        assert [d for d in result["dropped"] if not d.get("unchecked")] == []  # never a drop without a check
         assert stats["finish_reason"] == "simhash_dedup_store_unavailable"
         assert result["kept"] == []  # no item passes unchecked
         assert stats.get("simhash_dedup/dropped_unchecked", 0) == len(result["dropped"])
@@ -279,30 +308,41 @@ def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
                in log for url in unchecked)  # the page's URL
 
 
-def test_redis_restarted_in_the_middle_of_a_crawl(site: tuple[Path, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("outage", ["restarted with its data", "restarted empty", "down to the end"])
+def test_a_redis_outage_in_the_middle_of_a_crawl_lets_no_copy_through(
+    site: tuple[Path, str], tmp_path: Path, outage: str
+) -> None:
+    """Redis stops after three originals are kept.  Meanwhile pages are checked against the crawler's
+    replica and the pages it kept since; a Redis back without its data gets the replica written back.
+    Every original is kept, every copy dropped, and a Redis that answers again holds every original."""
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]  # originals, then their copies
-    server = RedisServer(tmp_path / "redis", durable=True)
+    server = RedisServer(tmp_path / "redis", durable=outage == "restarted with its data")
     server.start()
     try:
         settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
-                    "DOWNLOAD_DELAY": 0.3, "CONCURRENT_REQUESTS": 1}
+                    "SIMHASH_DEDUP_REDIS_KEY": "outage", "DOWNLOAD_DELAY": 0.3, "CONCURRENT_REQUESTS": 1}
         process = start_crawl(tmp_path, urls, settings)
         wait_for_kept(tmp_path, 3)
         server.stop()
-        time.sleep(0.5)
-        server.start()
+        time.sleep(1.5)
+        if outage != "down to the end":
+            server.start()
         _, log = process.communicate(timeout=120)
         assert process.returncode == 0, log[-3000:]
+        count = server.client().hget("outage:meta", "count") if outage != "down to the end" else None
     finally:
         server.stop()
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["stats"]["finish_reason"] == "finished"
     assert "Traceback" not in log
-    assert len(result["kept"]) + len(result["dropped"]) == len(urls)  # no item lost
-    # every original kept (some perhaps unchecked while Redis was down), every copy dropped
     assert sorted(Path(u).name for u in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
-    assert len(result["dropped"]) == ARTICLES
+    assert sorted(Path(d["duplicate_of"]).name for d in result["dropped"]) == sorted(
+        f"a{n}.html" for n in range(ARTICLES))
+    assert result["stats"]["simhash_dedup/checked_locally"] >= 1
+    if count is not None:
+        assert int(count) == ARTICLES
+    assert ("wrote back the" in log) == (outage == "restarted empty")
 
 
 def test_a_batch_of_near_duplicates_keeps_one(redis_url: str) -> None:

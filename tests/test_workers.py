@@ -182,3 +182,40 @@ def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_
     result = json.loads((tmp_path / "result.json").read_text())
     assert sorted(result["kept"]) == sorted(urls[:3]) and len(result["dropped"]) == 3
     assert "simhash_dedup/errors" not in result["stats"]
+
+
+def running(pid: int) -> bool:
+    """Is the process there, and not a zombie (an orphan whose exit nobody collected)?"""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_path: Path) -> None:
+    """kill -9 of the crawl while its workers fingerprint: they exit, without a traceback."""
+    import json
+    import os
+    import signal
+    import time
+
+    root, base_url = site
+    for n in range(6):  # distinct pages, seconds of work each
+        (root / f"huge-{n}.html").write_text(huge_page().replace("paragraph", f"paragraph {n}"))
+    config = tmp_path / "crawl.json"
+    config.write_text(json.dumps({"urls": [f"{base_url}huge-{n}.html" for n in range(6)], "all_at_once": True, "settings": {
+        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
+        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **READ_HUGE_PAGES}}))
+    crawl = subprocess.Popen([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
+                             cwd=Path(__file__).parents[1], stderr=subprocess.PIPE, text=True)
+    children: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(children) < 2 and time.monotonic() < deadline:  # both workers started
+        time.sleep(0.1)
+        children = [int(pid) for pid in Path(f"/proc/{crawl.pid}/task/{crawl.pid}/children").read_text().split()]
+    time.sleep(1.5)  # both on a 6 MB page
+    crawl.send_signal(signal.SIGKILL)
+    _, stderr = crawl.communicate(timeout=60)  # ends when the workers, which share the pipe, are gone too
+    assert len(children) == 2 and not any(running(pid) for pid in children)
+    assert "Spider closed" not in stderr, "killed before its end"
+    assert "Traceback" not in stderr and "ConnectionResetError" not in stderr, stderr[-3000:]

@@ -63,7 +63,46 @@ class SiteSpider(scrapy.Spider):
 '''
 
 
-def make_project(root: Path, settings: str = "", top_level_pipelines: bool = False) -> Path:
+#: The same spider fed by scrapy-redis: it reads its start URLs from Redis (``site:start_urls``) and closes
+#: after 5 idle seconds (scrapy-redis's MAX_IDLE_TIME_BEFORE_CLOSE).
+REDIS_SPIDER = """
+from urllib.parse import urlsplit
+
+from scrapy.linkextractors import LinkExtractor
+from scrapy_redis.spiders import RedisSpider
+
+from trial.items import PageItem
+
+
+class SiteSpider(RedisSpider):
+    name = "site"
+    redis_key = "site:start_urls"
+    custom_settings = {"MAX_IDLE_TIME_BEFORE_CLOSE": 5}
+
+    def __init__(self, host="127.0.0.1", **kwargs):
+        super().__init__(**kwargs)
+        self.allowed_domains = [host]
+        self.links = LinkExtractor()
+
+    def parse(self, response):
+        yield PageItem(url=response.url, title=(response.css("title::text").get() or "").strip(), part=0)
+        for link in self.links.extract_links(response):
+            yield response.follow(link)
+"""
+
+#: The README's settings for several crawlers sharing one Redis (``{redis_url}`` filled in).
+SCRAPY_REDIS_SETTINGS = """
+SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+DUPEFILTER_CLASS = "scrapy_redis.dupefilter.RFPDupeFilter"
+SCHEDULER_PERSIST = True
+REDIS_URL = "{redis_url}"
+
+ADDONS = {{"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
+SIMHASH_DEDUP_BACKEND = "redis"
+"""
+
+
+def make_project(root: Path, settings: str = "", top_level_pipelines: bool = False, spider: str = SPIDER) -> Path:
     """A project in ``root`` (``scrapy.cfg``, package ``trial``), ``settings`` appended to its settings.py;
     with a top-level ``pipelines.py`` of its own if asked (some projects keep one there)."""
     package = root / "trial"
@@ -73,7 +112,7 @@ def make_project(root: Path, settings: str = "", top_level_pipelines: bool = Fal
     (package / "spiders" / "__init__.py").write_text("")
     (package / "settings.py").write_text(SETTINGS + settings)
     (package / "items.py").write_text(ITEMS)
-    (package / "spiders" / "site.py").write_text(SPIDER)
+    (package / "spiders" / "site.py").write_text(spider)
     if top_level_pipelines:
         (root / "pipelines.py").write_text("class TrialPipeline:\n    def process_item(self, item):\n        return item\n")
     return root
