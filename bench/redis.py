@@ -4,7 +4,7 @@
                           [--kinds atomic check_then_insert sadd]
 
 Starts its own redis-server on a free port of 127.0.0.1 (no persistence),
-loads ``--stored`` kept pages through the store (random fingerprints, a 64-byte
+loads ``--stored`` kept pages through the store (random fingerprints, a 66-byte
 sketch and a 45-character URL each), reads ``used_memory`` from INFO memory,
 then times ``--checks`` check-and-adds of new pages per client, each client a
 process with its own replica (loaded before the clock starts), all started
@@ -37,7 +37,8 @@ import numpy as np
 import redis
 
 from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_entry, pack_record
+from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_record
+from pipelines.sketch import SKETCH_BYTES
 from pipelines.policy import Match, Policy
 from tests.redis_server import RedisServer
 
@@ -50,7 +51,7 @@ def pages(count: int, seed: int) -> list[tuple[str, Fingerprint]]:
     rng = np.random.default_rng(seed)
     content = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
     structure = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
-    sketches = rng.integers(0, 256, size=(count, 64), dtype=np.uint8)
+    sketches = rng.integers(0, 256, size=(count, SKETCH_BYTES), dtype=np.uint8)
     return [
         (f"https://www.example.com/news/2026/{seed:03d}-{n:09d}.html",
          Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes()))
@@ -62,14 +63,15 @@ class CheckThenInsertStore(RedisStore):
     """The naive shared index: check the replica, then append without an atomic re-check."""
 
     def _check(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        results: list[Match | None] = [self._find(page) for _, page in batch]
+        results: list[Match | None] = [self._find(url, page) for url, page in batch]
         for (url, page), match in zip(batch, results):
             if match is None:
                 row = self.client.hincrby(self._meta, "count", 1) - 1
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
                 pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
-                pipe.rpush(f"{self.key}:pages:{chunk}", pack_entry(url, page))
+                pipe.setrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, page.sketch or bytes(SKETCH_BYTES))
+                pipe.rpush(f"{self.key}:pages:{chunk}", url)
                 pipe.execute()
         return results
 
@@ -82,7 +84,7 @@ def client(kind: str, url: str, seed: int, checks: int, batch: int, policy: Poli
     store = store_class(policy, connection, KEY, SCHEME)
     if kind != "sadd":
         store.open()
-        store._find(work[0][1])  # one query before the clock starts
+        store._find(*work[0])  # one query before the clock starts
     barrier.wait()
     started, cpu = time.perf_counter(), time.process_time()
     if kind == "sadd":

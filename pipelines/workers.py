@@ -57,7 +57,7 @@ RECENT_PAGES = 10_000
 PAGES_PER_WORKER = 2
 #: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
 #: a killed crawl then loses few pages already downloaded (``SimhashDedupRequestMiddleware``).
-WAITING_PER_WORKER = 4
+WAITING_PER_WORKER = 2
 
 
 class WorkerCrashed(RuntimeError):
