@@ -15,11 +15,11 @@ store on a redis-server of its own (not persistent, as many are run):
 - **kill**: two crawlers with scrapy-redis's scheduler, seeded through the
   spider's start-URLs key; one is killed with SIGKILL once it has exported
   ``--kill-after`` items, and started again.  Pages lost: the site's pages
-  (every page a crawl without the filter fetches) that no process finished,
-  that is, neither exported nor dropped as a near-duplicate (what a kill
-  destroys: pages taken from the shared queue, and marked seen there, but not
-  done); the same kill without the filter (``SIMHASH_DEDUP_ENABLED = False``)
-  beside it.  The README's caveat (pages in Redis whose items are in no
+  (every page a crawl without the filter fetches) whose content is in no
+  output: neither exported, nor dropped as a near-duplicate of a page
+  exported, nor a near-duplicate of a page exported (by the pipeline's own
+  decision); the same kill without the filter
+  (``SIMHASH_DEDUP_ENABLED = False``) beside it.  The README's caveat (pages in Redis whose items are in no
   output) is counted apart.
 
 Each variant runs ``--tries`` times, interleaved.  Results go to
@@ -42,6 +42,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.traps import lost
 from crawler.local_site import serve_directory
 from pipelines.fingerprint import Fingerprinter, comparable
 from pipelines.policy import Policy, dropped
@@ -51,7 +52,7 @@ from tests.user_project import REDIS_SPIDER, SCRAPY_REDIS_SETTINGS, environment,
 from tools.fingerprint_reference import DATA
 
 RESULTS = Path(__file__).parent / "results" / "redis_crawl.json"
-DROPPED = re.compile(r"Dropped: near-duplicate of \S+ \(.*?\): (\S+)")
+DROPPED = re.compile(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)")
 REDIS_STORE = """
 ADDONS = {{"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 SIMHASH_DEDUP_REDIS_URL = "{redis_url}"
@@ -135,8 +136,9 @@ def kill(base_url: str, work: Path, with_filter: bool, after: int | None, site: 
     finally:
         server.stop()
     urls = {url for output in outputs for url in exported(output)}
-    dropped_urls = {url for log in logs if log.exists() for url in DROPPED.findall(log.read_text())}
-    return {"exported": len(urls), "lost": len(site - urls - dropped_urls),
+    drops = dict((url, kept) for log in logs if log.exists() for kept, url in DROPPED.findall(log.read_text()))
+    unfinished = [url for url in site - urls if drops.get(url) not in urls]
+    return {"exported": len(urls), "lost": len(lost(pages_of(unfinished), pages_of(sorted(urls)))),
             "in Redis, in no output": len(set(logged) - urls)}
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 from itemadapter import ItemAdapter
 from scrapy import signals
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
@@ -225,6 +225,9 @@ class SimhashDedupPipeline:
         except (StoreUnavailable, redis.RedisError) as error:
             self._store_failed(key, error)
             return
+        except ValueError as error:  # a store of another fingerprint scheme or layout: not this crawl's
+            logger.error("simhash_dedup: %s The crawl stops.", error)
+            raise CloseSpider(CLOSE_REASON) from None
         logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
 
     async def close_spider(self) -> None:

@@ -433,6 +433,8 @@ class RedisStore(MemoryStore):
             return self._batch_pages[row][0]
         if (url := self._known_urls.get(row)) is not None:
             return url
+        if time.monotonic() < self._retry_at:  # Redis failed a moment ago: not waited for again
+            return LOST_URL
         chunk, position = divmod(row, CHUNK)
         try:
             entry = self.client.lindex(f"{self.key}:pages:{chunk}", position)

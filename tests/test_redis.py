@@ -440,3 +440,26 @@ def test_settings_pick_the_backend() -> None:
         read(SIMHASH_DEDUP_FAIL_MODE="sometimes")
     with pytest.raises(ValueError, match="SIMHASH_DEDUP_BACKEND"):
         read(SIMHASH_DEDUP_BACKEND="mongodb")
+
+
+def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
+    site: tuple[Path, str], tmp_path: Path, redis_url: str
+) -> None:
+    """A store written by a version whose keys differ (before the sketches got a string of their own):
+    one ERROR line naming the key and the way out, no traceback, no item."""
+    from pipelines.pipeline import CLOSE_REASON
+    from pipelines.settings import DedupSettings
+
+    root, base_url = site
+    urls = [base_url + p for p in write_clusters(root)]
+    client = redis.Redis.from_url(redis_url)
+    remove_redis_store(client, "old")
+    client.hset("old:meta", mapping={"epoch": "e", "count": 0, "scheme": DedupSettings().scheme})  # no layout
+    process = start_crawl(tmp_path, urls, {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url,
+                                           "SIMHASH_DEDUP_REDIS_KEY": "old"})
+    _, log = process.communicate(timeout=120)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["stats"]["finish_reason"] == CLOSE_REASON and result["kept"] == [] and "Traceback" not in log
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "The Redis store old holds fingerprints of scheme" in errors[0]
+    assert "Use another SIMHASH_DEDUP_REDIS_KEY, or SIMHASH_DEDUP_RESET to empty it" in errors[0]
