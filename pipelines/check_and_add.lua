@@ -114,6 +114,10 @@ while id < last_id do
   local last = math.min(last_id, (n + 1) * chunk)
   local fp_key, sk_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":sk:" .. n, prefix .. ":pages:" .. n
   local from, to = id - count + 1, last - count
+  if redis.call("EXISTS", fp_key) == 0 then  -- a new chunk: its strings at their full size at once (grown a
+    redis.call("SETRANGE", fp_key, chunk * 24 - 1, "\0")  -- page at a time, Redis would keep up to as much
+    redis.call("SETRANGE", sk_key, chunk * sketch_size - 1, "\0")  -- again in reserve)
+  end
   redis.call("SETRANGE", fp_key, (id % chunk) * 24, table.concat(records, "", from, to))
   redis.call("SETRANGE", sk_key, (id % chunk) * sketch_size, table.concat(sketches, "", from, to))
   for _ = redis.call("LLEN", pages_key), id % chunk - 1 do
