@@ -1,7 +1,8 @@
 """``simhash-dedup``: the filter over files you already have, and the report of what it dropped.
 
     simhash-dedup dedup INPUT... [-o kept.jsonl] [--outcomes outcomes.jsonl] [--store PATH|redis://…]
-    simhash-dedup report STORE|OUTCOMES.jsonl|redis://… [-o report.html]
+    simhash-dedup spark INPUT... -o DIR [--against DIR] [--master URL]
+    simhash-dedup report STORE|OUTCOMES.jsonl|SPARK_OUTPUT_DIR|redis://… [-o report.html]
 
 The pipeline's settings are options (``--content-distance 6``…); ``--settings
 myproject.settings`` reads a Scrapy settings module first, so a batch run
@@ -87,15 +88,25 @@ def parser() -> argparse.ArgumentParser:
     dedup.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                        help="fingerprint worker processes (default: the number of cores, %(default)s; 0: none)")
     dedup.add_argument("--no-progress", action="store_true", help="no progress bar nor progress lines")
-    group = dedup.add_argument_group("the pipeline's settings (SIMHASH_DEDUP_*; the defaults are the pipeline's)")
-    group.add_argument("--settings", metavar="MODULE",
-                       help="a Scrapy settings module to read first, e.g. myproject.settings")
-    defaults = _setting_defaults()
-    for option, spec in SETTING_OPTIONS.items():
-        group.add_argument(f"--{option.replace('_', '-')}", dest=option, type=spec.kind, choices=spec.choices,
-                           metavar=None if spec.choices else spec.kind.__name__.upper(),
-                           help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})")
+    _setting_options(dedup)
     dedup.set_defaults(run=run_dedup)
+    spark = commands.add_parser("spark", help="deduplicate stored pages on Spark, as `dedup` does (pip install "
+                                              "scrapy-simhash-dedup[spark])",
+                                description="The same decisions as `dedup`, on Spark: local mode by default "
+                                            "(all cores), a cluster with --master or spark-submit.")
+    spark.add_argument("inputs", nargs="+", metavar="INPUT",
+                       help="a folder of .html files, a .jsonl[.gz], a .parquet or a .warc[.gz]")
+    spark.add_argument("-o", "--output", required=True, metavar="DIR",
+                       help="a new folder: kept/, decisions/ and fingerprints/ (Parquet), run.json")
+    spark.add_argument("--against", action="append", default=[], metavar="DIR",
+                       help="the --output of an earlier run: its kept pages come first (repeat for several)")
+    spark.add_argument("--master", metavar="URL", help="Spark's master (default: local[*], or spark-submit's)")
+    spark.add_argument("--order-field", metavar="NAME",
+                       help="JSON Lines and Parquet: a numeric field giving the arrival order (default: file, then record)")
+    spark.add_argument("--shard-pages", type=int, default=None, metavar="N",
+                       help="pages per shard of the candidate search (default: 1,000,000)")
+    _setting_options(spark)
+    spark.set_defaults(run=run_spark)
     report = commands.add_parser("report", help="write the HTML report of a decision log")
     report.add_argument("source", help="a crawl's SQLite store, an --outcomes file of `dedup`, or a Redis URL")
     report.add_argument("-o", "--output", default="simhash-dedup-report.html", metavar="FILE",
@@ -105,6 +116,17 @@ def parser() -> argparse.ArgumentParser:
                         help="pairs shown side by side, nearest the threshold first (default: %(default)s)")
     report.set_defaults(run=run_report)
     return top
+
+
+def _setting_options(command: argparse.ArgumentParser) -> None:
+    group = command.add_argument_group("the pipeline's settings (SIMHASH_DEDUP_*; the defaults are the pipeline's)")
+    group.add_argument("--settings", metavar="MODULE",
+                       help="a Scrapy settings module to read first, e.g. myproject.settings")
+    defaults = _setting_defaults()
+    for option, spec in SETTING_OPTIONS.items():
+        group.add_argument(f"--{option.replace('_', '-')}", dest=option, type=spec.kind, choices=spec.choices,
+                           metavar=None if spec.choices else spec.kind.__name__.upper(),
+                           help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})")
 
 
 def _version() -> str:
@@ -164,6 +186,14 @@ def run_dedup(arguments: argparse.Namespace) -> int:
         progress.finish()
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
     return 0 if pages_read(happened) else 1
+
+
+def run_spark(arguments: argparse.Namespace) -> int:
+    try:
+        from .spark import run_job
+    except ImportError as error:
+        raise ValueError(f"the spark command needs PySpark ({error}): pip install 'scrapy-simhash-dedup[spark]'") from None
+    return run_job(arguments, dedup_settings(arguments))
 
 
 def open_store(target: str | None, key: str, settings: Any) -> Any:

@@ -69,6 +69,23 @@ class Policy:
             return False
         return similarity(a, b) >= self.similarity_needed(min(sketch_size(a), sketch_size(b)))
 
+    def content_verdict(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
+                        other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
+        """How a page stands to a kept page within the content search distance: ``(reason, True)`` a
+        duplicate, ``(reason, False)`` a borderline candidate (what failed: "similarity", or the
+        "structure" of mode "both"), ``None`` neither (short texts are equal or unrelated).  Symmetric:
+        it serves the stores, which meet the pair in arrival order, and batch jobs, which meet it in
+        any order."""
+        if short and distance:
+            return None
+        content = self.content_match(distance, sketches, short, other_short)
+        structure_near = structure_distance is not None and structure_distance <= self.structure_distance
+        if content and (self.mode is not Mode.BOTH or structure_near):
+            return ("exact_text" if short else "both" if self.mode is Mode.BOTH else "content"), True
+        if short or other_short:
+            return None
+        return ("structure" if content else "similarity"), False
+
     def similarity_needed(self, shingles: int) -> float:
         """``min_similarity``, less for short texts: on a text of n shingles, one sentence of
         ``SENTENCE_SHINGLES`` changed leaves a Jaccard similarity of (n - S) / (n + S); never

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import astuple, fields
 from pathlib import Path
 from typing import Any
@@ -107,24 +107,40 @@ class MemoryStore:
     def _find(self, url: str, page: Fingerprint, since: int | None = None) -> Match | None:
         """The kept page the page at ``url`` duplicates (or updates), if any, else its borderline
         candidate, if any; only the rows from ``since`` on if given."""
-        mode = self.policy.mode
         borderline = None
+        for _, match in self.matches(page, since):
+            if match.duplicate:
+                return self.policy.decided(url, match)
+            borderline = borderline or match
+        return borderline
+
+    def matches(self, page: Fingerprint, since: int | None = None) -> Iterator[tuple[int, Match]]:
+        """Every kept row near the page and how (duplicates and borderline candidates), in the order
+        a store decides by: content candidates nearest first, then structure candidates (modes
+        "structure" and "either")."""
+        mode = self.policy.mode
         if self._content is not None and page.content is not None:
             for row, distance in self._near(self._content, page.content, since):
                 if not self._alive(row) or (page.short and distance):
                     continue
-                kept, other_short = self._sketch(row), bool(self._present[row, 2])
-                content = self.policy.content_match(distance, (kept, page.sketch), page.short, other_short)
-                if content and (mode is not Mode.BOTH or self._structure_near(row, page)):
-                    reason = "exact_text" if page.short else "both" if mode is Mode.BOTH else "content"
-                    return self.policy.decided(url, self._match(row, page, reason, kept))
-                if borderline is None and not (page.short or other_short):  # short texts: equal or unrelated
-                    borderline = self._match(row, page, "structure" if content else "similarity", kept, False)
+                kept = self._sketch(row)
+                structure = _distance(self._part(row, 1), page.structure) if mode is Mode.BOTH else None
+                verdict = self.policy.content_verdict(distance, (kept, page.sketch), page.short,
+                                                      bool(self._present[row, 2]), structure)
+                if verdict is not None:
+                    yield row, self._match(row, page, verdict[0], kept, verdict[1])
         if self._structure is not None and page.structure is not None:
             for row, _ in self._near(self._structure, page.structure, since):
                 if self._alive(row):
-                    return self.policy.decided(url, self._match(row, page, "structure", self._sketch(row)))
-        return borderline
+                    yield row, self._match(row, page, "structure", self._sketch(row))
+
+    def load(self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray,
+             sketches: list[bytes | None]) -> None:
+        """Pages known to be kept, added at once (``fingerprint_rows``' arrays): a shard of a batch job."""
+        first = self._rows
+        self._load_rows(fingerprints, present)
+        for row, (url, sketch) in enumerate(zip(urls, sketches), first):
+            self._remember(row, url, sketch)
 
     def _near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
         """Rows within the index's distance of ``fingerprint`` and their distances, nearest first:
@@ -140,14 +156,6 @@ class MemoryStore:
     def _alive(self, row: int) -> bool:
         """Does the kept page still count?  Always, but where pages expire (``RedisStore``)."""
         return True
-
-    def _structure_near(self, row: int, page: Fingerprint) -> bool:
-        kept = self._part(row, 1)
-        return (
-            kept is not None
-            and page.structure is not None
-            and hamming(kept, page.structure) <= self.policy.structure_distance
-        )
 
     def _part(self, row: int, part: int) -> int | None:
         return int(self._fingerprints[row, part]) if self._present[row, part] else None

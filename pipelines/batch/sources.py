@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 WARC_SUFFIXES = (".warc", ".warc.gz")
@@ -153,14 +153,16 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
                                       f"name it with --html-field", records=len(held)), raw.tell()
 
 
-def read_warc(path: Path) -> Iterator[tuple[Page | BadInput, int]]:
+def read_warc(path: Path, stream: IO[bytes] | None = None) -> Iterator[tuple[Page | BadInput, int]]:
     """The HTML response records of a WARC file (gzip or not; FastWARC, ~1.9x warcio's speed here,
-    ``bench/batch.py``).  A truncated file yields its whole records and one ``BadInput``."""
+    ``bench/batch.py``), each with its offset; from ``stream``'s position on if given (a record's
+    offset: the Spark job reads a record again there).  A truncated file yields its whole records and
+    one ``BadInput``."""
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     skipped: list[str] = []  # records of images, scripts, PDFs…: not pages, summed up in one message
     try:
-        for record in ArchiveIterator(str(path), record_types=WarcRecordType.response, parse_http=True):
+        for record in ArchiveIterator(stream or str(path), record_types=WarcRecordType.response, parse_http=True):
             source = f"{path}@{record.stream_pos}"
             url = record.headers.get("WARC-Target-URI")
             body = record.reader.read()
