@@ -31,23 +31,24 @@ def dropped_locally(edges: Iterable[tuple[int, int]]) -> set[int]:
     return dropped
 
 
-def dropped_by_rounds(edges: Any, driver_pairs: int) -> tuple[Any, int, int]:
+def dropped_by_rounds(edges: Any, driver_pairs: int, partitions: int) -> tuple[Any, int, int]:
     """The pages dropped (an RDD of order keys), the rounds of joins it took and the pairs decided on
     the driver, given the duplicate pairs ``(later, earlier)`` as an RDD: rounds while more than
-    ``driver_pairs`` pairs are undecided, then the rest on the driver."""
+    ``driver_pairs`` pairs are undecided (in ``partitions`` parts), then the rest on the driver."""
     context = edges.context
-    edges = edges.distinct().persist()
+    edges = edges.distinct(partitions).persist()
     dropped_parts, rounds = [], 0
     while (remaining := edges.count()) > driver_pairs:
         rounds += 1
-        undecided = edges.keys().distinct().map(lambda page: (page, None))
+        undecided = edges.keys().distinct(partitions).map(lambda page: (page, None))
         # an earlier page that no pair still questions is kept: its later pages are dropped
-        newly = (edges.map(lambda pair: (pair[1], pair[0])).subtractByKey(undecided)
-                 .values().distinct().map(lambda page: (page, None)).persist())
+        newly = (edges.map(lambda pair: (pair[1], pair[0])).subtractByKey(undecided, partitions)
+                 .values().distinct(partitions).map(lambda page: (page, None)).persist())
         newly.localCheckpoint()  # its pages outlive this round's pairs
         newly.count()
         dropped_parts.append(newly.keys())
-        left = (edges.subtractByKey(newly).map(lambda pair: (pair[1], pair[0])).subtractByKey(newly)
+        left = (edges.subtractByKey(newly, partitions).map(lambda pair: (pair[1], pair[0]))
+                .subtractByKey(newly, partitions)
                 .map(lambda pair: (pair[1], pair[0])).persist())
         left.localCheckpoint()
         left.count()

@@ -29,6 +29,7 @@ from ..batch.sources import (HTML_SUFFIXES, WARC_SUFFIXES, BadInput, Page, read_
 
 #: The order key of a record: its input's index above these bits, its record's number below.
 RECORD_BITS = 36
+RECORD_MASK = (1 << RECORD_BITS) - 1
 #: The JSON Lines suffixes read (not .json: Scrapy writes an array there).
 JSON_LINES_SUFFIXES = (".jsonl", ".jl", ".jsonl.gz")
 PARQUET_SUFFIXES = (".parquet",)

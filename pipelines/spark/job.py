@@ -19,7 +19,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import add
 from pathlib import Path
@@ -28,19 +28,21 @@ from typing import Any
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED
 from ..batch.sources import BadInput, Page
 from ..decisions import run_summary
-from ..fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter, comparable
+from ..fingerprint import SCHEME_VERSION, Fingerprinter, comparable
 from ..policy import Match
 from ..settings import DedupSettings
-from .candidates import Node, Pair, fingerprint_of, pairs, shard_store
-from .decide import dropped_by_rounds
-from .inputs import Fields, InputFile, Located, input_files, locate, read_located
+from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks
+from .decide import dropped_by_rounds, dropped_locally
+from .inputs import RECORD_BITS, RECORD_MASK, Fields, InputFile, Located, input_files, locate, read_located
 
 #: Pages a shard of the candidate stage holds (its index is built once per later shard).
 SHARD_PAGES = 1_000_000
 #: Pages fingerprinted by one task.
 PAGES_PER_TASK = 512
-#: Duplicate pairs left undecided from which the driver decides the rest.
-DRIVER_PAIRS = 2_000_000
+#: Candidate pairs the driver decides at once (else rounds of joins until as few duplicate pairs are left).
+DRIVER_PAIRS = 1_000_000
+#: Rows of a shuffle's partition (pages, pairs).
+ROWS_PER_PARTITION = 200_000
 #: Bad inputs named in ``run.json`` (all are counted).
 BAD_NAMED = 20
 
@@ -66,6 +68,8 @@ class JobResult:
     happened: Counter[str]
     work: dict[str, int] = field(default_factory=dict)
     bad: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase
+    cpu: dict[str, float] = field(default_factory=dict)  # executors' CPU time of fingerprints, candidates
 
 
 def fingerprinter(settings: DedupSettings) -> Fingerprinter:
@@ -81,73 +85,127 @@ def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: 
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty; give a new folder for the output")
     context, policy, fields = spark.sparkContext, settings.policy, options.fields
+    clock = Clock(context)
     files = input_files(inputs)
     located = context.parallelize(files, max(1, len(files))).flatMap(lambda file: locate(file, fields)).persist()
+    read = Counter(dict(located.map(_what_was_read).reduceByKey(add).collect()))
     bad = located.filter(lambda item: isinstance(item, BadInput))
-    result = JobResult(Counter(dict(bad.map(_bad_kind).reduceByKey(add).collect())),
-                       bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)])
-    ranked = _ranked(located.filter(lambda item: isinstance(item, Located)), fields)
-    pages = _with_first(ranked).persist()  # (rank, (Located, file index, rank of its first copy))
-    results = _fingerprinted(pages, files, fields, fingerprinter(settings), options.pages_per_task).persist()
-    nodes = results.filter(lambda r: r[1][1] is None).map(lambda r: r[1][0])
+    result = JobResult(Counter({kind: count for kind, count in read.items() if kind != "page"}),
+                       bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if len(read) > 1 else [])
+    result.work["pages"] = read["page"]
+    clock.lap("read")
+    groups = _copies(_ranked(located.filter(lambda item: isinstance(item, Located)), fields))
+    tasks = max(context.defaultParallelism, math.ceil(read["page"] / options.pages_per_task))
+    results = _fingerprinted(groups, files, fields, fingerprinter(settings), options.pages_per_task, tasks,
+                             clock).persist()
+    compared = results.map(lambda r: r[1][2] is None).countByValue()
+    result.work["fingerprinted"] = sum(compared.values())
+    located.unpersist()
+    clock.lap("fingerprint")
+    nodes = results.filter(lambda r: r[1][2] is None).map(lambda r: r[1][1])
     earlier = _against(spark, options.against)
-    found, work = _decided(nodes.union(earlier), policy, options)
-    outcomes = _outcomes(pages, results, found, policy).persist()
-    result.happened.update(dict(outcomes.map(lambda o: (o[2], 1)).reduceByKey(add).collect()))
-    reasons = outcomes.filter(lambda o: o[2] == DROPPED).map(lambda o: (f"dropped/{o[4].reason}", 1))
-    result.work = {"pages": pages.count(), "fingerprinted": results.count(), "against": earlier.count(), **work}
-    _write(spark, out, outcomes, nodes, found)
-    counts = {**_stats(result.happened), **dict(reasons.reduceByKey(add).collect()),
-              **{f"spark/{name}": value for name, value in result.work.items()}}
+    result.work["against"] = earlier.count()
+    decided, work = _decided(nodes.union(earlier), compared[True] + result.work["against"], policy, options, clock)
+    parts = _partitions(context, result.work["pages"])
+    outcomes = _outcomes(results, decided, policy, parts).coalesce(parts).persist()
+    counted = Counter(dict(outcomes.flatMap(_counted).reduceByKey(add, parts).collect()))
+    reasons = {name: count for name, count in counted.items() if name.startswith("dropped/")}
+    result.happened.update(counted - Counter(reasons))
+    clock.lap("outcomes")
+    _write(spark, out, outcomes)
+    clock.lap("write")
+    result.work.update(work)
+    result.seconds, result.cpu = clock.seconds, clock.cpu_seconds()
+    counts = {**_stats(result.happened), **reasons, **{f"spark/{name}": value for name, value in result.work.items()}}
     summary = run_summary(", ".join(map(str, inputs)), started, policy, counts)
-    (out / "run.json").write_text(json.dumps({"run": summary, "scheme": SCHEME_VERSION, "bad": result.bad}, indent=1))
-    for rdd in (located, pages, results, outcomes):
-        rdd.unpersist()
+    (out / "run.json").write_text(json.dumps({"run": summary, "scheme": SCHEME_VERSION, "bad": result.bad,
+                                              "seconds": result.seconds, "cpu_seconds": result.cpu}, indent=1))
+    for rdd in (results, decided.near, decided.dropped, outcomes):
+        if rdd is not None:
+            rdd.unpersist()
     return result
 
 
-def _bad_kind(item: BadInput) -> tuple[str, int]:
+class Clock:
+    """Wall time of each phase, on the driver (each ends with an action), and CPU time spent in the
+    executors' Python workers by the heavy steps (accumulators: what ``bench/spark.py`` projects)."""
+
+    def __init__(self, context: Any) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+        self._cpu = {name: context.accumulator(0.0) for name in ("fingerprint", "candidates")}
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._last, 3)
+        self._last = now
+
+    def timed(self, step: str, work: Callable[[Iterable[Any]], Iterator[Any]]) -> Callable[[Iterable[Any]], Iterator[Any]]:
+        """``work`` over a partition, its CPU time (of this worker process) added to ``step``'s."""
+        total = self._cpu[step]
+
+        def measured(partition: Iterable[Any]) -> Iterator[Any]:
+            started = time.process_time()
+            yield from work(partition)
+            total.add(time.process_time() - started)
+
+        return measured
+
+    def cpu_seconds(self) -> dict[str, float]:
+        return {name: round(total.value, 3) for name, total in self._cpu.items()}
+
+
+def _what_was_read(item: Located | BadInput) -> tuple[str, int]:
+    """``page``, or what a bad input counts as (batch mode's names), and how many records."""
+    if isinstance(item, Located):
+        return "page", 1
     return ("skipped" if item.kind == "not_html" else "unreadable"), item.records
 
 
 def _ranked(located: Any, fields: Fields) -> Any:
-    """(rank, (Located, file index)): the input order (file, record), or the order field's (records
-    without one last, in input order)."""
-    from .inputs import RECORD_BITS
-
-    with_file = located.map(lambda page: (page, page.key >> RECORD_BITS))
+    """(rank, Located): the input order (file, record), or the order field's (records without one
+    last, in input order)."""
     if fields.order is None:
-        return with_file.map(lambda pf: (pf[0].key, pf))
-    by_order = with_file.sortBy(lambda pf: (pf[0].order is None, pf[0].order or 0.0, pf[0].key))
-    return by_order.zipWithIndex().map(lambda pfi: (pfi[1], pfi[0]))
+        return located.map(lambda page: (page.key, page))
+    by_order = located.sortBy(lambda page: (page.order is None, page.order or 0.0, page.key))
+    return by_order.zipWithIndex().map(lambda page_rank: (page_rank[1], page_rank[0]))
 
 
-def _with_first(ranked: Any) -> Any:
-    """Each page with the rank of the first page of the same bytes (fingerprinted for all of them)."""
-    by_digest = ranked.map(lambda r: (r[1][0].digest, r))
-    firsts = by_digest.mapValues(lambda r: r[0]).reduceByKey(min)
-    return by_digest.join(firsts).map(lambda d: (d[1][0][0], (*d[1][0][1], d[1][1])))
+#: A page of the same bytes as an earlier one: its rank, URL and source.
+Copy = tuple[int, str, str]
 
 
-def _fingerprinted(pages: Any, files: list[InputFile], fields: Fields, fingerprinter: Fingerprinter,
-                   per_task: int) -> Any:
-    """(rank, (Node, outcome)) of every first copy, read again where it is (in file order: a task
-    reads a stretch of one file) and fingerprinted; outcome ``None`` for a page compared, else
-    ``not_compared/<why>`` or ``failed`` (kept, as batch mode keeps them)."""
-    firsts = pages.filter(lambda p: p[0] == p[1][2]).map(lambda p: (p[1][0].key, (p[0], p[1][0], p[1][1])))
-    ordered = firsts.sortByKey(numPartitions=max(1, math.ceil(firsts.count() / per_task)))
+def _copies(ranked: Any) -> Any:
+    """(first rank, (first page, later copies)): pages of the same bytes, fingerprinted once."""
+    def first_and_copies(same: Iterable[tuple[int, Located]]) -> tuple[int, tuple[Located, list[Copy]]]:
+        (rank, first), *copies = sorted(same, key=lambda rank_page: rank_page[0])
+        return rank, (first, [(copy_rank, copy.url, copy.source) for copy_rank, copy in copies])
 
-    def fingerprint_stretch(stretch: Iterable[tuple[int, tuple[int, Located, int]]]) -> Iterator[tuple[int, Any]]:
-        by_file: dict[int, list[tuple[int, Located]]] = {}
-        for _, (rank, page, file) in stretch:
-            by_file.setdefault(file, []).append((rank, page))
-        for file, located in by_file.items():
-            ranks = {page.key: (rank, page) for rank, page in located}
-            for key, read in read_located(files[file], [(page.key, page.locator) for _, page in located], fields):
-                rank, page = ranks[key]
-                yield rank, _fingerprint(rank, page, read, fingerprinter)
+    return ranked.map(lambda rank_page: (rank_page[1].digest, rank_page)).groupByKey().values().map(first_and_copies)
 
-    return ordered.mapPartitions(fingerprint_stretch)
+
+def _fingerprinted(groups: Any, files: list[InputFile], fields: Fields, fingerprinter: Fingerprinter,
+                   per_task: int, tasks: int, clock: Clock) -> Any:
+    """(rank, ((source, later copies), Node, outcome)) of every first copy, read again where it is and fingerprinted;
+    outcome ``None`` for a page compared, else ``not_compared/<why>`` or ``failed`` (kept, as batch
+    mode keeps them).  Stretches of ``per_task`` records of one file go to the same task, which reads
+    them in file order."""
+    by_stretch = groups.map(lambda g: ((g[1][0].key >> RECORD_BITS, (g[1][0].key & RECORD_MASK) // per_task), g))
+
+    def fingerprint_stretch(stretch: Iterable[tuple[Any, tuple[int, tuple[Located, list[Copy]]]]]) -> Iterator[tuple[int, Any]]:
+        by_file: dict[int, list[tuple[int, Located, list[Copy]]]] = {}
+        for _, (rank, (page, copies)) in stretch:
+            by_file.setdefault(page.key >> RECORD_BITS, []).append((rank, page, copies))
+        for file, pages in sorted(by_file.items()):
+            pages.sort(key=lambda page: page[1].key)
+            wanted = {page.key: (rank, page, copies) for rank, page, copies in pages}
+            for key, read in read_located(files[file], [(page.key, page.locator) for _, page, _ in pages], fields):
+                rank, page, copies = wanted[key]
+                yield rank, ((page.source, copies), *_fingerprint(rank, page, read, fingerprinter))
+
+    # a file's stretches go to tasks in turn (hashing them would give some tasks two and others none)
+    return by_stretch.partitionBy(tasks, lambda stretch: stretch[0] * 1_000_003 + stretch[1]) \
+        .mapPartitions(clock.timed("fingerprint", fingerprint_stretch))
 
 
 def _fingerprint(rank: int, page: Located, read: Page | BadInput, fingerprinter: Fingerprinter) -> tuple[Node, str | None]:
@@ -194,52 +252,132 @@ def _unsigned(value: int | None) -> int | None:
     return None if value is None else value + (1 << 64) if value < 0 else value
 
 
-def _decided(nodes: Any, policy: Any, options: JobOptions) -> tuple[Any, dict[str, int]]:
-    """(rank, Pair) for every page of this run dropped (the kept page it matched) or kept borderline
-    (its nearest candidate among the kept pages), and what the work was."""
-    count = nodes.count()
+@dataclass
+class Decided:
+    """The decisions on the pages compared: on the driver when the candidate pairs are few (``local``:
+    rank -> (dropped, the match chosen)), else as RDDs (the ``near`` pairs, the ``dropped`` ranks)."""
+
+    local: dict[int, tuple[bool, Match | None]] | None = None
+    near: Any = None
+    dropped: Any = None
+
+
+def _decided(nodes: Any, count: int, policy: Any, options: JobOptions, clock: Clock) -> tuple[Decided, dict[str, int]]:
+    """The decisions on the ``count`` pages to compare (``nodes``), and what the work was: pages
+    compared, shards, candidate pairs, rounds of joins, duplicate pairs decided on the driver."""
     shards = max(1, math.ceil(count / options.shard_pages))
-    indexed = nodes.sortBy(lambda node: node[0], numPartitions=shards).glom().zipWithIndex() \
-        .map(lambda shard: (shard[1], shard[0])).persist()
-    near = indexed.cartesian(indexed).filter(lambda st: st[0][0] <= st[1][0]) \
-        .flatMap(lambda st: pairs(st[0][1], [node for node in st[1][1] if node[0] >= 0], policy)).persist()
-    duplicates = near.filter(lambda pair: pair.match.duplicate).map(lambda pair: (pair.later, pair.earlier))
-    dropped, rounds, on_driver = dropped_by_rounds(duplicates, options.driver_pairs)
-    dropped = dropped.map(lambda page: (page, True)).persist()
-    # a pair counts when its earlier page is kept: a duplicate for a page dropped, a borderline candidate
-    # for a page kept; of those, the one a store would meet first
-    among_kept = near.map(lambda pair: (pair.earlier, pair)).subtractByKey(dropped).values() \
-        .map(lambda pair: (pair.later, pair)).leftOuterJoin(dropped)
-    found = among_kept.filter(lambda p: p[1][0].match.duplicate == bool(p[1][1])).mapValues(lambda p: p[0]) \
-        .reduceByKey(lambda a, b: min(a, b, key=lambda pair: pair.rank)).persist()
-    work = {"compared": count, "shards": shards, "candidate_pairs": near.count(), "rounds": rounds,
-            "pairs_on_driver": on_driver}
-    indexed.unpersist()
-    return found, work
+    tasks = shard_tasks(shards)
+    task_of = {task: number for number, task in enumerate(tasks)}
+
+    def routed(shard: tuple[list[Node], int]) -> Iterator[tuple[int, tuple[int, list[Node]]]]:
+        """A shard, to every task that needs it: as the earlier side of the shards from it on, as the
+        later side of the shards up to it (its pages of earlier runs are never a later side)."""
+        nodes, number = shard
+        yield from ((task_of[number, later], (0, nodes)) for later in range(number, shards))
+        later_side = [node for node in nodes if node[0] >= 0]
+        yield from ((task_of[earlier, number], (1, later_side)) for earlier in range(number + 1))
+
+    def search(task: Iterable[tuple[int, tuple[int, list[Node]]]]) -> Iterator[Pair]:
+        sides = dict(side for _, side in task)
+        return pairs(sides.get(0, []), sides.get(1, []), policy)
+
+    if shards == 1:  # one task: no shards to cut, the pages are sorted in it
+        near = nodes.coalesce(1).mapPartitions(
+            clock.timed("candidates", lambda all_nodes: _all_pairs(sorted(all_nodes), policy)))
+    else:
+        near = nodes.sortBy(lambda node: node[0], numPartitions=shards).glom().zipWithIndex().flatMap(routed) \
+            .partitionBy(len(tasks), lambda number: number).mapPartitions(clock.timed("candidates", search))
+    near = near.persist()
+    candidates = near.count()
+    clock.lap("candidates")
+    if candidates <= options.driver_pairs:  # a small graph: decided on the driver, sent to every task
+        found = near.collect()
+        near.unpersist()
+        dropped = dropped_locally((pair.later, pair.earlier) for pair in found if pair.match.duplicate)
+        decided, rounds, on_driver = Decided(local=_chosen_locally(found, dropped)), 0, len(dropped)
+    else:
+        duplicates = near.filter(lambda pair: pair.match.duplicate).map(lambda pair: (pair.later, pair.earlier))
+        dropped, rounds, on_driver = dropped_by_rounds(duplicates, options.driver_pairs, _partitions(nodes.context, count))
+        decided = Decided(near=near, dropped=dropped.map(lambda page: (page, True)).persist())
+        decided.dropped.count()
+    clock.lap("decide")
+    return decided, {"compared": count, "shards": shards, "candidate_pairs": candidates, "rounds": rounds,
+                     "pairs_on_driver": on_driver}
 
 
-def _outcomes(pages: Any, results: Any, found: Any, policy: Any) -> Any:
-    """(rank, url, outcome, source, Match or None) of every page: a first copy as decided, a later copy
-    of the same bytes as its first copy, but dropped as its duplicate when the first was kept."""
-    first_results = results.leftOuterJoin(found)  # (first rank, ((Node, outcome), Pair or None))
-    by_first = pages.map(lambda p: (p[1][2], (p[0], p[1][0])))
+def _chosen_locally(found: list[Pair], dropped: set[int]) -> dict[int, tuple[bool, Match | None]]:
+    """Every page with a pair: dropped or not, and the match chosen among its pairs with kept pages."""
+    with_kept: dict[int, list[Pair]] = {}
+    for pair in found:
+        if pair.earlier not in dropped:
+            with_kept.setdefault(pair.later, []).append(pair)
+    return {later: (later in dropped, chosen(pairs_of, later in dropped)) for later, pairs_of in with_kept.items()}
 
-    def decide(joined: Iterable[tuple[int, tuple[tuple[int, Located], tuple[tuple[Node, str | None], Pair | None]]]]
-               ) -> Iterator[tuple[int, str, str, str, Match | None]]:
-        copies: dict[int, Match | None] = {}  # first rank -> what a copy of it matches, if kept
-        for first, ((rank, page), ((node, outcome), pair)) in joined:
-            match = None if pair is None else pair.match
-            if outcome is None:
-                outcome = KEPT if match is None else DROPPED if match.duplicate else BORDERLINE
-            if rank != first and outcome in (KEPT, BORDERLINE) and node[2:4] != (None, None):
-                if first not in copies:
-                    copies[first] = next((m for _, m in shard_store([node], policy).matches(fingerprint_of(node))
-                                          if m.duplicate), None)
-                if copies[first] is not None:
-                    outcome, match = DROPPED, copies[first]
-            yield rank, page.url, outcome, page.source, match
 
-    return by_first.join(first_results).mapPartitions(decide)
+def chosen(pairs_of: Iterable[Pair], dropped: bool) -> Match | None:
+    """A page's match among its pairs with kept pages: for a page dropped, the duplicate a store meets
+    first; for a page kept, its borderline candidate a store meets first (if any)."""
+    candidates = [pair for pair in pairs_of if pair.match.duplicate == dropped]
+    return min(candidates, key=lambda pair: pair.rank).match if candidates else None
+
+
+def _partitions(context: Any, rows: int) -> int:
+    """Partitions of a shuffle of ``rows`` pages' rows: every core busy, a task's rows in its memory (a
+    task costs ~40 ms in local mode: a small job is not cut finer)."""
+    return max(context.defaultParallelism, math.ceil(rows / ROWS_PER_PARTITION))
+
+
+def _all_pairs(nodes: list[Node], policy: Any) -> Iterator[Pair]:
+    return pairs(nodes, [node for node in nodes if node[0] >= 0], policy)
+
+
+def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
+    """(rank, url, source, outcome, Match or None, Node of a kept page compared or None) of every page."""
+    if decided.local is not None:
+        table = results.context.broadcast(decided.local)
+        return results.flatMap(lambda r: _page_rows(r[0], r[1], *table.value.get(r[0], (False, None)), policy))
+    kept_earlier = decided.near.map(lambda pair: (pair.earlier, pair)).subtractByKey(decided.dropped, parts) \
+        .values().map(lambda pair: (pair.later, pair))
+
+    def rows(grouped: tuple[int, tuple[Iterable[Any], Iterable[Pair], Iterable[bool]]]) -> Iterator[tuple]:
+        rank, (firsts, pairs_of, dropped_flag) = grouped
+        dropped = any(dropped_flag)
+        for first in firsts:  # one, or none for a page of an earlier run
+            yield from _page_rows(rank, first, dropped, chosen(pairs_of, dropped), policy)
+
+    return results.coalesce(parts).groupWith(kept_earlier, decided.dropped).flatMap(rows)
+
+
+def _page_rows(rank: int, first: tuple[tuple[str, list[Copy]], Node, str | None], dropped: bool,
+               match: Match | None, policy: Any) -> Iterator[tuple]:
+    """The rows of a first copy and its later copies.  A later copy of the same bytes takes its first
+    copy's outcome, but is dropped as its duplicate when the first was kept."""
+    (source, copies), node, outcome = first
+    if outcome is None:
+        outcome = DROPPED if dropped else BORDERLINE if match is not None else KEPT
+    kept = outcome in (KEPT, BORDERLINE)
+    yield rank, node[1], source, outcome, match, node if kept else None
+    as_copy = _copy_match(node, policy) if kept and copies else None
+    for copy_rank, url, copy_source in copies:
+        if as_copy is not None:
+            yield copy_rank, url, copy_source, DROPPED, as_copy, None
+        else:
+            yield copy_rank, url, copy_source, outcome, match, None
+
+
+def _copy_match(node: Node, policy: Any) -> Match | None:
+    """What a later copy of a kept page matches: the page itself, if a store calls them duplicates (a
+    page without content never is, in mode "content")."""
+    if node[2:4] == (None, None):
+        return None
+    return next((match for _, match in shard_store([node], policy).matches(fingerprint_of(node)) if match.duplicate),
+                None)
+
+
+def _counted(row: tuple) -> list[tuple[str, int]]:
+    """A page's outcome, and for a page dropped ``dropped/<reason>``: what ``run.json`` counts."""
+    outcome, match = row[3], row[4]
+    return [(outcome, 1), (f"dropped/{match.reason}", 1)] if outcome == DROPPED else [(outcome, 1)]
 
 
 def _stats(happened: Counter[str]) -> dict[str, int]:
@@ -250,18 +388,19 @@ def _stats(happened: Counter[str]) -> dict[str, int]:
                 name: count for name, count in happened.items() if name not in (KEPT, DROPPED)}}
 
 
-def _write(spark: Any, out: Path, outcomes: Any, nodes: Any, found: Any) -> None:
+def _write(spark: Any, out: Path, outcomes: Any) -> None:
+    """The three tables, in Parquet (Spark writes them, on a cluster to any file system it reaches)."""
     from pyspark.sql import types as T
 
     now = time.time()
-    kept = outcomes.filter(lambda o: o[2] != DROPPED).map(lambda o: (o[0], o[1], o[3], o[2].removeprefix(NOT_COMPARED)))
+    kept = outcomes.filter(lambda o: o[3] != DROPPED).map(lambda o: (o[0], o[1], o[2], o[3].removeprefix(NOT_COMPARED)))
     spark.createDataFrame(kept, T.StructType([
         T.StructField("order", T.LongType()), T.StructField("url", T.StringType()),
         T.StructField("source", T.StringType()), T.StructField("outcome", T.StringType()),
     ])).write.parquet(str(out / "kept"))
-    decisions = outcomes.filter(lambda o: o[4] is not None).map(lambda o: (
-        now, o[2], o[1], o[4].url, o[4].reason, o[4].content_distance, o[4].structure_distance, o[4].similarity,
-        o[4].similarity_needed, o[3], o[0]))
+    decisions = outcomes.filter(lambda o: o[4] is not None and o[3] in (DROPPED, BORDERLINE)).map(lambda o: (
+        now, o[3], o[1], o[4].url, o[4].reason, o[4].content_distance, o[4].structure_distance, o[4].similarity,
+        o[4].similarity_needed, o[2], o[0]))
     spark.createDataFrame(decisions, T.StructType([
         T.StructField("time", T.DoubleType()), T.StructField("outcome", T.StringType()),
         T.StructField("url", T.StringType()), T.StructField("kept_url", T.StringType()),
@@ -270,8 +409,7 @@ def _write(spark: Any, out: Path, outcomes: Any, nodes: Any, found: Any) -> None
         T.StructField("similarity_needed", T.DoubleType()), T.StructField("source", T.StringType()),
         T.StructField("order", T.LongType()),
     ])).write.parquet(str(out / "decisions"))
-    dropped = found.filter(lambda f: f[1].match.duplicate)
-    kept_nodes = nodes.map(lambda node: (node[0], node)).subtractByKey(dropped).values().map(
+    kept_nodes = outcomes.filter(lambda o: o[5] is not None and o[5][2:4] != (None, None)).map(lambda o: o[5]).map(
         lambda n: (n[0], n[1], _signed(n[2]), _signed(n[3]), n[4], n[5]))
     spark.createDataFrame(kept_nodes, T.StructType([
         T.StructField("order", T.LongType()), T.StructField("url", T.StringType()),
