@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test clean redis-server chromium compiled
+.PHONY: demo test clean redis-server chromium java compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,7 +19,7 @@ compiled: $(INSTALLED)
 demo: compiled
 	$(PYTHON) -m crawler.demo
 
-test: compiled redis-server chromium
+test: compiled redis-server chromium java
 	$(PYTHON) -m pytest -q
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.
@@ -35,6 +35,13 @@ chromium:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium || command -v chromium; }
+
+# The Spark job's tests run Spark in local mode: a Java runtime, Debian's OpenJDK 17, installed when missing.
+java:
+	@command -v java >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless || command -v java; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.c pipelines/*.cpp

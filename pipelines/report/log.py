@@ -28,8 +28,8 @@ class Log:
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
-    """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), or an outcomes
-    file of ``simhash-dedup dedup`` (JSON Lines).  ``policy`` gives the thresholds when the source
+    """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), an outcomes
+    file of ``simhash-dedup dedup`` (JSON Lines), or the output folder of ``simhash-dedup spark``.  ``policy`` gives the thresholds when the source
     does not say which were used.  Anything else is a ``ValueError`` that says what was expected."""
     settings = {"mode": policy.mode.value, "content_distance": policy.content_distance,
                 "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity}
@@ -48,6 +48,8 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
             raise StoreUnavailable(f"the Redis store {redis_key} at {source} cannot be read: {error}") from None
         return _from_runs(source, decisions, runs, settings, rules, skips)
     path = Path(source)
+    if path.is_dir():
+        return _from_spark_output(source, path, settings)
     with path.open("rb") as file:
         is_sqlite = file.read(16) == b"SQLite format 3\x00"
     if is_sqlite:
@@ -92,3 +94,14 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                          f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a "
                          f"Redis URL and its --key")
     return _from_runs(source, decisions, runs, settings)
+
+
+def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> Log:
+    """The output of ``simhash-dedup spark``: its ``decisions/`` table (Parquet) and ``run.json``."""
+    if not (folder / "run.json").is_file() or not (folder / "decisions").is_dir():
+        raise ValueError(f"{folder} is a folder but not the output of `simhash-dedup spark` (run.json, decisions/)")
+    import pyarrow.dataset
+
+    rows = pyarrow.dataset.dataset(folder / "decisions", format="parquet").to_table().sort_by("order").to_pylist()
+    run = json.loads((folder / "run.json").read_text())["run"]
+    return _from_runs(source, [Decision.from_json(row) for row in rows], [run], settings)
