@@ -86,9 +86,8 @@ def _fingerprint_all(pages: list[tuple[bytes, str, str | None]]) -> None:
 
 
 def run_dedup(path: Path, workers: int) -> int:
-    counts = dedup([path], DedupSettings(), MemoryStore(DedupSettings().policy), kept=io.StringIO(),
-                   decisions=None, workers=workers)
-    return counts["checked"]
+    counts = dedup([path], DedupSettings(), MemoryStore(DedupSettings().policy), kept=io.StringIO(), workers=workers)
+    return sum(counts.values())
 
 
 def main() -> None:
