@@ -32,7 +32,7 @@ Node = tuple[int, str, int | None, int | None, bool, bytes | None]
 @dataclass(frozen=True)
 class Pair:
     """A later page near an earlier one: a duplicate, or a borderline candidate (``match.duplicate``
-    False).  ``rank`` orders an page's pairs as a store meets them: content candidates first, each
+    False).  ``rank`` orders a page's pairs as a store meets them: content candidates first, each
     stage nearest first, then the earliest page."""
 
     later: int
