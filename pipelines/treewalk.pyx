@@ -96,6 +96,7 @@ cdef class Block:
 
     cdef readonly str text  # outside links
     cdef readonly str link_text
+    cdef readonly str prose  # all of it in document order, links in place
     cdef readonly int owner  # the block-level element holding it (its number in ``PageText.nodes``)
     cdef readonly int tag_furniture  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
     cdef readonly int named_furniture  # the innermost element named as furniture (class, id or role), -1 if none
@@ -137,7 +138,7 @@ cdef class _Walk:
 
     cdef xmlNode* root
     cdef double decay
-    cdef list blocks, nodes, text, links
+    cdef list blocks, nodes, text, links, prose
     cdef Node outside  # the owner of text outside the root's block (a root that is not one)
     cdef str title
     cdef long counts[2]  # characters read so far: outside links, in links
@@ -156,7 +157,7 @@ cdef class _Walk:
     cdef long elements, max_elements  # elements started so far; the walk stops after max_elements (0: never)
 
     def __cinit__(self):
-        self.blocks, self.nodes, self.text, self.links = [], [], [], []
+        self.blocks, self.nodes, self.text, self.links, self.prose = [], [], [], [], []
         self.title = ""
         self.tag_names, self.tag_ids = [], {}
         self.outside = Node.__new__(Node)
@@ -199,6 +200,7 @@ cdef class _Walk:
         """Adds a piece of text that is not only whitespace."""
         piece = piece.strip()
         (self.links if self.in_link else self.text).append(piece)
+        self.prose.append(piece)
         self.counts[1 if self.in_link else 0] += len(piece)
 
     cdef void add_run(self, xmlNode* first) except *:
@@ -215,6 +217,7 @@ cdef class _Walk:
         cdef Block block = Block.__new__(Block)
         block.text = " ".join(self.text)
         block.link_text = " ".join(self.links)
+        block.prose = " ".join(self.prose)
         block.owner = self.open_blocks.back().number
         block.tag_furniture = owner.tag_furniture
         block.named_furniture = owner.named_furniture
@@ -222,6 +225,7 @@ cdef class _Walk:
         self.blocks.append(block)
         self.text.clear()
         self.links.clear()
+        self.prose.clear()
 
     cdef Node owner(self):
         """The block-level element the walk is in."""
