@@ -26,7 +26,7 @@ import re
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cython.operator cimport dereference as deref
 from libc.math cimport pow
-from libc.string cimport strcmp, strlen, strstr
+from libc.string cimport strcmp, strlen, strncmp, strstr
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
@@ -77,6 +77,8 @@ UNLIKELY_NAMES = CaselessPattern(
 )
 MAYBE_CONTENT_NAMES = CaselessPattern(r"and|article|body|column|content|main|mathjax|shadow")
 UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
+#: A class, id, role, ``aria-label`` or ``data-`` attribute name that says advertisement: furniture in every reading.
+AD_NAMES = CaselessPattern(r"(?:^|[\s_-])(?:ads?|advert\w*|advertisement\w*|sponsored|promo\w*)(?:$|[\s_\d-])")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 
 # What a tag is, as bits (worked out once per tag name and walk).
@@ -130,7 +132,9 @@ cdef struct Names:  # the attributes the walk reads (NULL: absent)
     const char* role
     const char* style
     const char* aria_hidden
+    const char* aria_label
     bint hidden
+    bint ad_data  # a data- attribute named for ads (data-ad-slot, data-advertisement...)
 
 
 cdef class _Walk:
@@ -277,9 +281,11 @@ cdef class _Walk:
             self.invisible += 1
             return
         named = element.properties != NULL and not kind & NEVER_NAMED and _is_named_furniture(&names)
-        if kind & SEPARATOR:
+        if element.properties != NULL and _is_ad(&names):
+            kind |= FURNITURE  # as nav or aside: never read, however leniently
+        if kind & SEPARATOR and not kind & FURNITURE:
             self.flush()
-        elif named or kind & BLOCK or element == self.root:
+        elif named or kind & (BLOCK | FURNITURE) or element == self.root:
             self.open_block(element, self.tag_names[tag], kind, named, &names)
         if kind & LINK:
             self.in_link += 1
@@ -448,8 +454,8 @@ cdef str _all_text(xmlNode* element):
 
 
 cdef void _read_names(xmlNode* element, Names* names):
-    names.class_ = names.id_ = names.role = names.style = names.aria_hidden = NULL
-    names.hidden = False
+    names.class_ = names.id_ = names.role = names.style = names.aria_hidden = names.aria_label = NULL
+    names.hidden = names.ad_data = False
     cdef xmlAttr* attribute = element.properties
     cdef const char* name
     while attribute != NULL:
@@ -467,6 +473,10 @@ cdef void _read_names(xmlNode* element, Names* names):
                 names.aria_hidden = _attribute_value(attribute)
             elif strcmp(name, "hidden") == 0:
                 names.hidden = True
+            elif strcmp(name, "aria-label") == 0:
+                names.aria_label = _attribute_value(attribute)
+            elif strncmp(name, "data-", 5) == 0 and not names.ad_data:
+                names.ad_data = AD_NAMES.search(_value(name + 5)) is not None
         attribute = attribute.next
 
 
@@ -488,6 +498,33 @@ cdef bint _is_hidden(Names* names) except -1:
     if names.style == NULL or (strstr(names.style, "none") == NULL and strstr(names.style, "hidden") == NULL):
         return False
     return _HIDDEN_STYLE.search(_value(names.style)) is not None
+
+
+cdef bint _is_ad(Names* names) except -1:
+    """Named as an advertisement by class, id, role, ``aria-label`` or a ``data-`` attribute's name."""
+    if names.ad_data:
+        return True
+    if names.class_ == NULL and names.id_ == NULL and names.role == NULL and names.aria_label == NULL:
+        return False
+    cdef string key  # "class id role label", the text searched
+    cdef const char* values[4]
+    values[0], values[1], values[2], values[3] = names.class_, names.id_, names.role, names.aria_label
+    for i in range(4):
+        if values[i] != NULL:
+            key.append(values[i])
+        key.push_back(b" ")
+    found = _ad_answers.find(key)
+    if found != _ad_answers.end():
+        return deref(found).second
+    answer = AD_NAMES.search(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL)) is not None
+    if _ad_answers.size() >= MAX_ANSWERS:
+        _ad_answers.clear()
+    _ad_answers[key] = answer
+    return answer
+
+
+#: Answers of ``_is_ad`` by its text.
+cdef unordered_map[string, bint] _ad_answers
 
 
 cdef bint _is_named_furniture(Names* names) except -1:
