@@ -412,6 +412,7 @@ def labelled_pairs(data: Path, workers: int, cache: Path | None) -> tuple[list[S
         *sets.content_same_structure_different(data, pages),
         *sets.handbook(data, pages),
         *sets.realistic_changes(data, pages),
+        *sets.encyclopedic_changes(data, pages),
         *sets.copies_of_every_page(data, pages),
         *sets.form_wrapped(data, pages),
         *sets.short_pages(data, pages),

@@ -567,3 +567,69 @@ def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
             yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True, f"change:{kind}", "changes")
 
 
+
+
+#: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change.
+ENCYCLOPEDIC = ("wikipedia", "wikipedia-2", "wikipedia-3", "wikipedia-4", "wikia")
+#: Pairs per base and kind (each with its own sentence, link or place changed).
+ENCYCLOPEDIC_VARIANTS = 12
+STUB_NOTICES = ("This article is a stub. You can help by expanding it.",
+                "This article needs additional citations for verification. Please help improve it.")
+
+
+def _make_stub(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    """The article cut to its lead (its first paragraph of two sentences or more) and a stub notice, in
+    its own template: a title, a few sentences in which many nouns are links."""
+    paragraphs = [p for p in _article_paragraphs(root) if p.tag == "p"]
+    lead = next((p for p in paragraphs if len(_SENTENCE_END.split(p.text_content().strip())) >= 3), None)
+    for paragraph in paragraphs:
+        if paragraph is not lead:
+            paragraph.drop_tree()
+    for element in list(root.iter("table", "ul", "ol", "dl")):
+        if element.getparent() is not None:
+            element.drop_tree()
+    return [lead] if lead is not None else []
+
+
+def _unlink(paragraphs, rng):
+    links = [a for p in paragraphs for a in p.iter("a") if (a.text_content() or "").strip()]
+    if links:
+        rng.choice(links).drop_tag()
+
+
+def _named_ad(paragraphs, root, rng, language):
+    ad = lxml.html.fragment_fromstring(
+        f'<div class="advertisement" aria-label="Advertisement"><p>Special offer: {_phrase(rng, language, 12)}.</p></div>')
+    (paragraphs[len(paragraphs) // 2].addnext(ad) if paragraphs else root.body.append(ad))
+
+
+def _notice(paragraphs, root, variant):
+    notice = lxml.html.fragment_fromstring(f'<div class="ambox"><p>{STUB_NOTICES[variant]}</p></div>')
+    (paragraphs[-1].addnext(notice) if paragraphs else root.body.append(notice))
+
+
+ENCYCLOPEDIC_EDITS = {
+    "reworded": lambda paragraphs, root, rng, language, variant: variant and _reword_one_sentence(paragraphs, rng, language),
+    "unlinked": lambda paragraphs, root, rng, language, variant: variant and _unlink(paragraphs, rng),
+    "ad_named": lambda paragraphs, root, rng, language, variant: variant and _named_ad(paragraphs, root, rng, language),
+    "notice_changed": lambda paragraphs, root, rng, language, variant: _notice(paragraphs, root, variant),
+}
+
+
+def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Encyclopedic articles and stubs made from them, two versions each: one sentence reworded, one link
+    inside a sentence unlinked, an ad named as such injected, a notice changed (kinds ``wiki_*`` and
+    ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base)."""
+    for name in ENCYCLOPEDIC:
+        body = (data / "readability-test-pages" / name / "source.html").read_bytes()
+        for (kind, edit), form, seed in itertools.product(ENCYCLOPEDIC_EDITS.items(), ("wiki", "stub"),
+                                                          range(ENCYCLOPEDIC_VARIANTS)):
+            versions = []
+            for variant in (0, 1):
+                root = html_tree(body)
+                paragraphs = _make_stub(root) if form == "stub" else [p for p in _article_paragraphs(root) if p.tag == "p"]
+                edit(paragraphs, root, random.Random(f"{name}/{kind}/{seed}"), "en+", variant)
+                versions.append(lxml.html.tostring(root, encoding="utf-8"))
+            page_id = f"change/{form}_{kind}/{name}/{seed}"
+            yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True,
+                       f"change:{form}_{kind}", "changes")
