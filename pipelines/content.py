@@ -174,7 +174,7 @@ class PageText:
         scores: dict[int, float] = {}
         for block in self.blocks:
             length = len(block.text) + len(block.link_text)
-            if length < MIN_SCORED_CHARS or block.tag_furniture >= 0 or (block.named_furniture >= 0 and not read_named):
+            if length < MIN_SCORED_CHARS or block.ad >= 0 or (block.named_furniture >= 0 and not read_named):
                 continue
             points = 1 + len(_COMMAS.findall(block.text)) + len(_COMMAS.findall(block.link_text)) + min(length // 100, 3)
             node = self.nodes[block.owner].parent if block.leaf else block.owner
@@ -243,14 +243,14 @@ class PageText:
 
     def _with_siblings(self, top: int, scores: dict[int, float]) -> list[int]:
         """``top`` and the siblings that belong with it: those scoring at least a fifth of it (its class
-        counting for a fifth), and sibling paragraphs of text with few links; never furniture by tag."""
+        counting for a fifth), and sibling paragraphs of text with few links; never an advertisement."""
         parent, best = self.nodes[top].parent, scores[top]
         name = self.nodes[top].class_
         chosen = []
         for number in range(parent + 1, self.nodes[parent].end if parent >= 0 else len(self.nodes)):
             node = self.nodes[number]
-            if node.parent != parent or (number != top and node.tag_furniture == number):
-                continue  # not a sibling, or a sibling that is furniture by tag (nav, aside, an ad...)
+            if node.parent != parent or node.ad == number:
+                continue  # not a sibling, or an advertisement
             bonus = 0.2 * best if name and node.class_ == name else 0.0
             if (
                 number == top

@@ -102,6 +102,7 @@ cdef class Block:
     cdef readonly int owner  # the block-level element holding it (its number in ``PageText.nodes``)
     cdef readonly int tag_furniture  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
     cdef readonly int named_furniture  # the innermost element named as furniture (class, id or role), -1 if none
+    cdef readonly int ad  # the innermost element named as an advertisement around it, -1 if none
     cdef readonly bint leaf  # the owner holds no other block: the block is its paragraph, scored from its parent up
 
 
@@ -115,6 +116,7 @@ cdef class Node:
     cdef readonly int parent  # the block-level element holding it (its number), -1 for the root
     cdef readonly int tag_furniture  # the innermost furniture element by tag around it, itself included, -1 if none
     cdef readonly int named_furniture  # the same for furniture named by class, id or role
+    cdef readonly int ad  # the same for an element named as an advertisement (furniture by tag too)
     cdef readonly long chars  # visible characters inside it, outside links and in links
     cdef readonly long link_chars
     cdef readonly int end  # the elements inside it are numbered up to ``end - 1``
@@ -165,7 +167,7 @@ cdef class _Walk:
         self.title = ""
         self.tag_names, self.tag_ids = [], {}
         self.outside = Node.__new__(Node)
-        self.outside.parent = self.outside.tag_furniture = self.outside.named_furniture = -1
+        self.outside.parent = self.outside.tag_furniture = self.outside.named_furniture = self.outside.ad = -1
         self.outside.leaf = True
 
     cdef int tag_id(self, xmlNode* element) except -1:
@@ -225,6 +227,7 @@ cdef class _Walk:
         block.owner = self.open_blocks.back().number
         block.tag_furniture = owner.tag_furniture
         block.named_furniture = owner.named_furniture
+        block.ad = owner.ad
         block.leaf = owner.leaf
         self.blocks.append(block)
         self.text.clear()
@@ -236,7 +239,7 @@ cdef class _Walk:
         cdef int number = self.open_blocks.back().number
         return self.nodes[number] if number >= 0 else self.outside
 
-    cdef void open_block(self, xmlNode* element, str tag, int kind, bint named, Names* names) except *:
+    cdef void open_block(self, xmlNode* element, str tag, int kind, bint named, bint ad, Names* names) except *:
         cdef Node outer = self.owner()
         outer.leaf = False
         self.flush()
@@ -248,6 +251,7 @@ cdef class _Walk:
         node.parent = self.open_blocks.back().number
         node.tag_furniture = number if kind & FURNITURE else outer.tag_furniture
         node.named_furniture = number if named else outer.named_furniture
+        node.ad = number if ad else outer.ad
         node.chars, node.link_chars = self.counts[0], self.counts[1]  # at the start; what is inside once it ends
         node.leaf = True
         self.nodes.append(node)
@@ -281,12 +285,13 @@ cdef class _Walk:
             self.invisible += 1
             return
         named = element.properties != NULL and not kind & NEVER_NAMED and _is_named_furniture(&names)
-        if element.properties != NULL and _is_ad(&names):
-            kind |= FURNITURE  # as nav or aside: never read, however leniently
-        if kind & SEPARATOR and not kind & FURNITURE:
+        ad = element.properties != NULL and _is_ad(&names)
+        if ad:
+            kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
+        if kind & SEPARATOR and not ad:
             self.flush()
-        elif named or kind & (BLOCK | FURNITURE) or element == self.root:
-            self.open_block(element, self.tag_names[tag], kind, named, &names)
+        elif named or ad or kind & BLOCK or element == self.root:
+            self.open_block(element, self.tag_names[tag], kind, named, ad, &names)
         if kind & LINK:
             self.in_link += 1
         self.add_run(element.children)

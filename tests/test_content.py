@@ -42,10 +42,42 @@ def test_own_text_leaves_out_what_is_not_seen_links_and_furniture() -> None:
         "<footer>" + paragraphs("legal") + "</footer></body></html>"
     )
     text = own_text(html)
-    assert "story2word11" in text and "visible words stay here" in text
-    for left_out in ("color", "secret", "menu0word0", "comment", "javascript", "template", "linked", "reader",
-                     "legal"):
+    assert "story2word11" in text and "visible words linked words stay here" in text  # a link in prose is prose
+    for left_out in ("color", "secret", "menu0word0", "comment", "javascript", "template", "reader", "legal"):
         assert left_out not in text
+
+
+def test_a_sentence_keeps_its_links_in_place_and_a_row_of_links_leaves_them_out() -> None:
+    sentence = ("<p>The <a href='/river'>river</a> rises in the <a href='/alps'>Alps</a> and flows through "
+                "<a href='/lyon'>Lyon</a> to the <a href='/sea'>Mediterranean</a> past vineyards, old mills and towns.</p>")
+    related = "<p>See also: " + ", ".join(f"<a href='/r{n}'>related story {n}</a>" for n in range(6)) + "</p>"
+    text = own_text(f"<html><body><article>{paragraphs('story')}{sentence}{related}</article></body></html>")
+    assert "the river rises in the alps and flows through lyon to the mediterranean" in text
+    assert "related" not in text
+
+
+def test_unlinking_a_word_of_a_sentence_leaves_the_fingerprint_as_it_was() -> None:
+    linked = ("<html><body><article>" + paragraphs("story") + "<p>The river rises in the <a href='/alps'>Alps</a> "
+              "and flows through Lyon to the sea past vineyards and mills.</p></article></body></html>")
+    unlinked = linked.replace("<a href='/alps'>Alps</a>", "Alps")
+    assert Fingerprinter().fingerprint(linked) == Fingerprinter().fingerprint(unlinked)
+
+
+@pytest.mark.parametrize("named", ["class='advertisement'", "aria-label='Advertisement'", "id='ad-slot-3'",
+                                   "data-ad-slot='123'", "class='sponsored-box'", "class='promo'", "role='ad'"])
+def test_an_element_named_as_an_ad_is_never_own_text_however_leniently_read(named: str) -> None:
+    ad = f"<div {named}><p>Special offer buy these wonderful shoes today at the lowest price ever seen</p></div>"
+    long_page = f"<html><body><article>{paragraphs('story')}{ad}</article></body></html>"
+    stub = f"<html><body><article><p>A stub of a few words only.</p>{ad}</article></body></html>"  # read leniently
+    for html in (long_page, stub):
+        assert "shoes" not in own_text(html)
+    assert "story0word0" in own_text(long_page)
+
+
+@pytest.mark.parametrize("name", ["class='download-box'", "class='header'", "id='load-more'", "class='adapted'"])
+def test_names_that_merely_contain_ad_are_not_ads(name: str) -> None:
+    page = f"<html><body><article><div {name}>{paragraphs('story')}</div></article></body></html>"
+    assert "story0word0" in own_text(page)
 
 
 def test_blocks_split_at_block_elements_not_inline_ones() -> None:
