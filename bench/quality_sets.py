@@ -618,8 +618,9 @@ ENCYCLOPEDIC_EDITS = {
 
 def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
     """Encyclopedic articles and stubs made from them, two versions each: one sentence reworded, one link
-    inside a sentence unlinked, an ad named as such injected, a notice changed (kinds ``wiki_*`` and
-    ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base)."""
+    inside a sentence unlinked, an ad named as such injected, a notice changed (groups ``wiki_*`` and
+    ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base).  Measured in the sets' table, not yet among the
+    realistic changes' bar: the stubs' rows are the open work of issue 28."""
     for name in ENCYCLOPEDIC:
         body = (data / "readability-test-pages" / name / "source.html").read_bytes()
         for (kind, edit), form, seed in itertools.product(ENCYCLOPEDIC_EDITS.items(), ("wiki", "stub"),
@@ -632,4 +633,4 @@ def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
                 versions.append(lxml.html.tostring(root, encoding="utf-8"))
             page_id = f"change/{form}_{kind}/{name}/{seed}"
             yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True,
-                       f"change:{form}_{kind}", "changes")
+                       f"{form}_{kind}", "encyclopedic")

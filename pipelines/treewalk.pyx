@@ -205,8 +205,15 @@ cdef class _Walk:
     cdef void add(self, str piece) except *:
         """Adds a piece of text that is not only whitespace."""
         piece = piece.strip()
-        (self.links if self.in_link else self.text).append(piece)
-        self.prose.append(piece)
+        if self.in_link:
+            if not self.links:  # the block's first link: its prose so far is its text
+                self.prose = list(self.text)
+            self.links.append(piece)
+            self.prose.append(piece)
+        else:
+            self.text.append(piece)
+            if self.links:
+                self.prose.append(piece)
         self.counts[1 if self.in_link else 0] += len(piece)
 
     cdef void add_run(self, xmlNode* first) except *:
@@ -223,7 +230,7 @@ cdef class _Walk:
         cdef Block block = Block.__new__(Block)
         block.text = " ".join(self.text)
         block.link_text = " ".join(self.links)
-        block.prose = " ".join(self.prose)
+        block.prose = " ".join(self.prose) if self.links else block.text
         block.owner = self.open_blocks.back().number
         block.tag_furniture = owner.tag_furniture
         block.named_furniture = owner.named_furniture
@@ -284,8 +291,9 @@ cdef class _Walk:
                 self.title = _all_text(element).strip()
             self.invisible += 1
             return
-        named = element.properties != NULL and not kind & NEVER_NAMED and _is_named_furniture(&names)
-        ad = element.properties != NULL and _is_ad(&names)
+        answer = _names_answer(&names) if element.properties != NULL else 0
+        named = answer & NAMED_FURNITURE and not kind & NEVER_NAMED
+        ad = answer & NAMED_AD
         if ad:
             kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
         if kind & SEPARATOR and not ad:
@@ -505,12 +513,16 @@ cdef bint _is_hidden(Names* names) except -1:
     return _HIDDEN_STYLE.search(_value(names.style)) is not None
 
 
-cdef bint _is_ad(Names* names) except -1:
-    """Named as an advertisement by class, id, role, ``aria-label`` or a ``data-`` attribute's name."""
-    if names.ad_data:
-        return True
+cdef enum:  # what an element's names say (``_names_answer``)
+    NAMED_FURNITURE = 1
+    NAMED_AD = 2
+
+
+cdef int _names_answer(Names* names) except -1:
+    """Furniture named by class, id or role (and not also as the main column), and an advertisement
+    named by class, id, role, ``aria-label`` or a ``data-`` attribute's name: one cached answer."""
     if names.class_ == NULL and names.id_ == NULL and names.role == NULL and names.aria_label == NULL:
-        return False
+        return NAMED_AD if names.ad_data else 0
     cdef string key  # "class id role label", the text searched
     cdef const char* values[4]
     values[0], values[1], values[2], values[3] = names.class_, names.id_, names.role, names.aria_label
@@ -518,18 +530,22 @@ cdef bint _is_ad(Names* names) except -1:
         if values[i] != NULL:
             key.append(values[i])
         key.push_back(b" ")
-    found = _ad_answers.find(key)
-    if found != _ad_answers.end():
-        return deref(found).second
-    answer = AD_NAMES.search(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL)) is not None
-    if _ad_answers.size() >= MAX_ANSWERS:
-        _ad_answers.clear()
-    _ad_answers[key] = answer
-    return answer
+    cdef int answer
+    found = _answers.find(key)
+    if found != _answers.end():
+        answer = deref(found).second
+    else:
+        answer = (NAMED_FURNITURE if _is_named_furniture(names) else 0) | (
+            NAMED_AD if AD_NAMES.search(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL)) is not None else 0)
+        if _answers.size() >= MAX_ANSWERS:
+            _answers.clear()
+        _answers[key] = answer
+    return answer | (NAMED_AD if names.ad_data else 0)
 
 
-#: Answers of ``_is_ad`` by its text.
-cdef unordered_map[string, bint] _ad_answers
+#: Answers of ``_names_answer`` by its text: a site repeats its names on every page.
+cdef unordered_map[string, int] _answers
+cdef size_t MAX_ANSWERS = 16384
 
 
 cdef bint _is_named_furniture(Names* names) except -1:
@@ -538,25 +554,7 @@ cdef bint _is_named_furniture(Names* names) except -1:
         return True
     if names.class_ == NULL and names.id_ == NULL:
         return False
-    cdef string key  # "class id", the text searched
-    if names.class_ != NULL:
-        key.append(names.class_)
-    key.push_back(b" ")
-    if names.id_ != NULL:
-        key.append(names.id_)
-    found = _furniture_answers.find(key)
-    if found != _furniture_answers.end():
-        return deref(found).second
-    answer = furniture_names(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL))
-    if _furniture_answers.size() >= MAX_ANSWERS:
-        _furniture_answers.clear()
-    _furniture_answers[key] = answer
-    return answer
-
-
-#: Answers of ``furniture_names`` by its text: a site repeats its names on every page.
-cdef unordered_map[string, bint] _furniture_answers
-cdef size_t MAX_ANSWERS = 16384
+    return furniture_names(f"{_value(names.class_) or ''} {_value(names.id_) or ''}")
 
 
 def furniture_names(str names):
