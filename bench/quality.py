@@ -341,7 +341,7 @@ def results_missing(s: Scored, name: str) -> bool:
 #: The code each kind of result depends on (paths under ``pipelines/`` and ``bench/``): the cache is keyed on its bytes.
 CODE = {
     "ours": ["pipelines/" + name for name in ("simhash.py", "document.py", "content.py", "structure.py", "sketch.py",
-                                               "fingerprint.py", "data")],
+                                               "fingerprint.py", "treewalk.pyx", "textloops.pyx", "data")],
     "anchors": ["bench/anchors.py", "pipelines/document.py", "pipelines/simhash.py"],
 }
 COMPUTE = {"ours": ours, "anchors": anchors_and_language}

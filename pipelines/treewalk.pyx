@@ -77,8 +77,16 @@ UNLIKELY_NAMES = CaselessPattern(
 )
 MAYBE_CONTENT_NAMES = CaselessPattern(r"and|article|body|column|content|main|mathjax|shadow")
 UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
-#: A class, id, role, ``aria-label`` or ``data-`` attribute name that says advertisement: furniture in every reading.
-AD_NAMES = CaselessPattern(r"(?:^|[\s_-])(?:ads?|advert\w*|advertisement\w*|sponsored|promo\w*)(?:$|[\s_\d-])")
+#: A word of a class or id, a role or an ``aria-label`` that says "this element is an advertisement":
+#: furniture in every reading.  Whole words only: a page's ``<body class="ads-enabled">``, a column
+#: ``non-ad-column`` or a category ``native-advertising-platform`` name no ad.
+AD_NAMES = CaselessPattern(
+    r"(?:^|\s)(?:ads?|advert|advertisement|advertising|sponsored|promo|adsbygoogle"
+    r"|(?:ads?|advert)[-_](?:container|slot|unit|wrapper|banner|box|block|placeholder|label|top|bottom|\d+x\d+)[-\w]*"
+    r"|[-\w]*[-_](?:ad|ads|advert|advertisement)(?:[-_]\d+)?)(?:\s|$)"
+)
+#: A ``data-`` attribute's name (after ``data-``) that marks an ad slot.
+AD_DATA = re.compile(r"ad(?:s|-slot|-unit|-client|-format|-name|-placement|vert\w*)?$|ad-")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 
 # What a tag is, as bits (worked out once per tag name and walk).
@@ -91,6 +99,7 @@ cdef enum:
     LINK = 32
     NEVER_NAMED = 64  # a and body: never furniture by name
     TITLE = 128
+    NEVER_AD = 256  # html, body, main, article: what holds the page is never an ad, whatever its names
 
 
 cdef class Block:
@@ -293,7 +302,7 @@ cdef class _Walk:
             return
         answer = _names_answer(&names) if element.properties != NULL else 0
         named = answer & NAMED_FURNITURE and not kind & NEVER_NAMED
-        ad = answer & NAMED_AD
+        ad = answer & NAMED_AD and not kind & NEVER_AD
         if ad:
             kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
         if kind & SEPARATOR and not ad:
@@ -400,6 +409,7 @@ cdef int _kind(str tag):
         | (BLOCK if tag in BLOCK_TAGS else 0) | (SEPARATOR if tag in SEPARATOR_TAGS else 0)
         | (EMPTY if tag in EMPTY_TAGS else 0) | (LINK if tag == "a" else 0)
         | (NEVER_NAMED if tag in ("a", "body") else 0) | (TITLE if tag == "title" else 0)
+        | (NEVER_AD if tag in ("html", "body", "main", "article") else 0)
     )
 
 
@@ -489,7 +499,7 @@ cdef void _read_names(xmlNode* element, Names* names):
             elif strcmp(name, "aria-label") == 0:
                 names.aria_label = _attribute_value(attribute)
             elif strncmp(name, "data-", 5) == 0 and not names.ad_data:
-                names.ad_data = AD_NAMES.search(_value(name + 5)) is not None
+                names.ad_data = AD_DATA.match(_value(name + 5)) is not None
         attribute = attribute.next
 
 
