@@ -81,9 +81,9 @@ UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "a
 #: furniture in every reading.  Whole words only: a page's ``<body class="ads-enabled">``, a column
 #: ``non-ad-column`` or a category ``native-advertising-platform`` name no ad.
 AD_NAMES = CaselessPattern(
-    r"(?:^|\s)(?:ads?|advert|advertisement|advertising|sponsored|promo|adsbygoogle"
-    r"|(?:ads?|advert)[-_](?:container|slot|unit|wrapper|banner|box|block|placeholder|label|top|bottom|\d+x\d+)[-\w]*"
-    r"|[-\w]*[-_](?:ad|ads|advert|advertisement)(?:[-_]\d+)?)(?:\s|$)"
+    r"(?:^|\s)(?:ads?|advert|advertisement|advertising|sponsored|promo|adsbygoogle)(?=\s|$)"
+    r"|(?:^|\s)(?:ads?|advert)[-_](?:container|slot|unit|wrapper|banner|box|block|placeholder|label|top|bottom|\d)"
+    r"|[-_](?:ad|ads|advert|advertisement)(?:[-_]\d+)?(?=\s|$)"
 )
 #: A ``data-`` attribute's name (after ``data-``) that marks an ad slot.
 AD_DATA = re.compile(r"ad(?:s|-slot|-unit|-client|-format|-name|-placement|vert\w*)?$|ad-")
