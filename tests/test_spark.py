@@ -157,6 +157,13 @@ def test_a_run_against_an_earlier_one_keeps_what_one_run_over_both_keeps(spark, 
     # and a month's decisions name the earlier month's pages it dropped pages for
     earlier_urls = set(spark_kept(tmp_path / "month1"))
     assert any(row["kept_url"] in earlier_urls for row in table(tmp_path / "month2", "decisions"))
+    # fingerprints of another scheme are not compared: one line says so
+    run_file = tmp_path / "month1" / "run.json"
+    record = json.loads(run_file.read_text())
+    record["scheme"] = -1
+    run_file.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="scheme -1"):
+        run(spark, [second], tmp_path / "month2-again", DedupSettings(), JobOptions(against=(str(tmp_path / "month1"),)))
 
 
 def read_records(archive: Path) -> Iterator[tuple[str, bytes, str]]:

@@ -233,6 +233,10 @@ def _against(spark: Any, folders: Sequence[str]) -> Any:
         path = Path(folder) / "fingerprints"
         if not path.is_dir():
             raise ValueError(f"--against {folder}: no fingerprints/ folder; give the --output of an earlier run")
+        scheme = json.loads((Path(folder) / "run.json").read_text()).get("scheme")
+        if scheme != SCHEME_VERSION:
+            raise ValueError(f"--against {folder}: its fingerprints are of scheme {scheme}, this version makes scheme "
+                             f"{SCHEME_VERSION}; run the earlier archives again, or without --against")
         tables.append(spark.read.parquet(str(path)).rdd.map(lambda row, n=number: ((n, row.order), _node(row))))
     nodes = context.union(tables).sortByKey().values().zipWithIndex()
     total = nodes.count()
