@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
 
 from .decisions import Reviewer, Skip, run_summary
-from .fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
+from .fingerprint import Fingerprint, comparable, outcomes
 from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
@@ -113,14 +113,7 @@ class SimhashDedupPipeline:
     def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
         self.crawler = crawler
         self.settings = settings
-        self.fingerprinter = Fingerprinter(
-            structure_decay=settings.structure_decay,
-            min_features=settings.min_features,
-            max_bytes=settings.max_html_bytes,
-            max_elements=settings.max_elements,
-            max_text_chars=settings.max_text_chars,
-            keep_text=settings.keep_texts,
-        )
+        self.fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
         self.reviewer = Reviewer(settings.keep_texts)  # makes the decision log's entries
         self._started = time.time()
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread

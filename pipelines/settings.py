@@ -17,6 +17,7 @@ from .fingerprint import (
     DEFAULT_MAX_TEXT_CHARS,
     DEFAULT_MIN_FEATURES,
     SCHEME_VERSION,
+    Fingerprinter,
 )
 from .linkguard import DEFAULT_BUDGET
 from .policy import Mode, Policy
@@ -63,6 +64,12 @@ class DedupSettings:
     def keep_texts(self) -> bool:
         """Do fingerprints carry their own text (for the decision log's pairs)?"""
         return self.decisions > 0 and self.review_texts > 0
+
+    def fingerprinter(self, keep_text: bool) -> Fingerprinter:
+        """The fingerprinter of these settings: the crawl's, batch mode's and the Spark job's."""
+        return Fingerprinter(structure_decay=self.structure_decay, min_features=self.min_features,
+                             max_bytes=self.max_html_bytes, max_elements=self.max_elements,
+                             max_text_chars=self.max_text_chars, keep_text=keep_text)
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:

@@ -231,3 +231,8 @@ def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()
     assert all(f"{url}?again" in html for url, _ in pages[:10]), "every dropped copy is in the report"
+
+
+def test_a_run_of_bad_inputs_only_names_them(spark, tmp_path):
+    result = run(spark, [tmp_path / "gone.warc.gz"], tmp_path / "out", DedupSettings())
+    assert result.happened["unreadable"] == 1 and "gone.warc.gz" in "\n".join(result.bad)

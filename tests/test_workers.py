@@ -195,7 +195,6 @@ def running(pid: int) -> bool:
 def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_path: Path) -> None:
     """kill -9 of the crawl while its workers fingerprint: they exit, without a traceback."""
     import json
-    import os
     import signal
     import time
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ..decisions import Decision, Reviewer, run_summary
-from ..fingerprint import Fingerprint, Fingerprinter, comparable, outcomes
+from ..fingerprint import Fingerprint, comparable, outcomes
 from ..policy import dropped
 from ..settings import DedupSettings
 from ..stores import MemoryStore, SqliteStore
@@ -43,11 +43,7 @@ def dedup(
     (a JSON Lines record: the input's record, or its URL and source) and each page's outcome to
     ``outcomes_file``; return what happened: pages by outcome (``kept``, ``borderline``, ``dropped``,
     ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``)."""
-    fingerprinter = Fingerprinter(
-        structure_decay=settings.structure_decay, min_features=settings.min_features,
-        max_bytes=settings.max_html_bytes, max_elements=settings.max_elements,
-        max_text_chars=settings.max_text_chars, keep_text=settings.keep_texts,
-    )
+    fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
     reviewer = Reviewer(settings.keep_texts)
     happened: Counter[str] = Counter()
     stats: Counter[str] = Counter()  # the pipeline's stats, for the run's record (the report reads them)
@@ -57,7 +53,7 @@ def dedup(
     pages = read_inputs(inputs, settings.html_field, settings.url_field)
     for item, result in fingerprinted(pages, fingerprinter, workers):
         if isinstance(item, BadInput):
-            happened["skipped" if item.kind == "not_html" else "unreadable"] += item.records
+            happened[item.counted_as] += item.records
             if progress is not None:
                 progress.say(f"{item.source}: {item.message}")
         else:

@@ -44,6 +44,11 @@ class BadInput:
     records: int = 1
     read: int = 0
 
+    @property
+    def counted_as(self) -> str:
+        """What a run counts its records as: ``skipped`` (not pages: images, scripts...) or ``unreadable``."""
+        return "skipped" if self.kind == "not_html" else "unreadable"
+
 
 #: Records of a JSON Lines file read before it counts as having no field with the HTML.
 FIELD_PROBE = 5
@@ -132,12 +137,12 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
             except ValueError as error:
                 yield BadInput(source, f"not a JSON line ({error})"), raw.tell()
                 continue
-            html = record.get(html_field) if isinstance(record, dict) else None
-            if isinstance(html, str):
+            page = json_page(record, source, html_field, url_field)
+            if page is not None:
                 if not found_html:
                     found_html = True
                     yield from held
-                yield Page(str(record.get(url_field) or ""), html, source, record), raw.tell()
+                yield page, raw.tell()
                 continue
             missing = BadInput(source, f"no {html_field!r} field holding the page's HTML"), raw.tell()
             if found_html:
@@ -151,6 +156,12 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
             yield BadInput(str(path), f"no record has a {html_field!r} field holding the page's HTML (the first "
                                       f"{plural(len(held), 'record')} have: {', '.join(fields) or 'no field'}); "
                                       f"name it with --html-field", records=len(held)), raw.tell()
+
+
+def json_page(record: Any, source: str, html_field: str, url_field: str) -> Page | None:
+    """A JSON record as a page (its HTML field's string, its URL field), or None when it has no HTML."""
+    html = record.get(html_field) if isinstance(record, dict) else None
+    return Page(str(record.get(url_field) or ""), html, source, record) if isinstance(html, str) else None
 
 
 def read_warc(path: Path, stream: IO[bytes] | None = None) -> Iterator[tuple[Page | BadInput, int]]:

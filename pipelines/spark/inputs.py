@@ -24,8 +24,8 @@ from typing import Any
 
 import xxhash
 
-from ..batch.sources import (HTML_SUFFIXES, WARC_SUFFIXES, BadInput, Page, read_folder, read_html_file,
-                             read_json_lines, read_warc)
+from ..batch.sources import (HTML_SUFFIXES, WARC_SUFFIXES, BadInput, Page, json_page, read_folder,
+                             read_html_file, read_json_lines, read_warc)
 
 #: The order key of a record: its input's index above these bits, its record's number below.
 RECORD_BITS = 36
@@ -236,8 +236,8 @@ def _read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Fiel
 
 def _json_page(line: bytes, source: str, fields: Fields) -> Page | BadInput:
     try:
-        record = json.loads(line.decode("utf-8", "surrogateescape"))
-        return Page(str(record.get(fields.url) or ""), record[fields.html], source, record)
-    except (ValueError, KeyError, AttributeError) as error:
+        page = json_page(json.loads(line.decode("utf-8", "surrogateescape")), source, fields.html, fields.url)
+    except ValueError as error:
         return BadInput(source, f"changed since it was read ({error})")
+    return page or BadInput(source, f"changed since it was read (no {fields.html!r} field)")
 

@@ -72,12 +72,6 @@ class JobResult:
     cpu: dict[str, float] = field(default_factory=dict)  # executors' CPU time of fingerprints, candidates
 
 
-def fingerprinter(settings: DedupSettings) -> Fingerprinter:
-    return Fingerprinter(structure_decay=settings.structure_decay, min_features=settings.min_features,
-                         max_bytes=settings.max_html_bytes, max_elements=settings.max_elements,
-                         max_text_chars=settings.max_text_chars)
-
-
 def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: DedupSettings,
         options: JobOptions = JobOptions()) -> JobResult:
     """Deduplicate ``inputs`` in order (against ``options.against``'s kept pages first) into ``output``."""
@@ -91,13 +85,13 @@ def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: 
     read = Counter(dict(located.map(_what_was_read).reduceByKey(add).collect()))
     bad = located.filter(lambda item: isinstance(item, BadInput))
     result = JobResult(Counter({kind: count for kind, count in read.items() if kind != "page"}),
-                       bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if len(read) > 1 else [])
+                       bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if set(read) - {"page"} else [])
     result.work["pages"] = read["page"]
     clock.lap("read")
     groups = _copies(_ranked(located.filter(lambda item: isinstance(item, Located)), fields))
     tasks = max(context.defaultParallelism, math.ceil(read["page"] / options.pages_per_task))
-    results = _fingerprinted(groups, files, fields, fingerprinter(settings), options.pages_per_task, tasks,
-                             clock).persist()
+    results = _fingerprinted(groups, files, fields, settings.fingerprinter(keep_text=False), options.pages_per_task,
+                             tasks, clock).persist()
     compared = results.map(lambda r: r[1][2] is None).countByValue()
     result.work["fingerprinted"] = sum(compared.values())
     located.unpersist()
@@ -157,9 +151,7 @@ class Clock:
 
 def _what_was_read(item: Located | BadInput) -> tuple[str, int]:
     """``page``, or what a bad input counts as (batch mode's names), and how many records."""
-    if isinstance(item, Located):
-        return "page", 1
-    return ("skipped" if item.kind == "not_html" else "unreadable"), item.records
+    return ("page", 1) if isinstance(item, Located) else (item.counted_as, item.records)
 
 
 def _ranked(located: Any, fields: Fields) -> Any:
