@@ -569,12 +569,22 @@ def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
 
 
 
-#: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change.
-ENCYCLOPEDIC = ("wikipedia", "wikipedia-2", "wikipedia-3", "wikipedia-4", "wikia")
+#: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change: MediaWiki articles,
+#: and the reference pages of MDN and WebMD.
+ENCYCLOPEDIC = ("wikipedia", "wikipedia-2", "wikipedia-3", "wikipedia-4", "wikia", "mozilla-1", "mozilla-2",
+                "webmd-1", "webmd-2")
 #: Pairs per base and kind (each with its own sentence, link or place changed).
 ENCYCLOPEDIC_VARIANTS = 12
-STUB_NOTICES = ("This article is a stub. You can help by expanding it.",
-                "This article needs additional citations for verification. Please help improve it.")
+#: Notices as MediaWiki writes them: a stub box and a hatnote (ARIA role "note"), maintenance boxes (a table).
+NOTICES = (
+    '<div role="note" class="metadata plainlinks asbox stub"><p>This article is a stub. You can help by expanding it.</p></div>',
+    '<div role="note" class="hatnote navigation-not-searchable">For other uses, see the disambiguation page.</div>',
+    '<table class="box-More_citations_needed plainlinks metadata ambox ambox-content" role="presentation"><tr><td>'
+    'This article needs additional citations for verification. Please help improve it by adding citations to reliable'
+    ' sources.</td></tr></table>',
+    '<table class="box-Update plainlinks metadata ambox ambox-content" role="presentation"><tr><td>'
+    'This article needs to be updated. Please help update this article to reflect recent events.</td></tr></table>',
+)
 
 
 def _make_stub(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
@@ -603,8 +613,10 @@ def _named_ad(paragraphs, root, rng, language):
     (paragraphs[len(paragraphs) // 2].addnext(ad) if paragraphs else root.body.append(ad))
 
 
-def _notice(paragraphs, root, variant):
-    notice = lxml.html.fragment_fromstring(f'<div class="ambox"><p>{STUB_NOTICES[variant]}</p></div>')
+def _notice(paragraphs, root, rng, variant):
+    """Variant 0 has one notice, variant 1 another one (each pair its own two, chosen by ``rng``)."""
+    first, second = rng.sample(range(len(NOTICES)), 2)
+    notice = lxml.html.fragment_fromstring(NOTICES[second if variant else first])
     (paragraphs[-1].addnext(notice) if paragraphs else root.body.append(notice))
 
 
@@ -612,15 +624,14 @@ ENCYCLOPEDIC_EDITS = {
     "reworded": lambda paragraphs, root, rng, language, variant: variant and _reword_one_sentence(paragraphs, rng, language),
     "unlinked": lambda paragraphs, root, rng, language, variant: variant and _unlink(paragraphs, rng),
     "ad_named": lambda paragraphs, root, rng, language, variant: variant and _named_ad(paragraphs, root, rng, language),
-    "notice_changed": lambda paragraphs, root, rng, language, variant: _notice(paragraphs, root, variant),
+    "notice_changed": lambda paragraphs, root, rng, language, variant: _notice(paragraphs, root, rng, variant),
 }
 
 
 def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
     """Encyclopedic articles and stubs made from them, two versions each: one sentence reworded, one link
     inside a sentence unlinked, an ad named as such injected, a notice changed (groups ``wiki_*`` and
-    ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base).  Measured in the sets' table, not yet among the
-    realistic changes' bar: the stubs' rows are the open work of issue 28."""
+    ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base)."""
     for name in ENCYCLOPEDIC:
         body = (data / "readability-test-pages" / name / "source.html").read_bytes()
         for (kind, edit), form, seed in itertools.product(ENCYCLOPEDIC_EDITS.items(), ("wiki", "stub"),
@@ -634,3 +645,94 @@ def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
             page_id = f"change/{form}_{kind}/{name}/{seed}"
             yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True,
                        f"{form}_{kind}", "encyclopedic")
+
+
+#: Elements whose text a re-saving tool leaves as it is.
+_VERBATIM = {"pre", "textarea", "script", "style", "title"}
+#: Words this long get soft hyphens every ``_SYLLABLE`` letters from a hyphenating tool.
+_HYPHENATED = re.compile(r"[^\W\d_]{8,}")
+_SYLLABLE = 4
+
+
+def _texts(root: lxml.html.HtmlElement, rewrite: Callable[[str], str]) -> None:
+    """Every text and tail outside ``_VERBATIM`` elements, rewritten."""
+    for element in root.iter():
+        if isinstance(element.tag, str) and element.tag not in _VERBATIM and element.text:
+            element.text = rewrite(element.text)
+        if element.tail and isinstance(element.getparent(), lxml.html.HtmlElement) \
+                and element.getparent().tag not in _VERBATIM:
+            element.tail = rewrite(element.tail)
+
+
+def prettified(root):
+    """Indented as pretty-printers do: a line break before and after every tag, inside paragraphs too."""
+    for element in root.iter():
+        if isinstance(element.tag, str) and element.tag not in _VERBATIM and element.getparent() is not None:
+            element.text = "\n  " + (element.text or "")
+            element.tail = "\n" + (element.tail or "")
+
+
+def wrapped(root):
+    """Wrapper elements added: each paragraph's content in a ``<span>``, the body's in three ``<div>``s."""
+    for paragraph in list(root.iter("p", "li", "h1", "h2", "h3", "td")):
+        span = lxml.html.Element("span", {"class": "c1"})
+        span.text, paragraph.text = paragraph.text, None
+        for child in list(paragraph):
+            span.append(child)
+        paragraph.append(span)
+    for _ in range(3):
+        div = lxml.html.Element("div", {"class": "wrapper"})
+        for child in list(root.body):
+            div.append(child)
+        root.body.append(div)
+
+
+def with_attributes(root):
+    """Attributes added to every element, as a page saver does: a ``data-`` mark and an inline style."""
+    for number, element in enumerate(root.iter()):
+        if isinstance(element.tag, str):
+            element.set("data-saved-id", str(number))
+            element.set("style", (element.get("style", "") + ";box-sizing:border-box").lstrip(";"))
+
+
+def non_breaking(root):
+    """Every other space a non-breaking one (``&nbsp;`` in the saved page)."""
+    _texts(root, lambda text: re.sub(r"(\S+) (\S+) ", "\\1\u00a0\\2 ", text))
+
+
+def soft_hyphenated(root):
+    """Long words hyphenated with soft hyphens, as typesetting tools do; a reader sees the same words."""
+    _texts(root, lambda text: _HYPHENATED.sub(
+        lambda m: "\u00ad".join(m.group()[i : i + _SYLLABLE] for i in range(0, len(m.group()), _SYLLABLE)), text))
+
+
+def unstyled(root):
+    """Class, id, role and ``aria-``/``data-`` attributes stripped, as sanitizers do: a page without its names."""
+    for element in root.iter():
+        if isinstance(element.tag, str):
+            for name in list(element.attrib):
+                if name in ("class", "id", "role") or name.startswith(("aria-", "data-")):
+                    del element.attrib[name]
+
+
+#: The tools a page is saved again through; each row pairs the page as served with its saved copy.
+RESAVING_TOOLS = {"prettified": prettified, "wrapped": wrapped, "attributes": with_attributes,
+                  "nbsp": non_breaking, "soft_hyphens": soft_hyphenated, "unstyled": unstyled}
+#: Tools whose copy no longer marks what is furniture: measured, outside the realistic changes' bar.
+UNMARKED_TOOLS = {"unstyled"}
+#: Every this-many-th page of the trafilatura pool is saved again.
+RESAVED_EVERY = 4
+
+
+def resaved_pages(pages: Pages) -> Iterator[Pair]:
+    """The trafilatura pool's pages (call after ``unrelated``), each against itself saved through
+    every tool of ``RESAVING_TOOLS`` (serialised as UTF-8 numeric references outside ASCII, as such
+    tools write; groups ``resaved_<tool>``)."""
+    pool = sorted(i for i in pages.html if i.startswith("trafilatura/eval/"))[::RESAVED_EVERY]
+    for page_id, (tool, rewrite) in itertools.product(pool, RESAVING_TOOLS.items()):
+        root = html_tree(pages.html[page_id])
+        if root is None or root.body is None:
+            continue
+        rewrite(root)
+        saved = pages.add(f"resaved/{tool}/{page_id}", lxml.html.tostring(root, encoding="ascii"))
+        yield Pair(page_id, saved, True, f"resaved_{tool}", "resaved")

@@ -71,6 +71,12 @@ LINK_DENSE = 0.5
 MIN_OWN_WORDS = 20
 #: Own text with a smaller share of the page's characters outside links is read again too.
 MIN_OWN_SHARE = 0.15
+#: How many times a word of the page's title counts in the content features: the title names what the
+#: page is; on a short text one edited sentence outweighs it otherwise (measured in ``bench/quality.py``).
+TITLE_WEIGHT = 3
+#: Characters that show nothing inside a word (soft hyphen, zero-width space, joiners, BOM): a tool that
+#: hyphenates or re-saves a page adds or drops them, and a reader sees the same words.
+_INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 #: Tokens per shingle in the sketch.
 SHINGLE_SIZE = 3
 
@@ -111,7 +117,8 @@ class PageText:
         return len(self.title) + sum(len(block.text) + len(block.link_text) for block in self.blocks)
 
     def own_blocks(self) -> list[list[str]]:
-        """The tokens of the own text's blocks, in page order; empty when the page has no main content.
+        """The tokens of the own text's blocks, the title's first, then in page order; empty when the
+        page has no main content.
 
         The own text is the page's title, the main content's blocks of at least
         ``MIN_BLOCK_WORDS`` words, less the furniture inside it, and every other
@@ -147,7 +154,7 @@ class PageText:
                 return [tokens(self.title)] + [block_tokens(n) for n in sorted(chosen)]
         if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
             return []
-        return [block_tokens(n) for n in main]
+        return [tokens(self.title)] + [block_tokens(n) for n in main]
 
     def _read_text(self, n: int) -> str:
         """What the own text reads of a block: its prose with its links in place, or for a row of links
@@ -268,9 +275,12 @@ def _name_weight(class_: str | None, id_: str | None) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere."""
+    """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere; characters that show
+    nothing (``_INVISIBLE``) are read as a reader sees them, as nothing."""
     if text.isascii():  # NFKC leaves ASCII as it is, and casefolds it as lower() does
         return _ASCII_WORD.findall(text.lower())
+    if _INVISIBLE.search(text):
+        text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if not _NOT_SPACED.search(text):
         return _WORD.findall(text)
@@ -297,8 +307,12 @@ def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
 
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
-    for the rest; compiled, ``textloops.tf_idf``)."""
-    return tf_idf(word_counts(blocks), HAN_RANGES, _word_idf, _chinese_idf)
+    for the rest; compiled, ``textloops.tf_idf``).  The first block is the page's title (``own_blocks``):
+    its words count ``TITLE_WEIGHT`` times."""
+    counts = word_counts(blocks)
+    for word, count in word_counts(blocks[:1]).items():
+        counts[word] += (TITLE_WEIGHT - 1) * count
+    return tf_idf(counts, HAN_RANGES, _word_idf, _chinese_idf)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 4
+SCHEME_VERSION = 5
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):
@@ -30,11 +30,15 @@ DEFAULT_MAX_TEXT_CHARS = 1_000_000
 class Fingerprint:
     """A page's two fingerprints, and the sketch that checks content matches.
 
-    A part is ``None`` when the page has too few features for it (the sketch
-    exactly when the content is); ``problem`` names why the page was not
-    fingerprinted at all (``None`` if it was).  ``short``: the page's own text
-    is too short for SimHash, so ``content`` is a hash of its whole visible
-    text, equal only for pages that show the same words.
+    A part is ``None`` when the page has too few features for it; ``problem``
+    names why the page was not fingerprinted at all (``None`` if it was).
+    ``short``: the page's own text has fewer than ``min_features`` distinct
+    words, too few for SimHash to tell two pages apart; ``content`` is then
+    the SimHash of that own text, or, for a page without any (no ``sketch``),
+    a hash of its whole visible text.  Two short pages are the same only when
+    their words are (``Policy.content_match``); a short page and a longer one
+    are compared as any two pages are, so a page near the line and its copy
+    with a few words more meet.
     """
 
     content: int | None
@@ -78,14 +82,14 @@ class Fingerprinter:
             return Fingerprint(None, None, TOO_MUCH_TEXT)
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
-        if (content := self._simhash(content_features(blocks))) is not None:
+        if features := content_features(blocks):
             sketch = hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE))
-            return Fingerprint(content, structure, sketch=sketch, text=self._text(blocks))
+            return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
+                               text=self._text(blocks))
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure)
-        sketch = hashes_sketch(shingle_hashes([visible], SHINGLE_SIZE))
-        return Fingerprint(text_hash(visible), structure, sketch=sketch, short=True, text=self._text([visible]))
+        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]))
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""

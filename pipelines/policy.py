@@ -26,6 +26,13 @@ class Mode(str, Enum):
 SENTENCE_SHINGLES = 40
 #: The least sketch similarity ever taken for a content match, however short the text.
 MIN_SIMILARITY_FLOOR = 0.4
+#: Two texts this small (fewer shingles, both) are also compared ``SMALL_TEXT_EXTRA_BITS`` beyond the content
+#: distance, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY``: SimHash estimates an angle, and
+#: one changed sentence of a 70-word stub turns it as far as 9 to 11 bits (``bench/quality.py``: the stub rows
+#: and Webis gain, same-site pages stay apart).
+SMALL_TEXT_SHINGLES = 150
+SMALL_TEXT_EXTRA_BITS = 3
+SMALL_TEXT_FAR_SIMILARITY = 0.6
 
 
 @dataclass(frozen=True)
@@ -58,33 +65,56 @@ class Policy:
                       other_short: bool) -> bool:
         """Are two pages' contents the same, given their content distance and sketches?
 
-        Short pages (whose content is a hash of their visible words) match only
-        each other, and only when equal; other pages within ``content_distance``
-        whose sketches agree on at least ``similarity_needed``.
+        Two short pages (``Fingerprint.short``) only when their words are the
+        same: content distance 0 and equal sketches (a page without own text
+        has none: its content is a hash of its visible words).  Any other pair,
+        a short page and a longer one included, when within
+        ``content_distance`` and their sketches agree on at least
+        ``similarity_needed``: the line between short and long is drawn on the
+        pair, so a page just under it and its copy with a few words more meet.
         """
-        if short or other_short:
-            return short and other_short and distance == 0
         a, b = sketches
-        if a is None or b is None or distance > self.content_distance:
+        if short and other_short:
+            return distance == 0 and a == b
+        if a is None or b is None:
             return False
-        return similarity(a, b) >= self.similarity_needed(min(sketch_size(a), sketch_size(b)))
+        needed = self.pair_similarity_needed(distance, a, b)
+        return needed is not None and similarity(a, b) >= needed
 
     def content_verdict(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
                         other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
         """How a page stands to a kept page within the content search distance: ``(reason, True)`` a
         duplicate, ``(reason, False)`` a borderline candidate (what failed: "similarity", or the
-        "structure" of mode "both"), ``None`` neither (short texts are equal or unrelated).  Symmetric:
-        it serves the stores, which meet the pair in arrival order, and batch jobs, which meet it in
-        any order."""
-        if short and distance:
+        "structure" of mode "both"), ``None`` neither (two short texts that differ, or a page
+        without own text).  Symmetric: it serves the stores, which meet the pair in arrival order,
+        and batch jobs, which meet it in any order."""
+        both_short = short and other_short
+        if (both_short and distance) or (not both_short and None in sketches):
             return None
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
-            return ("exact_text" if short else "both" if self.mode is Mode.BOTH else "content"), True
-        if short or other_short:
+            return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH else "content"), True
+        if both_short:
             return None
         return ("structure" if content else "similarity"), False
+
+    @property
+    def search_distance(self) -> int:
+        """How far a store's index looks for content candidates: small texts are compared further."""
+        return min(64, self.content_distance + SMALL_TEXT_EXTRA_BITS)
+
+    def pair_similarity_needed(self, distance: int, a: bytes, b: bytes) -> float | None:
+        """What two pages' sketches must agree on at this content distance, ``None`` beyond it: within
+        ``content_distance``, ``similarity_needed`` of the shorter text; up to ``search_distance`` for two
+        small texts, at least ``SMALL_TEXT_FAR_SIMILARITY``."""
+        sizes = sketch_size(a), sketch_size(b)
+        needed = self.similarity_needed(min(sizes))
+        if distance <= self.content_distance:
+            return needed
+        if distance <= self.search_distance and max(sizes) < SMALL_TEXT_SHINGLES:
+            return max(needed, SMALL_TEXT_FAR_SIMILARITY)
+        return None
 
     def similarity_needed(self, shingles: int) -> float:
         """``min_similarity``, less for short texts: on a text of n shingles, one sentence of

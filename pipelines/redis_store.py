@@ -98,7 +98,7 @@ class RedisStore(MemoryStore):
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
         # the distances the script compares new records with pages at (-1: that part is not)
         self._limits = np.array([
-            policy.content_distance if policy.mode is not Mode.STRUCTURE else -1,
+            policy.search_distance if policy.mode is not Mode.STRUCTURE else -1,
             policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
         ])
 

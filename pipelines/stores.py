@@ -24,7 +24,7 @@ from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .policy import Match, Mode, Policy, dropped
 from .simhash import hamming
-from .sketch import similarity, sketch_size
+from .sketch import similarity
 from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class MemoryStore:
         self.policy = policy
         # only what the mode searches by is indexed: "both" checks a content candidate's
         # structure from its row, so the structure index serves "structure" and "either" only
-        self._content = SimhashIndex(policy.content_distance) if policy.mode is not Mode.STRUCTURE else None
+        self._content = SimhashIndex(policy.search_distance) if policy.mode is not Mode.STRUCTURE else None
         self._structure = (
             SimhashIndex(policy.structure_distance) if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else None
         )
@@ -121,7 +121,7 @@ class MemoryStore:
         mode = self.policy.mode
         if self._content is not None and page.content is not None:
             for row, distance in self._near(self._content, page.content, since):
-                if not self._alive(row) or (page.short and distance):
+                if not self._alive(row):
                     continue
                 kept = self._sketch(row)
                 structure = _distance(self._part(row, 1), page.structure) if mode is Mode.BOTH else None
@@ -162,13 +162,14 @@ class MemoryStore:
 
     def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
                duplicate: bool = True) -> Match:
+        content_distance = _distance(self._part(row, 0), page.content)
         needed = None
-        if kept_sketch is not None and page.sketch is not None:
-            needed = self.policy.similarity_needed(min(sketch_size(kept_sketch), sketch_size(page.sketch)))
+        if kept_sketch is not None and page.sketch is not None and content_distance is not None:
+            needed = self.policy.pair_similarity_needed(content_distance, kept_sketch, page.sketch)
         return Match(
             self._url(row),
             reason,
-            _distance(self._part(row, 0), page.content),
+            content_distance,
             _distance(self._part(row, 1), page.structure),
             _similarity(kept_sketch, page.sketch),
             needed,

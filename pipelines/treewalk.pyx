@@ -76,7 +76,9 @@ UNLIKELY_NAMES = CaselessPattern(
     r"|supplemental|ad-break|agegate|pagination|pager|popup|yom-remote"
 )
 MAYBE_CONTENT_NAMES = CaselessPattern(r"and|article|body|column|content|main|mathjax|shadow")
-UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"})
+#: Readability's, and ARIA's "note": "a section whose content is parenthetic or ancillary to the main content"
+#: (a hatnote, a stub or maintenance notice).
+UNLIKELY_ROLES = frozenset({"menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog", "note"})
 #: A word of a class or id, a role or an ``aria-label`` that says "this element is an advertisement":
 #: furniture in every reading.  Whole words only: a page's ``<body class="ads-enabled">``, a column
 #: ``non-ad-column`` or a category ``native-advertising-platform`` name no ad.

@@ -233,3 +233,28 @@ print("rjieba" in sys.modules, _idf_table.cache_info().currsize)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).parents[1])
     assert done.stdout.split() == ["False", "1", "True", "2"]
+
+
+@pytest.mark.parametrize("invisible", ["\u00ad", "\u200b", "\u2060", "\ufeff"])
+def test_characters_that_show_nothing_inside_words_are_read_as_nothing(invisible: str) -> None:
+    """A hyphenating or re-saving tool adds soft hyphens and zero-width characters inside words: a reader
+    sees the same words, and so does the fingerprint."""
+    text = "The lighthouse keepers maintained extraordinary vigilance throughout winter storms, naïvely hopeful."
+    hyphenated = text.replace("lighthouse", f"light{invisible}house").replace("extraordinary", f"extra{invisible}ordi{invisible}nary")
+    assert words(hyphenated) == words(text)
+
+
+def test_the_title_counts_three_times_in_the_content_features() -> None:
+    title, body = ["lighthouse", "keepers"], ["lighthouse", "stands", "keepers", "lived"]
+    features = content_features([title, body])
+    alone = content_features([[], body])
+    assert features["lighthouse"] == pytest.approx(alone["lighthouse"] * 4 / 1)
+    assert features["stands"] == pytest.approx(alone["stands"])
+
+
+def test_a_note_is_furniture_as_aria_defines_it() -> None:
+    """role="note": "a section whose content is parenthetic or ancillary to the main content" (a stub
+    notice, a hatnote): changing it leaves the own text as it was."""
+    note = "<div role='note' class='stub'><p>This article is a stub, and you can help the project by expanding it.</p></div>"
+    text = own_text(f"<html><body><article>{paragraphs('story')}{note}</article></body></html>")
+    assert "story2word11" in text and "stub" not in text

@@ -22,7 +22,7 @@ from pipelines.document import decode, load
 from pipelines.sketch import similarity, sketch_size
 from pipelines.startup import StartRefused
 from pipelines.fingerprint import Fingerprint
-from pipelines.policy import Policy
+from pipelines.policy import SMALL_TEXT_FAR_SIMILARITY, SMALL_TEXT_SHINGLES, Policy
 from pipelines.textloops import utf8_length
 from pipelines.workers import RecentPages
 
@@ -150,10 +150,16 @@ def test_mode_either_drops_on_content_or_structure() -> None:
 
 
 def test_distance_setting_is_honoured() -> None:
-    edited = ARTICLE.replace(b"</h1>", b"</h1><p>Editor's note: an earlier version of this story misspelled the name of the county executive.</p>", 1)
-    fingerprints = [Fingerprinter().fingerprint(html).content for html in (ARTICLE, edited)]
-    distance = hamming(*fingerprints)
-    assert distance > 0
+    """Within the content distance at any similarity (the check off).  Two small texts are also compared
+    a few bits further, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY``: this short
+    article and its long correction do not, so the setting alone decides."""
+    note = (b"<p>Editor's note: an earlier version of this story misspelled the name of the county executive, gave the"
+            b" wrong date for the library festival, listed the wrong branch for the crafts and omitted the names of"
+            b" two volunteers who organised the readings for children.</p>")
+    edited = ARTICLE.replace(b"</h1>", b"</h1>" + note, 1)
+    first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, edited))
+    distance = hamming(first.content, second.content)
+    assert distance > 0 and similarity(first.sketch, second.sketch) < SMALL_TEXT_FAR_SIMILARITY
     for allowed, dropped in ((distance - 1, False), (distance, True)):
         settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": allowed, "SIMHASH_DEDUP_MIN_SIMILARITY": -1}
         assert second_is_dropped(settings, ARTICLE, edited) == dropped
@@ -429,9 +435,47 @@ def test_short_pages_are_duplicates_only_when_they_show_the_same_words() -> None
         pipeline = make_pipeline(SIMHASH_DEDUP_MODE=mode)
         process(pipeline, {"url": "a", "html": page.format("The office is closed on Monday.")})
         process(pipeline, {"url": "b", "html": page.format("The office is closed on Tuesday.")})
-        with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0, similarity 1.00"):
+        with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0,"):
             process(pipeline, {"url": "c", "html": page.format("The office is  closed on Monday.").encode()})
         assert (stat(pipeline, "short_text"), stat(pipeline, "kept"), stat(pipeline, "dropped/exact_text")) == (3, 2, 1)
+
+
+#: A stub: a title and two sentences, under the short-page line (30 distinct words) with own text.
+STUB = ("<html><head><title>Harbour lighthouse</title></head><body><article>"
+        "<p>The harbour lighthouse stands on a granite ledge at the northern entrance of the bay.</p>"
+        "<p>Its keepers lived in a cottage beside the tower until the lamp was automated in {}.{}</p>"
+        "</article></body></html>")
+
+
+def test_a_page_just_under_the_short_line_and_its_copy_with_a_few_words_more_meet() -> None:
+    """The line between short and long texts is drawn on the pair: the stub (short) and its copy with one
+    sentence more (over the line) are compared as any two pages are, by SimHash and sketch."""
+    stub, longer = STUB.format(1962, ""), STUB.format(1962, " Visitors may climb the stairs every summer weekend.")
+    assert Fingerprinter().fingerprint(stub).short and not Fingerprinter().fingerprint(longer).short
+    for first, second in ((stub, longer), (longer, stub)):
+        pipeline = make_pipeline()
+        process(pipeline, {"url": "first", "html": first})
+        with pytest.raises(SimhashDuplicate, match="matched on content"):
+            process(pipeline, {"url": "second", "html": second})
+
+
+def test_two_short_pages_with_own_text_are_duplicates_only_when_their_words_are() -> None:
+    pipeline = make_pipeline()
+    process(pipeline, {"url": "a", "html": STUB.format(1962, "")})
+    assert process(pipeline, {"url": "b", "html": STUB.format(1963, "")})  # one number: another page
+    with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0, similarity 1.00"):
+        process(pipeline, {"url": "c", "html": STUB.format(1962, "").replace("<article>", "<article class='x'>")})
+    assert (stat(pipeline, "short_text"), stat(pipeline, "kept"), stat(pipeline, "dropped/exact_text")) == (3, 2, 1)
+
+
+def test_small_texts_are_compared_a_few_bits_further_with_a_stricter_sketch() -> None:
+    policy = Policy()
+    small, large = (Fingerprinter().fingerprint(html).sketch for html in (STUB.format(1962, ""), real_page("gne-sina-1")))
+    assert sketch_size(small) < SMALL_TEXT_SHINGLES <= sketch_size(large)
+    assert policy.pair_similarity_needed(policy.content_distance, small, small) == policy.similarity_needed(sketch_size(small))
+    assert policy.pair_similarity_needed(policy.search_distance, small, small) == SMALL_TEXT_FAR_SIMILARITY
+    assert policy.pair_similarity_needed(policy.search_distance + 1, small, small) is None
+    assert policy.pair_similarity_needed(policy.content_distance + 1, small, large) is None  # one text is not small
 
 
 def test_a_short_page_never_matches_a_page_with_own_text() -> None:
