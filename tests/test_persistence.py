@@ -286,19 +286,26 @@ def test_a_store_that_cannot_be_opened_refuses_the_crawl_before_anything_is_writ
 
 
 def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
-    """A short page (a hash of its visible words) matches only an equal short page, after a reopen too."""
+    """Short pages match only equal short pages, after a reopen too: a page without own text (a hash of its
+    visible words, no sketch) never meets a page with own text, and two short stubs whose sketches differ
+    in one bit stay apart (as two long pages they would be near-duplicates)."""
     path, scheme = tmp_path / "seen.sqlite", "test"
-    short = Fingerprint(0x5EED, 1, sketch=bytes(SKETCH_BYTES), short=True)
+    sketch = bytes(SKETCH_BYTES)
+    other_sketch = b"\x01" + sketch[1:]
+    visible_words = Fingerprint(0x5EED, 1, short=True)
+    stub = Fingerprint(0xFFFF_FFFF_0000_0000, 2, sketch=sketch, short=True)
     store = SqliteStore(Policy(), path, scheme)
-    assert store.check_and_add("https://a.test/short", short) is None
-    store.confirm(0)  # its item got past every pipeline
+    for row, page in enumerate((visible_words, stub)):
+        assert store.check_and_add(f"https://a.test/{row}", page) is None
+        store.confirm(row)  # its item got past every pipeline
     store.close()
     reopened = SqliteStore(Policy(), path, scheme)
-    long_page = Fingerprint(0x5EED, 1, sketch=bytes(SKETCH_BYTES))  # the same bits, but a SimHash of own text
-    assert reopened.check_and_add("https://a.test/long", long_page) is None
-    match = reopened.check_and_add("https://a.test/copy", short)
-    assert match is not None and (match.url, match.reason) == ("https://a.test/short", "exact_text")
-    assert reopened.check_and_add("https://a.test/other", Fingerprint(0x5EEC, 1, sketch=bytes(SKETCH_BYTES), short=True)) is None
+    assert reopened.check_and_add("https://a.test/long", Fingerprint(0x5EED, 3, sketch=sketch)) is None
+    match = reopened.check_and_add("https://a.test/copy", visible_words)
+    assert match is not None and (match.url, match.reason) == ("https://a.test/0", "exact_text")
+    assert reopened.check_and_add("https://a.test/stub", Fingerprint(0xFFFF_FFFF_0000_0000, 2, sketch=other_sketch, short=True)) is None
+    match = reopened.check_and_add("https://a.test/stub-copy", stub)
+    assert match is not None and (match.url, match.reason) == ("https://a.test/1", "exact_text")
     reopened.close()
 
 
