@@ -65,8 +65,6 @@ SCORE_DIVIDERS = (1, 2, 6, 9, 12)
 MIN_SCORED_CHARS = 25
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
 MIN_BLOCK_WORDS = 8
-#: A block with a larger share of its characters in links is a row of links: its link text is not read.
-LINK_DENSE = 0.5
 #: Own text with fewer distinct words is read again, letting named furniture hold the main content.
 MIN_OWN_WORDS = 20
 #: Own text with a smaller share of the page's characters outside links is read again too.
@@ -133,13 +131,13 @@ class PageText:
         (lists, captions).
         """
         page_chars = sum(len(block.text) for block in self.blocks)
-        block_tokens = functools.cache(lambda n: tokens(self._read_text(n)))
+        block_tokens = functools.cache(lambda n: tokens(self.blocks[n].own))
         block_words = functools.cache(lambda n: only_words(block_tokens(n)))
         word_sets = functools.cache(lambda n: set(block_words(n)))
 
         @functools.cache
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            return len(self._read_text(n)) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
+            return len(self.blocks[n].own) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
 
         for read_named in (False, True):
             containers = self.main_content(read_named)
@@ -155,12 +153,6 @@ class PageText:
         if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
             return []
         return [tokens(self.title)] + [block_tokens(n) for n in main]
-
-    def _read_text(self, n: int) -> str:
-        """What the own text reads of a block: its prose with its links in place, or for a row of links
-        (``LINK_DENSE``: a menu, a list of related articles) its text outside them."""
-        block = self.blocks[n]
-        return block.text if len(block.link_text) > LINK_DENSE * (len(block.text) + len(block.link_text)) else block.prose
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""

@@ -87,6 +87,9 @@ AD_NAMES = CaselessPattern(
     r"|(?:^|\s)(?:ads?|advert)[-_](?:container|slot|unit|wrapper|banner|box|block|placeholder|label|top|bottom|\d)"
     r"|[-_](?:ad|ads|advert|advertisement)(?:[-_]\d+)?(?=\s|$)"
 )
+#: A block with a larger share of its characters in links is a row of links (a menu, a list of related
+#: articles): the own text reads only its text outside them (``Block.own``).
+LINK_DENSE = 0.5
 #: A ``data-`` attribute's name (after ``data-``) that marks an ad slot.
 AD_DATA = re.compile(r"ad(?:s|-slot|-unit|-client|-format|-name|-placement|vert\w*)?$|ad-")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
@@ -99,7 +102,7 @@ cdef enum:
     SEPARATOR = 8
     EMPTY = 16
     LINK = 32
-    NEVER_NAMED = 64  # a and body: never furniture by name
+    NEVER_NAMED = 64  # a and body: never furniture nor an ad by name (reading every link's names doubled a walk's cost)
     TITLE = 128
     NEVER_AD = 256  # html, body, main, article: what holds the page is never an ad, whatever its names
 
@@ -110,6 +113,7 @@ cdef class Block:
     cdef readonly str text  # outside links
     cdef readonly str link_text
     cdef readonly str prose  # all of it in document order, links in place
+    cdef readonly str own  # what the own text reads of it: its prose, or for a row of links its text outside them
     cdef readonly int owner  # the block-level element holding it (its number in ``PageText.nodes``)
     cdef readonly int tag_furniture  # the innermost furniture element by tag (nav, aside...) around it, -1 if none
     cdef readonly int named_furniture  # the innermost element named as furniture (class, id or role), -1 if none
@@ -242,6 +246,8 @@ cdef class _Walk:
         block.text = " ".join(self.text)
         block.link_text = " ".join(self.links)
         block.prose = " ".join(self.prose) if self.links else block.text
+        dense = len(block.link_text) > LINK_DENSE * (len(block.text) + len(block.link_text))
+        block.own = block.text if dense else block.prose
         block.owner = self.open_blocks.back().number
         block.tag_furniture = owner.tag_furniture
         block.named_furniture = owner.named_furniture
@@ -302,7 +308,7 @@ cdef class _Walk:
                 self.title = _all_text(element).strip()
             self.invisible += 1
             return
-        answer = _names_answer(&names) if element.properties != NULL else 0
+        answer = _names_answer(&names) if element.properties != NULL and not kind & NEVER_NAMED else 0
         named = answer & NAMED_FURNITURE and not kind & NEVER_NAMED
         ad = answer & NAMED_AD and not kind & NEVER_AD
         if ad:
@@ -500,7 +506,7 @@ cdef void _read_names(xmlNode* element, Names* names):
                 names.hidden = True
             elif strcmp(name, "aria-label") == 0:
                 names.aria_label = _attribute_value(attribute)
-            elif strncmp(name, "data-", 5) == 0 and not names.ad_data:
+            elif strncmp(name, "data-ad", 7) == 0 and not names.ad_data:  # the pattern's names all start so
                 names.ad_data = AD_DATA.match(_value(name + 5)) is not None
         attribute = attribute.next
 
@@ -533,11 +539,12 @@ cdef enum:  # what an element's names say (``_names_answer``)
 cdef int _names_answer(Names* names) except -1:
     """Furniture named by class, id or role (and not also as the main column), and an advertisement
     named by class, id, role, ``aria-label`` or a ``data-`` attribute's name: one cached answer."""
-    if names.class_ == NULL and names.id_ == NULL and names.role == NULL and names.aria_label == NULL:
+    cdef const char* label = names.aria_label if names.aria_label != NULL and _may_say_ad(names.aria_label) else NULL
+    if names.class_ == NULL and names.id_ == NULL and names.role == NULL and label == NULL:
         return NAMED_AD if names.ad_data else 0
     cdef string key  # "class id role label", the text searched
     cdef const char* values[4]
-    values[0], values[1], values[2], values[3] = names.class_, names.id_, names.role, names.aria_label
+    values[0], values[1], values[2], values[3] = names.class_, names.id_, names.role, label
     for i in range(4):
         if values[i] != NULL:
             key.append(values[i])
@@ -553,6 +560,25 @@ cdef int _names_answer(Names* names) except -1:
             _answers.clear()
         _answers[key] = answer
     return answer | (NAMED_AD if names.ad_data else 0)
+
+
+cdef bint _may_say_ad(const char* label):
+    """Could ``AD_NAMES`` find an ad in this ``aria-label``?  Only if it holds "ad", "promo" or "spons"
+    (in any case): labels are often one of a kind ("Share this story"), not worth a search each."""
+    cdef size_t i = 0
+    cdef char a, b
+    while label[i] != 0 and label[i + 1] != 0:
+        a, b = _lower(label[i]), _lower(label[i + 1])
+        if a == b"a" and b == b"d":
+            return True
+        if (a == b"p" and b == b"r" or a == b"s" and b == b"p") and _lower(label[i + 2]) == b"o":
+            return True
+        i += 1
+    return False
+
+
+cdef inline char _lower(char c):
+    return c + 32 if b"A" <= c <= b"Z" else c
 
 
 #: Answers of ``_names_answer`` by its text: a site repeats its names on every page.
