@@ -7,8 +7,8 @@ lxml's parse of the same bytes (the floor for anything that reads HTML), the
 naive design (SimHash of the whole visible text's jieba TF-IDF top words, from
 ``bench/anchors.py``), and
 with ``--against REF`` the ``Fingerprinter`` of another commit (checked out in
-a temporary git worktree).  The rounds interleave the variants, each round
-over every page; a page's figure is its median CPU time (``process_time``)
+a temporary git worktree).  The rounds interleave the variants, in a shuffled order
+each round (seeded), each round over every page; a page's figure is its median CPU time (``process_time``)
 over the rounds.  Prints p50 / mean / p90 ms per page by language and the
 ratios to lxml's parse and to the other commit.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -133,7 +134,9 @@ def main() -> None:
     try:
         variants = [Variant(name, target, paths) for name, target in targets.items()]
         for n in range(args.rounds):
-            for variant in variants if n % 2 == 0 else reversed(variants):
+            order = list(variants)
+            random.Random(n).shuffle(order)  # no variant always runs after the same one (the naive design's
+            for variant in order:            # jieba run leaves the caches cold for whichever follows it)
                 variant.run_round()
         for variant in variants:
             variant.close()
