@@ -301,10 +301,7 @@ def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
     for the rest; compiled, ``textloops.tf_idf``).  The first block is the page's title (``own_blocks``):
     its words count ``TITLE_WEIGHT`` times."""
-    counts = word_counts(blocks)
-    for word, count in word_counts(blocks[:1]).items():
-        counts[word] += (TITLE_WEIGHT - 1) * count
-    return tf_idf(counts, HAN_RANGES, _word_idf, _chinese_idf)
+    return tf_idf(word_counts(blocks[:1] * (TITLE_WEIGHT - 1) + blocks), HAN_RANGES, _word_idf, _chinese_idf)
 
 
 @functools.cache

@@ -309,7 +309,7 @@ cdef class _Walk:
             self.invisible += 1
             return
         answer = _names_answer(&names) if element.properties != NULL and not kind & NEVER_NAMED else 0
-        named = answer & NAMED_FURNITURE and not kind & NEVER_NAMED
+        named = answer & NAMED_FURNITURE
         ad = answer & NAMED_AD and not kind & NEVER_AD
         if ad:
             kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
@@ -563,8 +563,9 @@ cdef int _names_answer(Names* names) except -1:
 
 
 cdef bint _may_say_ad(const char* label):
-    """Could ``AD_NAMES`` find an ad in this ``aria-label``?  Only if it holds "ad", "promo" or "spons"
-    (in any case): labels are often one of a kind ("Share this story"), not worth a search each."""
+    """Could ``AD_NAMES`` find an ad in this ``aria-label``?  Only if it holds "ad", "pro" or "spo" (in any
+    case: every word of the pattern does); labels are often one of a kind ("Share this story"), not worth a
+    search each."""
     cdef size_t i = 0
     cdef char a, b
     while label[i] != 0 and label[i + 1] != 0:
