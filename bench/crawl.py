@@ -1,23 +1,33 @@
 """A real crawl with and without the filter: pages/s, CPU, reactor lag and memory, side by side.
 
-    python -m bench.crawl [--rounds 3] [--pages 450] [--data ../shared/data] [--feed]
+    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--feed]
 
 Builds a site from real pages of ``../shared/data`` (``--pages`` distinct
 news pages, each also served under three more URLs: an exact copy, a copy
 with other dates and counters in a byline, a copy with an ad block, so 3 in
 4 pages are near-duplicates; an index page links them all), serves it with
 nginx on 127.0.0.1 (a free port; installed from Debian's packages when
-missing), and crawls it with CONCURRENT_REQUESTS 32, each variant in a
-process of its own, the variants interleaved in every round:
+missing), and crawls it in two modes:
+
+- ``polite``: one host, one request at a time, 20 ms between requests (``DOWNLOAD_DELAY``): the
+  filter must cost no pages/s here, only CPU and memory;
+- ``saturated``: 32 concurrent requests, no delay: the crawl process is one busy core.
+
+Each crawl runs in a process of its own, the modes and variants interleaved in every round:
 
 - ``no filter``: no item pipeline;
-- ``defaults``: the filter at its default settings (SQLite store, one worker process per core);
+- ``defaults``: the add-on at its defaults (SQLite store, one worker process per core);
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
 - ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread.
 
 Per crawl: pages/s (responses over the time from the engine's start to the
-spider's close), CPU per page of the crawl and its worker processes, the
+spider's idle), CPU per page in that window (start-up left out, printed
+apart as seconds per crawl), of the crawl process and of its worker
+processes separately, the pages the workers fingerprinted (those not
+known by identical HTML) and the workers' CPU per fingerprinted page beside
+``Fingerprinter.fingerprint``'s own cost in one process on the same pages
+(``fingerprint in one process``, measured in the same rounds), the
 reactor's lag (a call scheduled every 10 ms: how late it ran; p50, p99, max),
 and the memory of the crawl plus its workers (every one the crawl started)
 at the end of the crawl: resident (RSS, summed over the processes, so pages
@@ -37,6 +47,7 @@ import argparse
 import gzip
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -52,13 +63,21 @@ from typing import Any
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS = PROJECT / "bench" / "results" / "crawl.json"
 
+ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
 VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
-    "defaults": {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}},
-    "memory backend": {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_BACKEND": "memory"},
-    "on the reactor": {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 0},
+    "defaults": ADDON,
+    "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
+    "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
 }
+MODES: dict[str, dict[str, Any]] = {
+    "polite": {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0.02,
+               "RANDOMIZE_DOWNLOAD_DELAY": False},
+    "saturated": {"CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32, "DOWNLOAD_DELAY": 0},
+}
+#: Not a crawl: ``Fingerprinter.fingerprint`` called in one process on the pages the workers fingerprint.
+IN_PROCESS = "fingerprint in one process"
 
 
 # -- the site ---------------------------------------------------------------------------------------
@@ -207,8 +226,17 @@ def memory_mb(pid: int | str = "self") -> tuple[float, float]:
     return tuple(int(rollup.split(f"\n{name}:")[1].split()[0]) / 1024 for name in ("Rss", "Pss"))
 
 
-def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, Any]:
-    """Crawl the site once with ``variant``'s settings (and a JSON Lines feed of its items if
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU a process has used so far (every thread); 0 once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> dict[str, Any]:
+    """Crawl the site once with ``variant``'s settings in ``mode`` (and a JSON Lines feed of its items if
     ``feed``); return its figures."""
     import scrapy
     from scrapy import signals
@@ -226,9 +254,9 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
             yield {"url": response.url, "html": response.text}
 
     settings = {
-        "CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32, "ROBOTSTXT_OBEY": False,
-        "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False, "AUTOTHROTTLE_ENABLED": False,
-        "SIMHASH_DEDUP_PATH": str(work / f"seen-{os.getpid()}.sqlite"), **VARIANTS[variant],
+        "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
+        "AUTOTHROTTLE_ENABLED": False, "SIMHASH_DEDUP_PATH": str(work / f"seen-{os.getpid()}.sqlite"),
+        **MODES[mode], **VARIANTS[variant],
     }
     if feed:
         settings["FEEDS"] = {str(work / f"items-{os.getpid()}.jsonl"): {"format": "jsonlines"}}
@@ -239,6 +267,7 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
     worker_pids: set[int] = set()  # every worker seen: the pool replaces a worker that dies
     at_end: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # the sample at the crawl's end
     clock: dict[str, float] = {}
+    cpu: dict[str, dict[int | str, float]] = {}  # at the engine's start and the spider's idle: per process
 
     def probe(due: float) -> None:
         from twisted.internet import reactor  # the one Scrapy installed
@@ -257,8 +286,12 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
         if again and "closed" not in clock:
             reactor.callLater(0.5, sample_memory)
 
+    def sample_cpu(when: str) -> None:
+        cpu[when] = {"crawl": cpu_seconds(), **{pid: cpu_seconds(pid) for pid in worker_pids}}
+
     def dedup_pipeline() -> Any:
-        return next(iter(getattr(crawler.engine.scraper.itemproc, "middlewares", ())), None)
+        return next((m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ())
+                     if hasattr(m, "fingerprints")), None)
 
     def started() -> None:
         from twisted.internet import reactor
@@ -266,10 +299,12 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
         clock["start"] = time.monotonic()
         reactor.callLater(0.01, probe, clock["start"] + 0.01)
         sample_memory()
+        sample_cpu("start")
 
     def idle(**_: Any) -> None:  # the last time is the end of the crawl, before the workers stop
         clock["end"] = time.monotonic()
         sample_memory(again=False)
+        sample_cpu("end")
         at_end[:] = memory[-1:]  # (the periodic samples go on until the spider closes)
 
     def closed(**_: Any) -> None:
@@ -280,18 +315,24 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
     crawler.signals.connect(closed, signal=signals.spider_closed)
     process.crawl(crawler)
     process.start()
-    clock.setdefault("end", time.monotonic())
     own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    own_cpu = own.ru_utime + own.ru_stime
-    cpu = own_cpu + children.ru_utime + children.ru_stime
+    total_cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
     stats = crawler.stats.get_stats()
     pages = stats.get("response_received_count", 0)
+    crawl_cpu = cpu["end"]["crawl"] - cpu["start"]["crawl"]
+    worker_cpu = sum(cpu["end"].get(pid, 0.0) - cpu["start"].get(pid, 0.0) for pid in cpu["end"] if pid != "crawl")
+    fingerprinted = stats.get("simhash_dedup/checked", 0) - stats.get("simhash_dedup/same_html", 0)
     ordered = sorted(lags)
     return {
-        "variant": variant, "pages": pages, "items": stats.get("item_scraped_count", 0),
+        "variant": variant, "mode": mode, "pages": pages, "items": stats.get("item_scraped_count", 0),
         "dropped": stats.get("item_dropped_count", 0), "seconds": clock["end"] - clock["start"],
-        "pages_per_s": pages / (clock["end"] - clock["start"]), "cpu_ms_per_page": 1000 * cpu / max(1, pages),
-        "cpu_ms_per_page_crawl": 1000 * own_cpu / max(1, pages),
+        "pages_per_s": pages / (clock["end"] - clock["start"]),
+        "cpu_ms_per_page": 1000 * (crawl_cpu + worker_cpu) / max(1, pages),
+        "cpu_ms_per_page_crawl": 1000 * crawl_cpu / max(1, pages),
+        "cpu_ms_per_page_workers": 1000 * worker_cpu / max(1, pages),
+        "fingerprinted": fingerprinted,
+        "worker_ms_per_fingerprinted": 1000 * worker_cpu / fingerprinted if fingerprinted and worker_cpu else None,
+        "startup_cpu_s": total_cpu - crawl_cpu - worker_cpu,
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
         "rss_mb_end": total(at_end[0], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
@@ -299,6 +340,26 @@ def crawl(variant: str, url: str, work: Path, feed: bool = False) -> dict[str, A
         "rss_mb_end_crawl": at_end[0][0][0], "rss_mb_end_workers": [w[0] for w in at_end[0][1]],
         "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
     }
+
+
+def fingerprinted_pages(site: Path) -> list[Path]:
+    """The site's pages a crawl fingerprints: every page but the exact copies (known by identical HTML)."""
+    return sorted(path for path in (site / "p").glob("*.html") if not path.stem.endswith("-1"))
+
+
+def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
+    """``Fingerprinter.fingerprint``'s CPU per page, called in this process on the pages a crawl's workers
+    fingerprint (the bytes nginx serves, as ``text/html``), after one page to load its tables."""
+    from pipelines.fingerprint import Fingerprinter
+
+    fingerprinter = Fingerprinter()
+    pages = [(path.read_bytes(), f"http://127.0.0.1/p/{path.name}") for path in fingerprinted_pages(site)]
+    for body, url in pages[:: max(1, len(pages) // 20)]:  # the tables (the Chinese ones too) loaded
+        fingerprinter.fingerprint(body, url, "text/html")
+    started = time.process_time()
+    for body, url in pages:
+        fingerprinter.fingerprint(body, url, "text/html")
+    return {"variant": IN_PROCESS, "pages": len(pages), "ms_per_page": 1000 * (time.process_time() - started) / len(pages)}
 
 
 def total(sample: tuple[tuple[float, float], list[tuple[float, float]]], which: int) -> float:
@@ -309,41 +370,58 @@ def total(sample: tuple[tuple[float, float], list[tuple[float, float]]], which: 
 
 # -- the rounds -------------------------------------------------------------------------------------
 
-def run_variant(variant: str, url: str, work: Path, feed: bool) -> dict[str, Any]:
+def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool) -> dict[str, Any]:
     out = work / "result.json"
-    done = subprocess.run([sys.executable, "-m", "bench.crawl", "--one", variant, "--url", url, "--work", str(work),
-                           "--out", str(out), *(["--feed"] if feed else [])], cwd=PROJECT, capture_output=True, text=True, timeout=1800)
+    command = ["--in-process", str(work / "site")] if variant == IN_PROCESS else [
+        "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
+    done = subprocess.run([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out", str(out)],
+                          cwd=PROJECT, capture_output=True, text=True, timeout=1800)
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
     return json.loads(out.read_text())
 
 
-COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: all (crawl process) | reactor lag p50 / p99 / max ms "
-           "| RSS MB at end: crawl + workers (vs no filter) | PSS MB at end (vs no filter) | kept / dropped |\n"
-           "|---|---|---|---|---|---|---|---|")
+COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: crawl process + workers (vs no filter) "
+           "| workers: ms per fingerprinted page (x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
+           "| PSS MB peak (vs no filter) | RSS MB peak | kept / dropped |\n"
+           "|---|---|---|---|---|---|---|---|---|---|")
 
 
-def row(name: str, result: dict[str, Any], ratio: float, baseline: dict[str, Any]) -> str:
+def row(name: str, result: dict[str, Any], ratio: float, baseline: dict[str, Any], in_process: float) -> str:
     lag = result["lag_ms"]
-    return (f"| {name} | {result['pages_per_s']:.0f} | {ratio:.2f} | {result['cpu_ms_per_page']:.2f} "
-            f"({result['cpu_ms_per_page_crawl']:.2f}) | {lag['p50']:.0f} / {lag['p99']:.0f} / {lag['max']:.0f} | "
-            f"{result['rss_mb_end']:.0f} ({result['rss_mb_end'] - baseline['rss_mb_end']:+.0f}) | "
-            f"{result['pss_mb_end']:.0f} ({result['pss_mb_end'] - baseline['pss_mb_end']:+.0f}) | "
-            f"{result['items']:.0f} / {result['dropped']:.0f} |")
+    per_fingerprint = result.get("worker_ms_per_fingerprinted")
+    workers = f"{per_fingerprint:.2f} ({per_fingerprint / in_process:.2f}x)" if per_fingerprint else "-"
+    return (f"| {name} | {result['pages_per_s']:.1f} | {ratio:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
+            f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
+            f"({result['cpu_ms_per_page_crawl'] - baseline['cpu_ms_per_page_crawl']:+.2f} + "
+            f"{result['cpu_ms_per_page_workers']:.2f}) | {workers} | {result['startup_cpu_s']:.2f} | "
+            f"{lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
+            f"{result['pss_mb_max']:.0f} ({result['pss_mb_max'] - baseline['pss_mb_max']:+.0f}) | "
+            f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |")
 
 
 def median_result(results: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> dict[str, Any]:
     """Medians over the rounds; the ratio is the median of each round's ratio."""
     med = statistics.median
+    per_fingerprint = [r["worker_ms_per_fingerprinted"] for r in results if r.get("worker_ms_per_fingerprinted")]
     return {
         "pages_per_s": med(r["pages_per_s"] for r in results),
         "ratio": med(r["pages_per_s"] / b["pages_per_s"] for r, b in zip(results, baselines)),
-        **{key: med(r[key] for r in results) for key in ("cpu_ms_per_page", "cpu_ms_per_page_crawl", "rss_mb_end",
-                                                          "pss_mb_end", "rss_mb_max", "pss_mb_max", "items", "dropped")},
+        **{key: med(r[key] for r in results) for key in (
+            "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s", "fingerprinted",
+            "rss_mb_end", "pss_mb_end", "rss_mb_max", "pss_mb_max", "items", "dropped")},
+        "worker_ms_per_fingerprinted": med(per_fingerprint) if per_fingerprint else None,
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
-        "rss_vs_no_filter": med(r["rss_mb_end"] - b["rss_mb_end"] for r, b in zip(results, baselines)),
-        "pss_vs_no_filter": med(r["pss_mb_end"] - b["pss_mb_end"] for r, b in zip(results, baselines)),
+        "pss_vs_no_filter": med(r["pss_mb_max"] - b["pss_mb_max"] for r, b in zip(results, baselines)),
     }
+
+
+def print_round(title: str, results: dict[str, dict[str, Any]], in_process: float) -> None:
+    print(f"{title}\n\n{COLUMNS}")
+    baseline = results["no filter"]
+    for variant, result in results.items():
+        print(row(variant, result, result["pages_per_s"] / baseline["pages_per_s"], baseline, in_process))
+    print(flush=True)
 
 
 def main() -> None:
@@ -351,49 +429,59 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=PROJECT.parent / "shared" / "data")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pages", type=int, default=450, help="distinct real pages (each served under 4 URLs)")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
+    parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # one crawl, in this process
-        args.out.write_text(json.dumps(crawl(args.one, args.url, args.work, args.feed)))
+        args.out.write_text(json.dumps(crawl(args.one, args.mode, args.url, args.work, args.feed)))
+        return
+    if args.in_process:
+        args.out.write_text(json.dumps(fingerprint_in_one_process(args.in_process)))
         return
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
+    runs = [(IN_PROCESS, "")] + [(variant, mode) for mode in args.modes for variant in variants]
+    shuffle = random.Random(29)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as temp:
         work = Path(temp)
         site = work / "site"
         site.mkdir()
-        total = build_site(site, real_pages(args.data, args.pages))
+        total_pages = build_site(site, real_pages(args.data, args.pages))
         server = Nginx(site, work)
-        print(f"site: {args.pages} distinct real pages under {total - 1} URLs and an index, served by nginx at "
-              f"{server.url}; {args.rounds} rounds, variants interleaved\n", flush=True)
-        rounds: list[dict[str, dict[str, Any]]] = []
+        print(f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
+              f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n", flush=True)
+        rounds: list[dict[str, Any]] = []
         try:
             for n in range(args.rounds):
-                order = variants if n % 2 == 0 else list(reversed(variants))
-                results = {variant: run_variant(variant, server.url, work, args.feed) for variant in order}
-                rounds.append(results)
-                print(f"round {n + 1}\n\n{COLUMNS}")
-                baseline = results["no filter"]
-                for variant in variants:
-                    print(row(variant, results[variant], results[variant]["pages_per_s"] / baseline["pages_per_s"],
-                              baseline))
-                print(flush=True)
+                order = shuffle.sample(runs, len(runs))
+                results = {(variant, mode): run_variant(variant, mode, server.url, work, args.feed)
+                           for variant, mode in order}
+                in_process = results[(IN_PROCESS, "")]["ms_per_page"]
+                rounds.append({"in_process_ms": in_process, **{
+                    mode: {variant: results[(variant, mode)] for variant in variants} for mode in args.modes}})
+                for mode in args.modes:
+                    print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process: {in_process:.2f} "
+                                f"ms a page)", rounds[-1][mode], in_process)
         finally:
             server.stop()
-    medians = {variant: median_result([r[variant] for r in rounds], [r["no filter"] for r in rounds])
-               for variant in variants}
-    print(f"medians of {args.rounds} rounds (x no filter: the median of the rounds' ratios)\n\n{COLUMNS}")
-    for variant, m in medians.items():
-        print(row(variant, m, m["ratio"], medians["no filter"]))
+    in_process = statistics.median(r["in_process_ms"] for r in rounds)
+    medians: dict[str, Any] = {"in_process_ms": in_process}
+    for mode in args.modes:
+        medians[mode] = {variant: median_result([r[mode][variant] for r in rounds],
+                                                [r[mode]["no filter"] for r in rounds]) for variant in variants}
+        print_round(f"{mode}: medians of {args.rounds} rounds (x no filter: the median of the rounds' ratios; "
+                    f"Fingerprinter.fingerprint in one process: {in_process:.2f} ms a page)", medians[mode], in_process)
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
     written = RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS
-    written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total,
+    written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
                                    "rounds": rounds, "medians": medians}, indent=1))
-    print(f"\nwritten {written}; reproduce with: {command}")
+    print(f"written {written}; reproduce with: {command}")
 
 
 if __name__ == "__main__":

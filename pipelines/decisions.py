@@ -13,13 +13,12 @@ SQLite in tables beside the fingerprints, Redis in capped streams.
 from __future__ import annotations
 
 import time
-import zlib
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from collections.abc import Mapping
 from typing import Any
 
-from .fingerprint import Fingerprint, own_text
+from .fingerprint import Fingerprint, packed, unpacked
 from .policy import UPDATE, Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
@@ -32,7 +31,10 @@ BORDERLINE = "borderline"
 @dataclass(frozen=True)
 class Decision:
     """One entry of the log: ``url`` was dropped as a near-duplicate of ``kept_url`` (``outcome``
-    "dropped"), or kept though ``kept_url`` was near (``outcome`` "borderline")."""
+    "dropped"), or kept though ``kept_url`` was near (``outcome`` "borderline").  Both pages' own
+    texts are held packed (``packed``), as the worker compressed them and the stores keep them: the
+    crawl never compresses or decompresses a text to log a decision; ``text`` and ``kept_text``
+    unpack them for a reader."""
 
     time: float
     outcome: str
@@ -43,16 +45,31 @@ class Decision:
     structure_distance: int | None
     similarity: float | None
     similarity_needed: float | None
-    text: str | None = None
-    kept_text: str | None = None
+    packed_text: bytes | None = None
+    packed_kept_text: bytes | None = None
+
+    @property
+    def text(self) -> str | None:
+        return unpacked(self.packed_text)
+
+    @property
+    def kept_text(self) -> str | None:
+        return unpacked(self.packed_kept_text)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field, the texts unpacked (``text``, ``kept_text``)."""
+        record = {name: getattr(self, name) for name in DECISION_FIELDS}
+        return {**record, "text": self.text, "kept_text": self.kept_text}
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> Decision:
-        names = {field.name for field in fields(cls)}
-        return cls(**{key: value for key, value in record.items() if key in names})
+    def from_json(cls, record: Mapping[str, Any]) -> Decision:
+        """A decision from ``to_json``'s record (other keys ignored)."""
+        return cls(*(record.get(name) for name in DECISION_FIELDS), packed(record.get("text")),
+                   packed(record.get("kept_text")))
+
+
+#: A decision's fields but its texts, in order.
+DECISION_FIELDS = tuple(field.name for field in fields(Decision))[:-2]
 
 
 @dataclass(frozen=True)
@@ -79,7 +96,7 @@ class Reviewer:
     def __init__(self, keep_texts: bool, recent: int = KEPT_TEXTS) -> None:
         self.keep_texts = keep_texts
         self._recent = recent
-        self._texts: OrderedDict[str, bytes] = OrderedDict()  # kept URL -> compressed own text
+        self._texts: OrderedDict[str, bytes] = OrderedDict()  # kept URL -> its own text, packed
 
     def kept(self, url: str, fingerprint: Fingerprint | None, match: Match | None) -> Decision | None:
         """A page was kept: remember its text; the borderline decision if it had a near candidate (an
@@ -100,8 +117,8 @@ class Reviewer:
         return Decision(
             time.time(), outcome, url, match.url, match.reason, match.content_distance, match.structure_distance,
             match.similarity, match.similarity_needed,
-            own_text(fingerprint) if self.keep_texts and fingerprint is not None else None,
-            unpacked(self._texts.get(match.url)),
+            fingerprint.text if self.keep_texts and fingerprint is not None else None,
+            self._texts.get(match.url),
         )
 
 
@@ -116,12 +133,3 @@ def run_summary(name: str, started: float, policy: Policy, counts: Mapping[str, 
                      "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity},
         "counts": dict(counts),
     }
-
-
-def packed(text: str | None) -> bytes | None:
-    """A text as stores keep it: UTF-8, compressed."""
-    return None if text is None else zlib.compress(text.encode("utf-8"))
-
-
-def unpacked(data: bytes | None) -> str | None:
-    return None if data is None else zlib.decompress(data).decode("utf-8")

@@ -46,7 +46,7 @@ class Fingerprint:
     problem: str | None = None
     sketch: bytes | None = None
     short: bool = False
-    text: bytes | None = None  # with ``keep_text``: the words the content was built from (``own_text``)
+    text: bytes | None = None  # with ``keep_text``: the words the content was built from (``packed``)
 
 
 class Fingerprinter:
@@ -93,7 +93,7 @@ class Fingerprinter:
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""
-        return zlib.compress("\n".join(" ".join(block) for block in blocks).encode("utf-8"), 1) if self.keep_text else None
+        return packed("\n".join(" ".join(block) for block in blocks)) if self.keep_text else None
 
     def _simhash(self, features: dict[str, float]) -> int | None:
         if len(features) < self.min_features:
@@ -106,9 +106,13 @@ def text_hash(words: list[str]) -> int:
     return xxhash.xxh3_64_intdigest(" ".join(words).encode("utf-8"))
 
 
-def own_text(fingerprint: Fingerprint) -> str | None:
-    """The words a fingerprint's content was built from, one block per line (``keep_text``)."""
-    return None if fingerprint.text is None else zlib.decompress(fingerprint.text).decode("utf-8")
+def packed(text: str | None) -> bytes | None:
+    """A text as fingerprints carry it and stores keep it: UTF-8, compressed (fast: made for every page)."""
+    return None if text is None else zlib.compress(text.encode("utf-8"), 1)
+
+
+def unpacked(data: bytes | None) -> str | None:
+    return None if data is None else zlib.decompress(data).decode("utf-8")
 
 
 def outcomes(fingerprint: Fingerprint) -> list[str]:

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
-from .decisions import Decision, Skip, packed, unpacked
+from .decisions import DECISION_FIELDS, Decision, Skip
 from .fingerprint import Fingerprint
 from .index import grown
 from .indexloops import near_any
@@ -202,11 +202,11 @@ class RedisStore(MemoryStore):
                 pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(decision)), maxlen=self.decisions_kept,
                           approximate=True)
                 continue
-            record = decision.to_json()
-            text, kept_text = record.pop("text"), record.pop("kept_text")
+            record = {name: getattr(decision, name) for name in DECISION_FIELDS}
             pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
-            if (text or kept_text) and self.texts_kept:
-                pipe.xadd(f"{self.key}:texts", _stream_fields(decision.to_json()), maxlen=self.texts_kept,
+            if (decision.packed_text or decision.packed_kept_text) and self.texts_kept:
+                texts = {**record, "text": decision.packed_text, "kept_text": decision.packed_kept_text}
+                pipe.xadd(f"{self.key}:texts", _stream_fields(texts), maxlen=self.texts_kept,
                           approximate=False)  # exact: a few large entries, bounded by their count
         try:
             pipe.execute()
@@ -477,8 +477,8 @@ def _rule_field(rule: Rule) -> str:
 
 
 def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
-    """A decision's fields as a stream entry holds them: ``None`` left out, texts compressed."""
-    return {name: packed(value) if name in ("text", "kept_text") else str(value).encode()
+    """A decision's fields as a stream entry holds them: ``None`` left out, the texts packed as they are."""
+    return {name: value if isinstance(value, bytes) else str(value).encode()
             for name, value in record.items() if value is not None}
 
 
@@ -487,7 +487,7 @@ def _from_stream(entry: dict[bytes, bytes]) -> Decision:
     for name, value in entry.items():
         field = name.decode()
         if field in ("text", "kept_text"):
-            values[field] = unpacked(value)
+            values[f"packed_{field}"] = value
         elif field in ("content_distance", "structure_distance"):
             values[field] = int(value)
         elif field in ("time", "similarity", "similarity_needed"):

@@ -13,13 +13,13 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import astuple, fields
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .decisions import Decision, Skip, packed, unpacked
+from .decisions import DECISION_FIELDS, Decision, Skip
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .policy import Match, Mode, Policy, dropped
@@ -372,8 +372,8 @@ class SqliteStore(MemoryStore):
             return
         added, self._decisions = self._decisions, []
         self._connection.executemany(
-            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({', '.join('?' * len(_DECISION_FIELDS))})",
-            [decision_row(decision) for decision in added],
+            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({', '.join('?' * (len(DECISION_FIELDS) + 2))})",
+            [astuple(decision) for decision in added],
         )
         (last,) = self._connection.execute("SELECT max(id) FROM decisions").fetchone()
         self._connection.execute("DELETE FROM decisions WHERE id <= ?", (last - self.decisions_kept,))
@@ -464,7 +464,7 @@ def read_log(path: Path) -> tuple[list[Decision], list[dict[str, Any]]]:
             if "decisions" not in _tables(connection):  # a store written before the log existed
                 return [], []
             rows = connection.execute(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
-            decisions = [Decision(*row[:-2], unpacked(row[-2]), unpacked(row[-1])) for row in rows]
+            decisions = [Decision(*row) for row in rows]
             runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
             return decisions, runs
         finally:
@@ -488,12 +488,6 @@ def read_rules(path: Path) -> tuple[list[Rule], list[Skip]]:
             connection.close()
     except sqlite3.Error as error:
         raise StoreNotOpened(f"{path} cannot be read as a store of simhash_dedup ({error})") from None
-
-
-def decision_row(decision: Decision) -> tuple[Any, ...]:
-    """A decision as the ``decisions`` table holds it: its fields in order, the texts compressed."""
-    values = [getattr(decision, name) for name in _DECISION_FIELDS]
-    return (*values[:-2], packed(values[-2]), packed(values[-1]))
 
 
 class StoreLock:
@@ -555,8 +549,7 @@ CREATE TABLE IF NOT EXISTS rules (
     PRIMARY KEY (host, kind, name)
 );
 """
-_DECISION_FIELDS = tuple(field.name for field in fields(Decision))
-_DECISION_COLUMNS = ", ".join(_DECISION_FIELDS)
+_DECISION_COLUMNS = ", ".join((*DECISION_FIELDS, "text", "kept_text"))  # the texts packed (``Decision``)
 
 
 def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:

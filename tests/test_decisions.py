@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-import zlib
 
 import redis
 
 from pipelines.decisions import BORDERLINE, DROPPED, Decision, Reviewer
-from pipelines.fingerprint import Fingerprint
+from pipelines.fingerprint import Fingerprint, packed
 from pipelines.redis_store import RedisStore, read_redis_log, remove_redis_store
 from pipelines.sketch import shingle_sketch
 from pipelines.policy import Policy, dropped
@@ -20,12 +19,12 @@ SCHEME = "test-scheme"
 def page(content: int, words: list[str], text: str = "") -> Fingerprint:
     """A long page whose sketch is built from ``words``' 3-grams; ``text`` its own text."""
     sketch = shingle_sketch(" ".join(words[n : n + 3]) for n in range(len(words) - 2))
-    return Fingerprint(content, 7, sketch=sketch, text=zlib.compress(text.encode()))
+    return Fingerprint(content, 7, sketch=sketch, text=packed(text))
 
 
 def decision(n: int, text: str | None = "a b c") -> Decision:
     return Decision(float(n), DROPPED, f"https://a.test/{n}", "https://a.test/0", "content", 1, 0, 0.9, 0.65,
-                    text, text)
+                    packed(text), packed(text))
 
 
 def test_a_near_candidate_that_fails_the_sketch_is_a_borderline_keep():
