@@ -29,11 +29,11 @@ known by identical HTML) and the workers' CPU per fingerprinted page beside
 ``Fingerprinter.fingerprint``'s own cost in one process on the same pages
 (``fingerprint in one process``, measured in the same rounds), the
 reactor's lag (a call scheduled every 10 ms: how late it ran; p50, p99, max),
-and the memory of the crawl plus its workers (every one the crawl started)
-at the end of the crawl: resident (RSS, summed over the processes, so pages
-they share, such as libraries, count once per process) and proportional
-(PSS: shared pages divided among the processes that map them, the memory
-the crawl really takes).  Prints every round and the medians with their ratios to ``no
+and the peak memory of the crawl plus its workers (sampled every 0.2 s by
+this script, not in the crawl): resident (RSS, summed over the processes,
+so pages they share, such as libraries, count once per process) and
+proportional (PSS: shared pages divided among the processes that map them,
+the memory the crawl really takes).  Prints every round and the medians with their ratios to ``no
 filter``; writes ``bench/results/crawl.json``.
 
 ``--feed``: every variant also exports its items (URL and HTML) to a JSON
@@ -263,9 +263,6 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> 
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
     lags: list[float] = []
-    memory: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # (crawl, [each worker])
-    worker_pids: set[int] = set()  # every worker seen: the pool replaces a worker that dies
-    at_end: list[tuple[tuple[float, float], list[tuple[float, float]]]] = []  # the sample at the crawl's end
     clock: dict[str, float] = {}
     cpu: dict[str, dict[int | str, float]] = {}  # at the engine's start and the spider's idle: per process
 
@@ -277,17 +274,10 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> 
         if "closed" not in clock:
             reactor.callLater(0.01, probe, now + 0.01)
 
-    def sample_memory(again: bool = True) -> None:
-        from twisted.internet import reactor
-
-        workers = getattr(dedup_pipeline(), "fingerprints", None)
-        worker_pids.update(pid for pid, _ in workers.workers()) if workers else None
-        memory.append((memory_mb(), [memory_mb(pid) for pid in sorted(worker_pids)]))
-        if again and "closed" not in clock:
-            reactor.callLater(0.5, sample_memory)
-
     def sample_cpu(when: str) -> None:
-        cpu[when] = {"crawl": cpu_seconds(), **{pid: cpu_seconds(pid) for pid in worker_pids}}
+        pool = getattr(dedup_pipeline(), "fingerprints", None)
+        workers = [pid for pid, _ in pool.workers()] if pool is not None else []
+        cpu[when] = {"crawl": cpu_seconds(), **{pid: cpu_seconds(pid) for pid in workers}}
 
     def dedup_pipeline() -> Any:
         return next((m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ())
@@ -298,14 +288,11 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> 
 
         clock["start"] = time.monotonic()
         reactor.callLater(0.01, probe, clock["start"] + 0.01)
-        sample_memory()
         sample_cpu("start")
 
     def idle(**_: Any) -> None:  # the last time is the end of the crawl, before the workers stop
         clock["end"] = time.monotonic()
-        sample_memory(again=False)
         sample_cpu("end")
-        at_end[:] = memory[-1:]  # (the periodic samples go on until the spider closes)
 
     def closed(**_: Any) -> None:
         clock["closed"] = time.monotonic()
@@ -320,7 +307,7 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> 
     stats = crawler.stats.get_stats()
     pages = stats.get("response_received_count", 0)
     crawl_cpu = cpu["end"]["crawl"] - cpu["start"]["crawl"]
-    worker_cpu = sum(cpu["end"].get(pid, 0.0) - cpu["start"].get(pid, 0.0) for pid in cpu["end"] if pid != "crawl")
+    worker_cpu = sum(cpu["end"][pid] - cpu["start"].get(pid, 0.0) for pid in cpu["end"] if pid != "crawl")
     fingerprinted = stats.get("simhash_dedup/checked", 0) - stats.get("simhash_dedup/same_html", 0)
     ordered = sorted(lags)
     return {
@@ -335,9 +322,6 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False) -> 
         "startup_cpu_s": total_cpu - crawl_cpu - worker_cpu,
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]},
-        "rss_mb_end": total(at_end[0], 0), "rss_mb_max": max(total(sample, 0) for sample in memory),
-        "pss_mb_end": total(at_end[0], 1), "pss_mb_max": max(total(sample, 1) for sample in memory),
-        "rss_mb_end_crawl": at_end[0][0][0], "rss_mb_end_workers": [w[0] for w in at_end[0][1]],
         "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
     }
 
@@ -352,7 +336,7 @@ def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
     fingerprint (the bytes nginx serves, as ``text/html``), after one page to load its tables."""
     from pipelines.fingerprint import Fingerprinter
 
-    fingerprinter = Fingerprinter()
+    fingerprinter = Fingerprinter(keep_text=True)  # as at the crawl's defaults: the decision log shows texts
     pages = [(path.read_bytes(), f"http://127.0.0.1/p/{path.name}") for path in fingerprinted_pages(site)]
     for body, url in pages[:: max(1, len(pages) // 20)]:  # the tables (the Chinese ones too) loaded
         fingerprinter.fingerprint(body, url, "text/html")
@@ -362,23 +346,35 @@ def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
     return {"variant": IN_PROCESS, "pages": len(pages), "ms_per_page": 1000 * (time.process_time() - started) / len(pages)}
 
 
-def total(sample: tuple[tuple[float, float], list[tuple[float, float]]], which: int) -> float:
-    """RSS (``which`` 0) or PSS (1) of the crawl plus its workers in one sample."""
-    crawl, workers = sample
-    return crawl[which] + sum(worker[which] for worker in workers)
-
-
 # -- the rounds -------------------------------------------------------------------------------------
 
 def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool) -> dict[str, Any]:
-    out = work / "result.json"
+    """Run one crawl (or the in-process fingerprint) in a process of its own; its figures, with the peak
+    memory of the process and its children (the workers), sampled from here every 0.2 s: reading a
+    process's memory map costs CPU, which the crawl must not be charged."""
+    out, errors = work / "result.json", work / "stderr.txt"
     command = ["--in-process", str(work / "site")] if variant == IN_PROCESS else [
         "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
-    done = subprocess.run([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out", str(out)],
-                          cwd=PROJECT, capture_output=True, text=True, timeout=1800)
-    if done.returncode:
-        raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
-    return json.loads(out.read_text())
+    with errors.open("w") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out",
+                                    str(out)], cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=stderr)
+        peak = [0.0, 0.0]
+        while process.poll() is None:
+            pids = [process.pid, *children(process.pid)]
+            sample = [memory_mb(pid) for pid in pids]
+            peak = [max(peak[which], sum(s[which] for s in sample)) for which in (0, 1)]
+            time.sleep(0.2)
+    if process.returncode:
+        raise RuntimeError(f"{variant} failed:\n{errors.read_text()[-3000:]}")
+    return {**json.loads(out.read_text()), "rss_mb_max": peak[0], "pss_mb_max": peak[1]}
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started (a crawl's fingerprint workers)."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: crawl process + workers (vs no filter) "
@@ -409,7 +405,7 @@ def median_result(results: list[dict[str, Any]], baselines: list[dict[str, Any]]
         "ratio": med(r["pages_per_s"] / b["pages_per_s"] for r, b in zip(results, baselines)),
         **{key: med(r[key] for r in results) for key in (
             "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s", "fingerprinted",
-            "rss_mb_end", "pss_mb_end", "rss_mb_max", "pss_mb_max", "items", "dropped")},
+            "rss_mb_max", "pss_mb_max", "items", "dropped")},
         "worker_ms_per_fingerprinted": med(per_fingerprint) if per_fingerprint else None,
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
         "pss_vs_no_filter": med(r["pss_mb_max"] - b["pss_mb_max"] for r, b in zip(results, baselines)),

@@ -91,3 +91,23 @@ def test_keys_need_not_be_positions() -> None:
         distances = np.bitwise_count(fingerprints ^ fingerprints[query])
         expected = sorted((1_000_000 + 7 * k, int(d)) for k, d in enumerate(distances) if d <= 3)
         assert sorted(index.query(int(fingerprints[query]))) == expected
+
+
+def test_a_store_finds_the_same_pages_by_scanning_its_rows_as_through_its_index(monkeypatch):
+    """A small store scans its rows instead of querying the index (``SCAN_ROWS``): the same matches, in
+    the same order, either way."""
+    from pipelines import stores
+    from pipelines.fingerprint import Fingerprint
+    from pipelines.policy import Policy
+
+    rng = random.Random(7)
+    store = stores.MemoryStore(Policy())
+    kept = [rng.getrandbits(64) for _ in range(3000)]
+    for n, content in enumerate(kept):
+        store.check_and_add(f"https://a.test/{n}", Fingerprint(content, None, short=True))
+    queries = [kept[rng.randrange(len(kept))] ^ (1 << rng.randrange(64)) for _ in range(200)]
+    queries += [rng.getrandbits(64) for _ in range(200)]
+    scanned = [store._near(store._content, query, None) for query in queries]
+    monkeypatch.setattr(stores, "SCAN_ROWS", 0)
+    indexed = [store._near(store._content, query, None) for query in queries]
+    assert scanned == indexed and sum(map(len, scanned)) >= 200
