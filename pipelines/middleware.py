@@ -3,12 +3,12 @@ near-duplicates.
 
 Item pipelines never see the response, so :class:`SimhashDedupPageMiddleware`
 (a spider middleware) hands it over: at the first item a response's callback
-yields, the pipeline decides the response's page (its body, decoded with its
-``Content-Type``), and every item of the response follows that verdict.  No
-item field is needed.  With ``SIMHASH_DEDUP_SKIP_LINKS`` the requests the
-callback yields are held until then; those of a near-duplicate page are not
-scheduled when the link guard (:mod:`pipelines.linkguard`) finds them
-covered.  A callback that yields no item decides nothing, and its requests go
+yields, the pipeline starts deciding the response's page (its body, decoded
+with its ``Content-Type``), and every item of the response goes on at once
+and follows that verdict in the pipeline.  No item field is needed.  With
+``SIMHASH_DEDUP_SKIP_LINKS`` the requests the callback yields are held until
+the verdict is known; those of a near-duplicate page are not scheduled when
+the link guard (:mod:`pipelines.linkguard`) finds them covered.  A callback that yields no item decides nothing, and its requests go
 on; a request with ``dont_filter`` always goes on (the spider asked for it).
 
 :class:`SimhashDedupRequestMiddleware` (a downloader middleware) holds a
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
-    from .pipeline import PageVerdict, SimhashDedupPipeline
+    from .pipeline import PageDecision, PageVerdict, SimhashDedupPipeline
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ class _Component:
 
 
 class SimhashDedupPageMiddleware(_Component):
-    """Decides each response's page at its first item, for all its items; holds and guards its links
-    (``SIMHASH_DEDUP_SKIP_LINKS``)."""
+    """Starts deciding each response's page at its first item, for all its items; holds and guards its
+    links (``SIMHASH_DEDUP_SKIP_LINKS``)."""
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
         pipeline = self.pipeline
@@ -76,30 +76,27 @@ class SimhashDedupPageMiddleware(_Component):
             async for output in result:
                 yield output
             return
-        page: PageVerdict | None = None
-        held: list[Request] = []  # requests the callback yielded before the page was decided
+        page: PageDecision | None = None
+        held: list[Request] = []  # requests that wait for the page's verdict (or for the end: no item came)
         failed: Exception | None = None
         try:
             async for output in result:
                 if isinstance(output, Request):
-                    if page is None and pipeline.links is not None:
+                    if pipeline.links is None or (page is not None and page.made is not None):
+                        if self._follow(pipeline, output, page.made if page is not None else None):
+                            yield output
+                    else:
                         held.append(output)
-                    elif self._follow(pipeline, output, page):
-                        yield output
                     continue
-                if page is None and ItemAdapter.is_item(output):
-                    page = await pipeline.decide_response(response)
-                    for request in held:
-                        if self._follow(pipeline, request, page):
-                            yield request
-                    held = []
-                if page is not None and ItemAdapter.is_item(output):
+                if ItemAdapter.is_item(output):
+                    page = page or pipeline.decide_response(response)
                     pipeline.assign(output, page)
                 yield output
         except Exception as error:  # the callback failed: what it yielded before goes on, as without this
             failed = error
-        for request in held:  # no item (or none before a failure): nothing decided, the links followed
-            if self._follow(pipeline, request, None):
+        verdict = await page.verdict() if page is not None and held else None
+        for request in held:
+            if self._follow(pipeline, request, verdict):
                 yield request
         if failed is not None:
             raise failed

@@ -16,7 +16,7 @@ is a fresh interpreter that loads this package from its folder: it
 imports the fingerprint's modules only, never the crawler's ``__main__`` nor
 a copy of its memory.
 
-With ``processes`` of 0 or 1 there is no worker: pages are fingerprinted
+With ``processes`` of 0 there is no worker: pages are fingerprinted
 where they arrive, on the reactor thread, as plain function calls (small
 crawls, debugging, tests that step a coroutine).
 """
@@ -216,7 +216,7 @@ def _take_message(received: bytearray) -> bytes | None:
 
 
 class FingerprintPool:
-    """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` <= 1).
+    """Fingerprints pages in ``processes`` worker processes (in the calling thread when ``processes`` is 0).
 
     Workers start with the spider (``start``).  Each holds up to ``PAGES_PER_WORKER`` pages: the next one
     waits in its socket, so a worker never idles while the reactor is busy elsewhere.  If a worker cannot
@@ -235,7 +235,7 @@ class FingerprintPool:
 
     async def start(self) -> None:
         """Start the workers and wait until they are ready (or known not to start)."""
-        if self.processes <= 1:
+        if self.processes < 1:
             return
         from twisted.internet import reactor
 
@@ -249,7 +249,7 @@ class FingerprintPool:
                 return  # logged; pages are fingerprinted here
 
     async def fingerprint(self, html: str | bytes, url: str, content_type: str | None = None) -> Fingerprint:
-        if self.processes <= 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
+        if self.processes < 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
             return self.fingerprinter.fingerprint(html, url, content_type)
         answer: Deferred[Fingerprint] = Deferred()
         answer.addBoth(self._room_again)
@@ -262,7 +262,7 @@ class FingerprintPool:
         return len(self._queue) + sum(len(worker.pages) for worker in self._workers)
 
     def full(self) -> bool:
-        return self.processes > 1 and not self._closed and self.waiting() >= WAITING_PER_WORKER * self.processes
+        return self.processes > 0 and not self._closed and self.waiting() >= WAITING_PER_WORKER * self.processes
 
     async def room(self) -> None:
         """Return once fewer than ``WAITING_PER_WORKER`` pages per worker wait (at once if so): downloads
@@ -295,7 +295,7 @@ class FingerprintPool:
         """Give queued pages to the least busy workers, starting workers up to ``processes``; with no
         worker (they cannot start), fingerprint them here."""
         while self._queue and not self._closed:
-            if self.processes <= 1:
+            if self.processes < 1:
                 html, url, content_type, answer = self._queue.popleft()
                 answer.callback(self.fingerprinter.fingerprint(html, url, content_type))
                 continue
@@ -321,7 +321,7 @@ class FingerprintPool:
 
     def _cannot_start(self, failure: Failure) -> None:
         """A worker failed before it was ready: no worker is started again; pages are fingerprinted here."""
-        if self.processes > 1:
+        if self.processes > 0:
             self.processes = 0
             logger.error("simhash_dedup: the fingerprint worker processes cannot start (%s); pages are fingerprinted "
                          "in the crawl process instead, on the reactor thread (SIMHASH_DEDUP_WORKERS = 0 does "
