@@ -16,10 +16,11 @@ missing), and crawls it in two modes:
 Each crawl runs in a process of its own, the modes and variants interleaved in every round:
 
 - ``no filter``: no item pipeline;
-- ``defaults``: the add-on at its defaults (SQLite store, one worker process per core);
+- ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
-- ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread.
+- ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread;
+- ``no filter, 16 items`` and ``defaults, 16 items``: ``CONCURRENT_ITEMS = 16`` (Scrapy's default is 100).
 
 Per crawl: pages/s (responses over the time from the engine's start to the
 spider's idle), CPU per page in that window (start-up left out, printed
@@ -70,6 +71,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
+    # Scrapy's scraper starts CONCURRENT_ITEMS tasks per response (default 100), with or without the filter
+    "no filter, 16 items": {"CONCURRENT_ITEMS": 16},
+    "defaults, 16 items": {**ADDON, "CONCURRENT_ITEMS": 16},
 }
 MODES: dict[str, dict[str, Any]] = {
     "polite": {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0.02,

@@ -47,7 +47,7 @@ class DedupSettings:
     redis_timeout: float = 5.0
     expire_days: float = 0.0
     fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
-    workers: int = 1  # fingerprint worker processes; 0 or 1: none, pages fingerprinted on the reactor thread
+    workers: int = 1  # fingerprint worker processes; 0: none, pages fingerprinted on the reactor thread
     decisions: int = 100_000  # drops and borderline keeps kept in the store's decision log; 0: no log
     review_texts: int = 1_000  # the most recent decisions that keep both pages' texts
     skip_links: bool = True  # the links of a near-duplicate page are not followed
@@ -114,7 +114,7 @@ class DedupSettings:
             redis_timeout=_number(settings, "SIMHASH_DEDUP_REDIS_TIMEOUT", default.redis_timeout, 0, above_low=True),
             expire_days=_number(settings, "SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days, 0),
             fail_mode=fail_mode,
-            workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", os.cpu_count() or 1, 0),
+            workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", default_workers(), 0),
             decisions=_integer(settings, "SIMHASH_DEDUP_DECISIONS", default.decisions, 0),
             review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
             skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),
@@ -183,3 +183,10 @@ def _whole(value: Any) -> int:
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise TypeError(value)
     return int(value)
+
+
+def default_workers() -> int:
+    """One worker process per core but one: the crawl process keeps a core busy itself, and a worker more
+    only shares the cores (measured on 2 cores: 1 worker against 2, 12 % less worker CPU a page and
+    ~55 MB less memory, for 10 % fewer pages/s in a crawl that saturates them; README, "What it costs")."""
+    return max(1, (os.cpu_count() or 1) - 1)

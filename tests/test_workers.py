@@ -11,6 +11,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
 from pipelines import Fingerprinter
 from pipelines.worker_process import READY, page_message, page_of
 from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
@@ -106,9 +108,13 @@ def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Pa
     assert result["stats"]["simhash_dedup/same_html"] == 11 * len(CLUSTERS)
 
 
-def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[Path, str], crawl: Callable) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
+    site: tuple[Path, str], crawl: Callable, workers: int
+) -> None:
     """The workers are killed while they fingerprint a 6 MB page: that page is kept and counted as an
-    error; the next pages are fingerprinted by new workers and decided as always."""
+    error; the next pages are fingerprinted by new workers and decided as always.  One worker is a
+    worker process too (none is ``SIMHASH_DEDUP_WORKERS = 0``)."""
     root, base_url = site
     (root / "huge.html").write_text(huge_page())
     (root / "a.html").write_bytes(real_page("newspaper-syracuse.com1"))
@@ -116,7 +122,7 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(site: tuple[
     (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
     settings = {
         "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
-        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2, **READ_HUGE_PAGES,
+        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": workers, **READ_HUGE_PAGES,
     }
     urls = [f"{base_url}{name}.html" for name in ("a", "huge", "b", "a-copy")]
     result = crawl(urls, settings)
