@@ -25,6 +25,7 @@ URL pairs.)
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -288,22 +289,30 @@ def _params_differing(a: str, b: str) -> list[str]:
 def rewritten(url: str, rules: list[Rule]) -> str:
     """``url`` with each rule applied, in a normal form: the path without empty segments (``/a/`` and
     ``/a`` compare equal), the query as ``urlencode`` writes it, no fragment."""
+    return _rewritten(url, tuple((rule.kind, rule.name) for rule in rules))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rewritten(url: str, rules: tuple[tuple[str, str], ...]) -> str:
+    """``rewritten``, remembered for the URLs of the last pages: a page's URL is rewritten several times
+    (the URLs known, the link guard, the rules learned from it)."""
     parts = urlsplit(url)
     host, path, query = parts.netloc, parts.path, parts.query
-    for rule in rules:
-        if rule.kind == "host" and host.startswith("www."):
+    for kind, name in rules:
+        if kind == "host" and host.startswith("www."):
             host = host[4:]
-        elif rule.kind == "param":
-            query = urlencode([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n != rule.name])
-        elif rule.kind == "path_param":
-            path = "/".join(_drop_path_param(s, rule.name) for s in path.split("/"))
-        elif rule.kind == "segment":
-            path = "/" + "/".join(s for s in _segments(path) if s != rule.name)
+        elif kind == "param":
+            query = urlencode([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n != name])
+        elif kind == "path_param":
+            path = "/".join(_drop_path_param(s, name) for s in path.split("/"))
+        elif kind == "segment":
+            path = "/" + "/".join(s for s in _segments(path) if s != name)
     path = "/" + "/".join(_segments(path))
     query = urlencode(parse_qsl(query, keep_blank_values=True))
     return urlunsplit((parts.scheme, host.lower(), path, query, ""))
 
 
+@functools.lru_cache(maxsize=4096)
 def host_key(url: str) -> str | None:
     """The site a URL's rules belong to: its host and port, ``www.`` left out; None for a URL that cannot
     be parsed (a bad port, a broken IPv6 address), which no rule ever touches."""

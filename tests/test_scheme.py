@@ -55,3 +55,14 @@ def test_the_idf_tables_are_built_from_the_word_table_and_jieba() -> None:
         assert table_path(name).read_bytes() == table.to_bytes(), name
         shipped = IdfTable.from_bytes(table_path(name).read_bytes())
         assert (shipped.hashes, shipped.values, shipped.default) == (table.hashes, table.values, table.default)
+
+
+def test_an_idf_table_finds_each_of_its_words_and_no_other() -> None:
+    """The lookup starts where a word's hash should lie and widens from there: every word of a table
+    gets its own IDF, every other word the default, at any size."""
+    for size in (1, 2, 17, 1_000, 100_000):
+        table = {f"word{n}": float(n) for n in range(size)}
+        idf = IdfTable.of(table, -1.0)
+        assert idf.lookup(list(table)) == list(table.values())
+        assert set(idf.lookup([f"other{n}" for n in range(2_000)])) == {-1.0}
+    assert IdfTable.of({}, -1.0).lookup(["word"]) == [-1.0]

@@ -220,7 +220,10 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
         children = [int(pid) for pid in Path(f"/proc/{crawl.pid}/task/{crawl.pid}/children").read_text().split()]
     time.sleep(1.5)  # both on a 6 MB page
     crawl.send_signal(signal.SIGKILL)
-    _, stderr = crawl.communicate(timeout=60)  # ends when the workers, which share the pipe, are gone too
+    _, stderr = crawl.communicate(timeout=60)  # ends when the workers, which share the pipe, close it
+    deadline = time.monotonic() + 10  # closing it is the last thing an exiting worker does before it is gone
+    while any(running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(children) == 2 and not any(running(pid) for pid in children)
     assert "Spider closed" not in stderr, "killed before its end"
     assert "Traceback" not in stderr and "ConnectionResetError" not in stderr, stderr[-3000:]
