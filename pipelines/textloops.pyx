@@ -173,25 +173,7 @@ cdef class IdfTable:
         return [self.idf(hash_) for hash_ in hashes]
 
     cdef double idf(self, uint64_t hash_) noexcept:
-        """The word's IDF, found where its hash must lie: the hashes are uniform, so it is near
-        ``hash / 2**64`` of the way through the table; a window around there, widened until it holds
-        the hash, is searched.  A few reads in one place, where a binary search over the whole table
-        makes ~17 scattered ones (each a cache miss in a worker that slept between pages)."""
-        cdef Py_ssize_t size = self._hashes.shape[0], low, high, middle, step = 16
-        if size == 0:
-            return self.default
-        middle = <Py_ssize_t>(<double>hash_ * (<double>size / 18446744073709551616.0))
-        middle = min(max(middle, 0), size - 1)
-        if self._hashes[middle] < hash_:  # the window [low, high) opens to the right until it holds it
-            low, high = middle + 1, min(middle + 1 + step, size)
-            while high < size and self._hashes[high - 1] < hash_:
-                step *= 2
-                low, high = high, min(high + step, size)
-        else:  # to the left
-            low, high = max(middle - step, 0), middle + 1
-            while low > 0 and self._hashes[low] >= hash_:
-                step *= 2
-                low, high = max(low - step, 0), low + 1
+        cdef Py_ssize_t low = 0, high = self._hashes.shape[0], middle
         while low < high:
             middle = (low + high) // 2
             if self._hashes[middle] < hash_:
