@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The loops over fingerprints, compiled ahead of time: the index's (see :mod:`pipelines.index`
-for the design) and the Redis store's check of a batch.
+for the design), a small store's scan of its rows, and the Redis store's check of a batch.
 
 They were numba functions; compiled here at install time instead, they need
 no JIT compiler at run time (llvmlite: ~90 MB of memory in the crawl
@@ -9,7 +9,7 @@ query of a fresh install).
 """
 
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -278,3 +278,30 @@ cdef void _near_any(const uint64_t[:, :] fingerprints, const unsigned char[:, :]
                     if (present[i, part] and other_present[j, part]
                             and popcount64(fingerprints[i, part] ^ other[j, part]) <= limits[part]):
                         near[i] = 1
+
+
+cdef int _ascending(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+def scan(const uint64_t[:, ::1] fingerprints, const unsigned char[:, ::1] present, int part, uint64_t fingerprint,
+         int max_distance, Py_ssize_t start, Py_ssize_t end):
+    """Rows ``start`` to ``end`` whose fingerprint ``part`` is present and within ``max_distance`` bits of
+    ``fingerprint``, as ``(row, distance)``, nearest first (then by row): a store's rows read in one
+    pass, a few microseconds even with cold caches, where numpy's calls cost ~35."""
+    cdef uint64_t* found = <uint64_t*>malloc(max(end - start, 1) * sizeof(uint64_t))  # distance << 32 | row
+    cdef Py_ssize_t row, count = 0, n
+    cdef int distance
+    if found == NULL:
+        raise MemoryError()
+    try:
+        for row in range(start, end):
+            distance = popcount64(fingerprints[row, part] ^ fingerprint)
+            if distance <= max_distance and present[row, part]:
+                found[count] = (<uint64_t>distance << 32) | <uint64_t>(row - start)
+                count += 1
+        qsort(found, count, sizeof(uint64_t), _ascending)
+        return [(start + <Py_ssize_t>(found[n] & POSITION), <int>(found[n] >> 32)) for n in range(count)]
+    finally:
+        free(found)

@@ -22,6 +22,7 @@ import numpy as np
 from .decisions import DECISION_FIELDS, Decision, Skip
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
+from .indexloops import scan
 from .policy import Match, Mode, Policy, dropped
 from .simhash import hamming
 from .sketch import similarity
@@ -29,9 +30,9 @@ from .urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
 
-#: Up to this many kept pages, a query reads them all (one sequential read of 8 bytes a page: ~3 us)
-#: rather than the index, whose dozens of scattered reads miss the cache between a crawl's pages
-#: (~35 us a query in a crawl, against 4 us in a tight loop).
+#: Up to this many kept pages, a query reads them all (``indexloops.scan``: one sequential read of 16
+#: bytes a page, a few us) rather than the index, whose dozens of scattered reads miss the cache
+#: between a crawl's pages (~35 us a query in a crawl, against 4 us in a tight loop).
 SCAN_ROWS = 4096
 
 
@@ -153,12 +154,9 @@ class MemoryStore:
         over all of them while there are at most ``SCAN_ROWS``."""
         if since is None and self._rows > SCAN_ROWS:
             return index.query(fingerprint)
-        since = since or 0
         part = 0 if index is self._content else 1
-        distances = np.bitwise_count(self._fingerprints[since : self._rows, part] ^ np.uint64(fingerprint))
-        near = np.flatnonzero((distances <= index.max_distance) & self._present[since : self._rows, part])
-        near = near[np.argsort(distances[near], kind="stable")]
-        return list(zip((since + near).tolist(), distances[near].tolist()))
+        return scan(self._fingerprints, self._present.view(np.uint8), part, fingerprint, index.max_distance,
+                    since or 0, self._rows)
 
     def _alive(self, row: int) -> bool:
         """Does the kept page still count?  Always, but where pages expire (``RedisStore``)."""
