@@ -1,6 +1,6 @@
 """A real crawl with and without the filter: pages/s, CPU, reactor lag and memory, side by side.
 
-    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--feed]
+    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--against REF] [--feed]
 
 Builds a site from real pages of ``../shared/data`` (``--pages`` distinct
 news pages, each also served under three more URLs: an exact copy, a copy
@@ -36,6 +36,10 @@ so pages they share, such as libraries, count once per process) and
 proportional (PSS: shared pages divided among the processes that map them,
 the memory the crawl really takes).  Prints every round and the medians with their ratios to ``no
 filter``; writes ``bench/results/crawl.json``.
+
+``--against REF``: the filter's variants also run with the plugin of another
+commit (a temporary git worktree, this script copied into it), as
+``<variant> at REF``, in the same rounds.
 
 ``--feed``: every variant also exports its items (URL and HTML) to a JSON
 Lines file, as a crawl that stores its pages does (``FEEDS``); the figures go
@@ -352,7 +356,7 @@ def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
 
 # -- the rounds -------------------------------------------------------------------------------------
 
-def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool) -> dict[str, Any]:
+def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree: Path = PROJECT) -> dict[str, Any]:
     """Run one crawl (or the in-process fingerprint) in a process of its own; its figures, with the peak
     memory of the process and its children (the workers), sampled from here every 0.2 s: reading a
     process's memory map costs CPU, which the crawl must not be charged."""
@@ -361,7 +365,7 @@ def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool) -> di
         "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
     with errors.open("w") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out",
-                                    str(out)], cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=stderr)
+                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr)
         peak = [0.0, 0.0]
         while process.poll() is None:
             pids = [process.pid, *children(process.pid)]
@@ -432,6 +436,7 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
+    parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)
@@ -446,6 +451,15 @@ def main() -> None:
         args.out.write_text(json.dumps(fingerprint_in_one_process(args.in_process)))
         return
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
+    trees = {variant: PROJECT for variant in variants}
+    if args.against:
+        from bench.fingerprint import worktree
+
+        tree = worktree(args.against)
+        shutil.copyfile(Path(__file__), tree / "bench" / "crawl.py")
+        for variant in variants[1:]:
+            trees[f"{variant} at {args.against}"] = tree
+        variants = list(trees)
     runs = [(IN_PROCESS, "")] + [(variant, mode) for mode in args.modes for variant in variants]
     shuffle = random.Random(29)
     with tempfile.TemporaryDirectory(prefix="bench-crawl-") as temp:
@@ -460,7 +474,8 @@ def main() -> None:
         try:
             for n in range(args.rounds):
                 order = shuffle.sample(runs, len(runs))
-                results = {(variant, mode): run_variant(variant, mode, server.url, work, args.feed)
+                results = {(variant, mode): run_variant(variant.split(" at ")[0], mode, server.url, work, args.feed,
+                                                        trees.get(variant, PROJECT))
                            for variant, mode in order}
                 in_process = results[(IN_PROCESS, "")]["ms_per_page"]
                 rounds.append({"in_process_ms": in_process, **{
@@ -470,6 +485,8 @@ def main() -> None:
                                 f"ms a page)", rounds[-1][mode], in_process)
         finally:
             server.stop()
+            if args.against:
+                subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
     in_process = statistics.median(r["in_process_ms"] for r in rounds)
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:
