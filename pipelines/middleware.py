@@ -8,8 +8,9 @@ with its ``Content-Type``), and every item of the response goes on at once
 and follows that verdict in the pipeline.  No item field is needed.  With
 ``SIMHASH_DEDUP_SKIP_LINKS`` the requests the callback yields are held until
 the verdict is known; those of a near-duplicate page are not scheduled when
-the link guard (:mod:`pipelines.linkguard`) finds them covered.  A callback that yields no item decides nothing, and its requests go
-on; a request with ``dont_filter`` always goes on (the spider asked for it).
+the link guard (:mod:`pipelines.linkguard`) finds them covered.  A callback
+that yields no item decides nothing, and its requests go on at its end; a
+request with ``dont_filter`` always goes on (the spider asked for it).
 
 :class:`SimhashDedupRequestMiddleware` (a downloader middleware) holds a
 request back while the fingerprint workers are behind (so that downloaded
