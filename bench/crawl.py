@@ -19,6 +19,7 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
+- ``2 workers``: ``SIMHASH_DEDUP_WORKERS = 2`` (the default is the cores but one);
 - ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread;
 - ``no filter, 16 items`` and ``defaults, 16 items``: ``CONCURRENT_ITEMS = 16`` (Scrapy's default is 100).
 
@@ -74,6 +75,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": ADDON,
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
+    "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
     # Scrapy's scraper starts CONCURRENT_ITEMS tasks per response (default 100), with or without the filter
     "no filter, 16 items": {"CONCURRENT_ITEMS": 16},
