@@ -56,10 +56,13 @@ class Decision:
     def kept_text(self) -> str | None:
         return unpacked(self.packed_kept_text)
 
+    def without_texts(self) -> dict[str, Any]:
+        """Every field but the texts (``DECISION_FIELDS``)."""
+        return {name: getattr(self, name) for name in DECISION_FIELDS}
+
     def to_json(self) -> dict[str, Any]:
         """Every field, the texts unpacked (``text``, ``kept_text``)."""
-        record = {name: getattr(self, name) for name in DECISION_FIELDS}
-        return {**record, "text": self.text, "kept_text": self.kept_text}
+        return {**self.without_texts(), "text": self.text, "kept_text": self.kept_text}
 
     @classmethod
     def from_json(cls, record: Mapping[str, Any]) -> Decision:

@@ -6,7 +6,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Callable, Coroutine, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -303,8 +303,8 @@ class SimhashDedupPipeline:
         """Start deciding the page of a response (the page middleware, at its first item), from its body
         and the ``Content-Type`` it came with; its items and links await the verdict."""
         content_type = response.headers.get(b"Content-Type")
-        return PageDecision(self._decide(response.url, response.body,
-                                         content_type.decode("latin-1") if content_type is not None else None))
+        return PageDecision.started(self._decide(response.url, response.body,
+                                                 content_type.decode("latin-1") if content_type is not None else None))
 
     def assign(self, item: Any, page: PageDecision) -> None:
         """``item`` belongs to ``page`` (being decided for the page middleware): the pipeline takes its
@@ -497,21 +497,28 @@ class SimhashDedupPipeline:
 
 
 class PageDecision:
-    """A page's decision, started when its first item comes and awaited by each of its items and, for the
-    link guard, its links.  The callback's output goes on meanwhile: Scrapy hands a response's output to
-    ``CONCURRENT_ITEMS`` tasks, each of which waits on a queue when the output waits (100 parked tasks
-    a page cost the crawl ~0.4 ms)."""
+    """A page's decision, awaited by each of its items and, for the link guard, its links: the verdict
+    at once once it is made, else when it is."""
 
-    def __init__(self, decide: Coroutine[Any, Any, PageVerdict]) -> None:
+    def __init__(self) -> None:
         self.made: PageVerdict | None = None
         self._waiting: list[Deferred[PageVerdict]] = []
-        deferred_from_coro(self._make(decide))
 
-    async def _make(self, decide: Coroutine[Any, Any, PageVerdict]) -> None:
+    @classmethod
+    def started(cls, decide: Coroutine[Any, Any, PageVerdict]) -> PageDecision:
+        """The decision, made in the background (the page middleware): the callback's output goes on
+        meanwhile.  Scrapy hands a response's output to ``CONCURRENT_ITEMS`` tasks, each of which waits
+        on a queue when the output waits (100 parked tasks a page cost the crawl ~0.4 ms)."""
+        decision = cls()
+        deferred_from_coro(decision.make(decide))
+        return decision
+
+    async def make(self, decide: Coroutine[Any, Any, PageVerdict]) -> PageVerdict:
         self.made = await decide  # never raises: a page that fails is kept (PageVerdict without fingerprint)
         waiting, self._waiting = self._waiting, []
         for waiter in waiting:
             waiter.callback(self.made)
+        return self.made
 
     async def verdict(self) -> PageVerdict:
         """The page's verdict, at once if it is made."""
@@ -529,27 +536,20 @@ class SameObjectPages:
 
     def __init__(self, size: int = SAME_OBJECT_PAGES) -> None:
         self.size = size
-        self._pages: OrderedDict[int, tuple[object, PageVerdict | list[Deferred[PageVerdict]]]] = OrderedDict()
+        self._pages: OrderedDict[int, tuple[object, PageDecision]] = OrderedDict()
 
-    async def page(self, html: object, decide: Callable[[], Awaitable[PageVerdict]]) -> PageVerdict:
-        """The verdict for the page whose HTML is ``html``: ``decide``-d unless it is known or pending."""
+    async def page(self, html: object, decide: Callable[[], Coroutine[Any, Any, PageVerdict]]) -> PageVerdict:
+        """The verdict for the page whose HTML is ``html``: ``decide``-d here, in this item's turn (no
+        wait if the decision needs none), unless it is known or pending."""
         key = id(html)
         if (entry := self._pages.get(key)) is not None and entry[0] is html:
             self._pages.move_to_end(key)
-            if isinstance(entry[1], PageVerdict):
-                return entry[1]
-            entry[1].append(Deferred())
-            return await maybe_deferred_to_future(entry[1][-1])
-        waiting: list[Deferred[PageVerdict]] = []
-        self._pages[key] = (html, waiting)
+            return await entry[1].verdict()
+        decision = PageDecision()
+        self._pages[key] = (html, decision)
         while len(self._pages) > self.size:
             self._pages.popitem(last=False)
-        verdict = await decide()  # never raises: a page that fails is kept (PageVerdict without fingerprint)
-        if key in self._pages:
-            self._pages[key] = (html, verdict)
-        for copy in waiting:
-            copy.callback(verdict)
-        return verdict
+        return await decision.make(decide())
 
 
 def file_name(name: str) -> str:

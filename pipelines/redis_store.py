@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
-from .decisions import DECISION_FIELDS, Decision, Skip
+from .decisions import Decision, Skip
 from .fingerprint import Fingerprint
 from .index import grown
 from .indexloops import near_any
@@ -202,7 +202,7 @@ class RedisStore(MemoryStore):
                 pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(decision)), maxlen=self.decisions_kept,
                           approximate=True)
                 continue
-            record = {name: getattr(decision, name) for name in DECISION_FIELDS}
+            record = decision.without_texts()
             pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
             if (decision.packed_text or decision.packed_kept_text) and self.texts_kept:
                 texts = {**record, "text": decision.packed_text, "kept_text": decision.packed_kept_text}

@@ -77,8 +77,9 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
     try:
         connection.send(READY)
         while True:
-            if not connection.poll() and time.monotonic() - released > RELEASE_EVERY:  # idle: give back what
-                release_freed_memory()  # the last pages freed (a big page's parse), at most once a second
+            # idle: give back what the last pages freed (a big page's parse), at most every RELEASE_EVERY
+            if not connection.poll() and time.monotonic() - released > RELEASE_EVERY:
+                release_freed_memory()
                 released = time.monotonic()
             html, url, content_type = page_of(connection.recv())
             try:
