@@ -282,8 +282,9 @@ def short_page_rules(scored: list[Scored]) -> list[dict]:
     return found
 
 
-#: The sets of realistic changes the recall bar holds for: edits, encyclopedic edits, pages saved again.
-REALISTIC = ("changes", "encyclopedic", "resaved")
+#: The sets of realistic changes the recall bar holds for: edits, encyclopedic edits, pages saved again, small
+#: pages reworded.
+REALISTIC = ("changes", "encyclopedic", "resaved", "profiles")
 
 
 def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]]) -> dict[str, dict]:
@@ -292,7 +293,7 @@ def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]]) -> dict[str,
     default_webis = next(row["ours"] for row in out["webis_curve"] if row["distance"] == DEFAULTS.content_distance)
     changes = {}
     for (source, group), items in by_source.items():
-        own = [s for s in items if has_own_text(s)]
+        own = [s for s in items if has_own_text(s) and s.pair.duplicate]
         if source in REALISTIC and own and group.removeprefix("resaved_") not in sets.UNMARKED_TOOLS:
             changes[group.removeprefix("change:")] = sum(s.default() for s in own) / len(own)
     copies = {f"{source}/{group}": out["sets"][f"{source}/{group}"]["recall"]
@@ -428,6 +429,7 @@ def labelled_pairs(data: Path, workers: int, cache: Path | None) -> tuple[list[S
         *sets.copies_of_every_page(data, pages),
         *sets.form_wrapped(data, pages),
         *sets.short_pages(data, pages),
+        *sets.small_site_pages(data, pages),
     ]
     print(f"{len(pairs):,} pairs over {len(pages.html):,} pages; fingerprinting...", file=sys.stderr)
     return score(pairs, fingerprint_all(pages, workers, cache)), pages.notes

@@ -736,3 +736,74 @@ def resaved_pages(pages: Pages) -> Iterator[Pair]:
         rewrite(root)
         saved = pages.add(f"resaved/{tool}/{page_id}", lxml.html.tostring(root, encoding="ascii"))
         yield Pair(page_id, saved, True, f"resaved_{tool}", "resaved")
+
+
+# --- small pages of one site: quotes.toscrape.com's author and quote pages -------------------
+
+#: quotes.toscrape.com's page layout, as the site serves it (every page has the same ``<title>``); the
+#: spidyquotes data holds what its author and quote pages show.
+QUOTES_SITE = (
+    '<html lang="en"><head><meta charset="UTF-8"><title>Quotes to Scrape</title></head><body><div class="container">'
+    '<div class="row header-box"><div class="col-md-8"><h1><a href="/" style="text-decoration: none">Quotes to Scrape'
+    '</a></h1></div><div class="col-md-4"><p><a href="/login">Login</a></p></div></div>{main}</div>'
+    '<footer class="footer"><div class="container"><p class="text-muted">Quotes by: <a href="https://www.goodreads.com'
+    '/quotes">GoodReads.com</a></p><p class="copyright">Made with <span class="sh-red">&#10084;</span> by <a href='
+    '"https://scrapinghub.com">Scrapinghub</a></p></div></footer></body></html>'
+)
+AUTHOR_DETAILS = (
+    '<div class="author-details"><h3 class="author-title">{name}</h3><p><strong>Born:</strong> <span class='
+    '"author-born-date">{born_at}</span> <span class="author-born-location">{born_in}</span></p><p><strong>'
+    'Description:</strong></p><div class="author-description"><p>{description}</p></div></div>'
+)
+QUOTE = ('<div class="quote"><span class="text">{text}</span><span>by <small class="author">{author}</small> <a href='
+         '"/author/{slug}">(about)</a></span><div class="tags">Tags: {tags}</div></div>')
+#: A stub's description: this many sentences of the author's.
+STUB_SENTENCES = 3
+
+
+def _author_page(author: dict, description: str) -> bytes:
+    fields = {k: html_escape.escape(v) for k, v in author.items()} | {"description": html_escape.escape(description)}
+    return QUOTES_SITE.format(main=AUTHOR_DETAILS.format(**fields)).encode()
+
+
+def _templated_description(author: dict, quotes: list[dict]) -> str:
+    """A profile as a site's template writes it from its database: the same sentences, other names and figures."""
+    tags = sorted({tag for quote in quotes for tag in quote["tags"]})[:3] or ["none"]
+    return (f"{author['name']} was born on {author['born_at']} {author['born_in']}. This site holds {len(quotes)} "
+            f"quotes by {author['name']}, tagged {', '.join(tags)}. Read them all or browse more authors.")
+
+
+def small_site_pages(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Small pages of one real site (quotes.toscrape.com, its spidyquotes data) that must stay apart.
+
+    Three kinds, each compared within itself: author stubs (the author's first
+    ``STUB_SENTENCES`` sentences), templated profiles (one template filled with
+    each author's name, dates, place, counts and tags: bot-written pages, the
+    hardest case for any small-text rule) and the one-quote pages.  And the
+    stubs' realistic change: one sentence of the stub reworded (group
+    ``profile_reworded``, in the recall bar).
+    """
+    folder = data / "spidyquotes-data" / "data"
+    authors = [json.loads(line) for line in (folder / "authorsdb.jl").open(encoding="utf-8")]
+    quotes = [json.loads(line) for line in (folder / "quotesdb.jl").open(encoding="utf-8")]
+    by_author = {a["name"]: [q for q in quotes if q["author"]["name"] == a["name"]] for a in authors}
+    stubs, profiles = [], []
+    for n, author in enumerate(authors):
+        sentences = _SENTENCE_END.split(" ".join(author["description"].split()))
+        stub = " ".join(sentences[:STUB_SENTENCES])
+        stubs.append(pages.add(f"quotes/author/{n}", _author_page(author, stub)))
+        root = html_tree(pages.html[stubs[-1]])
+        _reword_one_sentence(list(root.iter("p")), random.Random(f"quotes/author/{n}"), "en+")
+        yield Pair(stubs[-1], pages.add(f"quotes/author/{n}/reworded", lxml.html.tostring(root, encoding="utf-8")),
+                   True, "profile_reworded", "profiles")
+        profiles.append(pages.add(f"quotes/profile/{n}",
+                                  _author_page(author, _templated_description(author, by_author[author["name"]]))))
+    quote_pages = []
+    for n, quote in enumerate(quotes):
+        author = quote["author"]["name"]
+        main = QUOTE.format(text=html_escape.escape(quote["text"]), author=html_escape.escape(author),
+                            slug=re.sub(r"\W+", "-", author), tags=" ".join(f'<a class="tag" href="/tag/{t}/">{t}</a>'
+                                                                             for t in quote["tags"]))
+        quote_pages.append(pages.add(f"quotes/quote/{n}", QUOTES_SITE.format(main=main).encode()))
+    for ids in (stubs, profiles, quote_pages):
+        yield from all_pairs(ids, "same-site", "profiles", {})
