@@ -15,10 +15,12 @@ page's links within the site) in three variants, one crawl at a time:
 
 Crawls go breadth-first (Scrapy's advice for broad crawls) and stop on their
 own or at ``--cap`` pages (an endless trap never ends without a guard).  For each: requests made, pages kept, whether the crawl
-ended on its own, and unique pages lost: pages of the site's own (the trap
+ended on its own, unique pages lost: pages of the site's own (the trap
 site's unique pages; on the sites without traps, the pages the unguarded crawl kept)
 of which no kept page of the variant is a near-duplicate, by the pipeline's
-own decision.  Results go to ``bench/results/traps.json``.
+own decision; and how many kept pages carry their true canonical URL
+(``canonical_url``): on the trap site, its articles' real addresses; on the
+others, the canonical URL the page declares, else its own URL.  Results go to ``bench/results/traps.json``.
 """
 
 from __future__ import annotations
@@ -29,14 +31,19 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 from crawler.local_site import serve_directory
 from crawler.trap_site import articles_from_html, serve_trap_site
-from pipelines.fingerprint import Fingerprinter, comparable
+from pipelines.canonical import declared_in_html
+from pipelines.document import load
+from pipelines.fingerprint import DEFAULT_MAX_BYTES, Fingerprinter, comparable
 from pipelines.policy import Policy, dropped
 from pipelines.stores import MemoryStore
+from pipelines.urlrules import host_key
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"
@@ -81,18 +88,20 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
                       "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
                       "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
     kept: list[tuple[str, str]] = []
+    canonical: list[str | None] = []  # the kept items' canonical URLs
     process = CrawlerProcess(settings)
     crawler = process.create_crawler("site")
 
     def on_scraped(item: Any, response: Any, **_: Any) -> None:  # a named function: signals hold weak references
         kept.append((item["url"], response.text))
+        canonical.append(item.get("canonical_url"))
 
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
     process.crawl(crawler, url=config["url"])
     process.start()
     stats = crawler.stats.get_stats()
     result.write_text(json.dumps({"stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
-                                  "kept": kept}, default=str))
+                                  "kept": kept, "canonical": canonical}, default=str))
 
 
 def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[str]:
@@ -113,13 +122,33 @@ def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[
     return missing
 
 
-def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: int) -> list[dict[str, Any]]:
+def declared_or_own(url: str, html: str) -> str:
+    """What a kept page of a site without traps should be known by: the canonical URL it declares on its own host,
+    else its URL."""
+    root = load(html, DEFAULT_MAX_BYTES).root
+    declared = urljoin(url, declared_in_html(root) or "") if root is not None else url
+    return declared if host_key(declared) == host_key(url) else url
+
+
+def named_right(kept: list[tuple[str, str]], canonical: list[str | None],
+                truth: Callable[[str, str], str | None]) -> tuple[int, int]:
+    """Of the kept pages ``truth`` knows the canonical URL of, how many carry it (``canonical_url``), and how many
+    there are."""
+    known = [(name, truth(url, html)) for (url, html), name in zip(kept, canonical)]
+    known = [(name, true) for name, true in known if true is not None]
+    return sum(name == true for name, true in known), len(known)
+
+
+def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: int,
+             truth: Callable[[str, str], str | None] = declared_or_own) -> list[dict[str, Any]]:
+    """Every variant's crawl of one site; ``truth``: a kept page's true canonical URL (None: not counted)."""
     rows = []
     for variant, settings in VARIANTS.items():
         outcome = crawl(url, settings, cap)
         stats = outcome["stats"]
         if own_pages is None:  # a site without traps: its own pages are those the unguarded crawl kept
             own_pages = outcome["kept"]
+        right, counted = named_right(outcome["kept"], outcome["canonical"], truth)
         rows.append({
             "site": name, "variant": variant,
             "requests": stats.get("downloader/request_count", 0),
@@ -129,6 +158,7 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
             "links skipped": stats.get("simhash_dedup/links_skipped", 0),
             "requests skipped": stats.get("simhash_dedup/requests_skipped", 0),
             "rules": stats.get("simhash_dedup/rules", 0),
+            "true canonical": f"{right} of {counted}",
         })
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
@@ -148,7 +178,12 @@ def main() -> None:
     rows = []
     with serve_trap_site(articles) as (base_url, site):
         own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
-        rows += run_site("trap site", base_url + "/", own, options.cap)
+
+        def article_address(url: str, _: str) -> str | None:  # the trap site's articles, by their real address
+            path = site.canonical_path(url.removeprefix(base_url))
+            return base_url + path if path is not None and path.startswith("/article/") else None
+
+        rows += run_site("trap site", base_url + "/", own, options.cap, article_address)
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(DEMO_SITE) as archive:
             archive.extractall(tmp, filter="data")

@@ -12,6 +12,11 @@ taken from real pages).  Traps, each leading only to copies of those pages:
 - print views: ``/print/article/N``, the same text in a plainer page;
 - a mirrored path: every page links to itself under ``/mirror``, so ``/mirror/mirror/...`` nests forever;
 - tracking parameters: ``?utm_source=&utm_medium=`` on the home page's links.
+
+Pages declare a canonical URL (``<link rel="canonical">``) as real sites do: the
+right one on most pages (``canonical_path``), on some articles the very URL
+requested (a template echoing the request, trap parameters and all), on others
+none (``CANONICAL_KINDS``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ Article = tuple[str, list[str]]  # title, paragraphs
 SORTS = ("title", "date", "author", "popular")
 EVENT_MONTHS = ("2026-06", "2026-09")  # the calendar's months with an event: an article's beginning
 VIEWS = ("list", "grid")
+#: What article ``n`` declares as its canonical URL: ``CANONICAL_KINDS[n % 10]``.
+CANONICAL_KINDS = ("right",) * 7 + ("echo",) * 2 + ("none",)
 
 
 def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
@@ -68,12 +75,7 @@ class TrapSite:
         """The HTML for a request target, or None (404)."""
         parts = urlsplit(target)
         here = parts.path or "/"
-        segments = [s.split(";")[0] for s in parts.path.split("/") if s]  # ;jsessionid= and the like ignored
-        while segments[:1] == ["mirror"]:
-            segments = segments[1:]
-        query = {name: values[0] for name, values in parse_qs(parts.query).items()}
-        printed = segments[:1] == ["print"]
-        segments = segments[1:] if printed else segments
+        segments, query, printed = self._read(target)
         if not segments:
             return self._home(here)
         if segments == ["articles"]:
@@ -86,12 +88,38 @@ class TrapSite:
                 return self._article(number, printed, target, here)
         return None
 
-    def _frame(self, title: str, body: str, here: str, plain: bool = False) -> str:
+    def canonical_path(self, target: str) -> str | None:
+        """The unique page a request target gives (one of ``unique_paths``), None for a 404 or an empty
+        month of the calendar."""
+        segments, query, _ = self._read(target)
+        if self.page(target) is None:
+            return None
+        if segments == ["calendar"]:
+            month = query.get("month", "2026-01")
+            return f"/calendar?month={month}" if month in EVENT_MONTHS else None
+        return "/" + "/".join(segments)
+
+    @staticmethod
+    def _read(target: str) -> tuple[list[str], dict[str, str], bool]:
+        """A target's path segments (the mirror, the print view and path parameters left out), its query, and
+        whether it is a print view."""
+        parts = urlsplit(target)
+        segments = [s.split(";")[0] for s in parts.path.split("/") if s]  # ;jsessionid= and the like ignored
+        while segments[:1] == ["mirror"]:
+            segments = segments[1:]
+        query = {name: values[0] for name, values in parse_qs(parts.query).items()}
+        printed = segments[:1] == ["print"]
+        return segments[1:] if printed else segments, query, printed
+
+    def _frame(self, title: str, body: str, here: str, plain: bool = False, canonical: str | None = None) -> str:
+        head = f"<title>{html.escape(title)}</title>"
+        if canonical is not None:
+            head += f'<link rel="canonical" href="{html.escape(canonical)}">'
         if plain:
-            return f"<html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>"
+            return f"<html><head>{head}</head><body>{body}</body></html>"
         nav = ('<nav><a href="/">Home</a> <a href="/articles">All articles</a> '
                f'<a href="/calendar?month=2026-01">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>')
-        return (f"<html><head><title>{html.escape(title)}</title></head><body><header>{nav}</header>"
+        return (f"<html><head>{head}</head><body><header>{nav}</header>"
                 f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>")
 
     def _home(self, here: str) -> str:
@@ -99,7 +127,8 @@ class TrapSite:
                         for n, (t, _) in enumerate(self.articles[:10]))
         return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
                                    '<p><a href="/articles?sort=date">Newest first</a></p><p>Coming up: ' +
-                           " ".join(f'<a href="/calendar?month={m}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here)
+                           " ".join(f'<a href="/calendar?month={m}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here,
+                           canonical="/")
 
     def _list(self, sort: str, view: str, here: str) -> str:
         order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}".encode()))
@@ -108,7 +137,7 @@ class TrapSite:
         sorts = " ".join(f'<a href="/articles?sort={s}&amp;view={view}">{s}</a>' for s in SORTS)
         views = " ".join(f'<a href="/articles?sort={sort}&amp;view={v}">{v}</a>' for v in VIEWS)
         return self._frame("All articles", f"<h1>All articles</h1><p>Sort by {sorts}; show as {views}.</p>"
-                                           f"<{tag}>{items}</{tag}>", here)
+                                           f"<{tag}>{items}</{tag}>", here, canonical="/articles")
 
     def _calendar(self, month: str, here: str) -> str:
         try:
@@ -130,14 +159,16 @@ class TrapSite:
     def _article(self, number: int, printed: bool, target: str, here: str) -> str:
         title, paragraphs = self.articles[number]
         text = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+        canonical = {"right": f"/article/{number}", "echo": target, "none": None}[CANONICAL_KINDS[number % 10]]
         if printed:
-            return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True)
+            return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True, canonical=canonical)
         sid = xxhash.xxh32_hexdigest(target.encode())  # a "session" per page view: every link differs
         neighbours = "".join(f'<a href="/article/{n}?sid={sid}">{"Previous" if n < number else "Next"}</a> '
                              for n in (number - 1, number + 1) if 0 <= n < len(self.articles))
         return self._frame(title, f"<article><h1>{html.escape(title)}</h1>{text}</article>"
                                   f'<p>{neighbours}<a href="/print/article/{number}">Print</a> '
-                                  f'<a href="/article/{number}?utm_source=share&amp;utm_medium=email">Share</a></p>', here)
+                                  f'<a href="/article/{number}?utm_source=share&amp;utm_medium=email">Share</a></p>', here,
+                           canonical=canonical)
 
 
 @contextmanager

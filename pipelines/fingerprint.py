@@ -8,6 +8,7 @@ import zlib
 
 import xxhash
 
+from .canonical import declared_in_html
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, load
 from .simhash import simhash
@@ -47,6 +48,7 @@ class Fingerprint:
     sketch: bytes | None = None
     short: bool = False
     text: bytes | None = None  # with ``keep_text``: the words the content was built from (``packed``)
+    canonical: str | None = None  # the ``<link rel="canonical">`` the page declares (not part of the fingerprint)
 
 
 class Fingerprinter:
@@ -75,6 +77,7 @@ class Fingerprinter:
         document = load(html, self.max_bytes, base_url=url, content_type=content_type)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
+        canonical = declared_in_html(document.root)
         text = PageText.read(document.root, self.structure_decay, self.max_elements)
         if text.elements > self.max_elements:
             return Fingerprint(None, None, TOO_MANY_ELEMENTS)
@@ -85,11 +88,11 @@ class Fingerprinter:
         if features := content_features(blocks):
             sketch = hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE))
             return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
-                               text=self._text(blocks))
+                               text=self._text(blocks), canonical=canonical)
         visible = tokens(text.visible_text())
         if not visible:
-            return Fingerprint(None, structure)
-        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]))
+            return Fingerprint(None, structure, canonical=canonical)
+        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]), canonical=canonical)
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""

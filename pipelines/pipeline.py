@@ -7,7 +7,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
 
+from .canonical import CanonicalUrls, declared_in_header
 from .decisions import Reviewer, Skip, run_summary
 from .fingerprint import Fingerprint, comparable, outcomes
 from .linkguard import LinkGuard
@@ -89,6 +90,7 @@ class PageVerdict:
     row: int | None = None
     unchecked: bool = False
     recrawl: bool = False
+    canonical: str | None = None  # a kept page's canonical URL (``SIMHASH_DEDUP_CANONICAL_FIELD``)
 
     @property
     def duplicate(self) -> bool:
@@ -130,6 +132,7 @@ class SimhashDedupPipeline:
         # pages fetched, and those earlier crawls kept: what the rule middleware skips requests for
         self.fetched = KnownUrls(self.rules) if self.rules is not None else None
         self.links = LinkGuard(self.rules, settings.link_budget) if settings.skip_links else None
+        self.canonicals = CanonicalUrls(self.rules) if settings.canonical_field else None
         self.store: MemoryStore = self._open_store()  # SQLite: here, before the feed exports open their files
         crawler.signals.connect(self._item_passed, signal=signals.item_scraped)
         crawler.signals.connect(self._item_lost, signal=signals.item_dropped)
@@ -303,8 +306,10 @@ class SimhashDedupPipeline:
         """Start deciding the page of a response (the page middleware, at its first item), from its body
         and the ``Content-Type`` it came with; its items and links await the verdict."""
         content_type = response.headers.get(b"Content-Type")
+        links = response.headers.getlist(b"Link") if self.canonicals is not None else []
         return PageDecision.started(self._decide(response.url, response.body,
-                                                 content_type.decode("latin-1") if content_type is not None else None))
+                                                 content_type.decode("latin-1") if content_type is not None else None,
+                                                 declared_in_header(links) if links else None))
 
     def assign(self, item: Any, page: PageDecision) -> None:
         """``item`` belongs to ``page`` (being decided for the page middleware): the pipeline takes its
@@ -317,9 +322,11 @@ class SimhashDedupPipeline:
         held = self._assigned.pop(id(item), None)
         return held[1] if held is not None and held[0] is item else None
 
-    async def _decide(self, url: str, html: Any, content_type: str | None = None) -> PageVerdict:
+    async def _decide(self, url: str, html: Any, content_type: str | None = None,
+                      declared: str | None = None) -> PageVerdict:
         """Fingerprint the page and check it against the store, in the order pages arrived; then count,
-        log and learn from the verdict."""
+        log and learn from the verdict, and name a kept page (``declared``: the canonical URL its
+        response's ``Link`` header gives)."""
         turn = self._order.take()
         try:
             fingerprint = await self._fingerprint(url, html, content_type)
@@ -342,7 +349,7 @@ class SimhashDedupPipeline:
         finally:
             self._order.end(turn)
         self._decided(verdict)
-        return verdict
+        return self._named(verdict, declared)
 
     def _verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
         recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
@@ -367,6 +374,18 @@ class SimhashDedupPipeline:
         if self.rules is not None:
             self.fetched.add(page.url)
             self._learn(page)
+
+    def _named(self, page: PageVerdict, declared: str | None) -> PageVerdict:
+        """A kept page with its canonical URL (``canonical.CanonicalUrls``): chosen after the rules learned
+        from the page, so that a rule it refutes never names it.  The page's ``<link rel="canonical">``
+        comes before its ``Link`` header's."""
+        if self.canonicals is None or page.duplicate or page.unchecked:
+            return page
+        canonical = self.canonicals.choose(page.url, (page.fingerprint and page.fingerprint.canonical) or declared)
+        self._count(f"canonical/{canonical.source}")
+        if canonical.cleaned:
+            self._count("canonical/cleaned")
+        return replace(page, canonical=canonical.url)
 
     def _learn(self, page: PageVerdict) -> None:
         """A decided page teaches the URL rules: a drop is a supporting pair, a keep may refute."""
@@ -464,6 +483,8 @@ class SimhashDedupPipeline:
 
     def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
         """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""
+        if page.canonical is not None:
+            self._give_canonical(adapter, page)
         try:
             if page.update:
                 adapter[UPDATE_FIELD] = True
@@ -474,6 +495,22 @@ class SimhashDedupPipeline:
                 self._remove_html(adapter)
         except KeyError:  # e.g. a scrapy.Item class without these fields
             self._count("item_field_errors", page.url, exc_info=True)
+
+    def _give_canonical(self, adapter: ItemAdapter, page: PageVerdict) -> None:
+        """The page's canonical URL in the item's field, unless the spider filled it; an item class without
+        the field is counted and told about once."""
+        field = self.settings.canonical_field
+        if adapter.get(field):
+            return
+        try:
+            adapter[field] = page.canonical
+        except KeyError:
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/canonical_field_missing")
+            if "canonical_field_missing" not in self._logged:
+                self._logged.add("canonical_field_missing")
+                logger.info("simhash_dedup: items of %s have no %r field for the page's canonical URL; add one, or "
+                            "set SIMHASH_DEDUP_CANONICAL_FIELD = '' (counted: simhash_dedup/canonical_field_missing)",
+                            type(adapter.item).__name__, field)
 
     def _remove_html(self, adapter: ItemAdapter) -> None:
         """Delete the field from dicts and ``scrapy.Item``; blank it in fixed-field items."""

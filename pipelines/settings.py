@@ -28,6 +28,7 @@ from .structure import DEFAULT_DECAY
 class DedupSettings:
     html_field: str = "html"
     url_field: str = "url"
+    canonical_field: str = "canonical_url"  # a kept item's canonical URL goes there; "": not given
     policy: Policy = Policy()
     structure_decay: float = DEFAULT_DECAY
     min_features: int = DEFAULT_MIN_FEATURES
@@ -94,6 +95,7 @@ class DedupSettings:
         return cls(
             html_field=_text(settings, "SIMHASH_DEDUP_HTML_FIELD", default.html_field, empty=False),
             url_field=_text(settings, "SIMHASH_DEDUP_URL_FIELD", default.url_field, empty=False),
+            canonical_field=_text(settings, "SIMHASH_DEDUP_CANONICAL_FIELD", default.canonical_field),
             policy=policy,
             structure_decay=_number(settings, "SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay, 0, 1,
                                     above_low=True),

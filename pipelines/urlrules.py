@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import xxhash
 
@@ -143,7 +144,7 @@ class RuleBook:
             return []
         refuted = [rule for rule in self._rules.get(host, {}).values() if self._refutes(rule, url)]
         kept = self._kept.setdefault(host, OrderedDict())
-        kept[_key(rewritten(url, []))] = url
+        kept[url_key(url)] = url
         if len(kept) > KEPT_URLS:
             kept.popitem(last=False)
         if any(rule.support >= self.support for rule in refuted):
@@ -171,13 +172,13 @@ class RuleBook:
         if rule.refuted_by is not None:
             return False
         if rule.applies(url):  # another kept URL the rule changes, or one it does not, is the same by it
-            key = _key(rewritten(url, [rule]))
+            key = url_key(url, [rule])
             other = rule.keys.get(key) or self._kept.get(rule.host, {}).get(key)
             if other is None or other == url:
                 rule.keys[key] = url
                 return False
         else:  # a kept URL the rule changes becomes this one
-            other = rule.keys.get(_key(rewritten(url, [])))
+            other = rule.keys.get(url_key(url))
             if other is None or other == url:
                 return False
         rule.refuted_by = f"{other} {url}"
@@ -218,14 +219,14 @@ class KnownUrls:
         urls[url] = None
         if len(urls) > FETCHED_URLS:
             urls.popitem(last=False)  # its key stays until the next rewrite: a URL known a while longer
-        self._host_keys(host).setdefault(_key(rewritten(url, self._trusted(host))), url)
+        self._host_keys(host).setdefault(url_key(url, self._trusted(host)), url)
 
     def find(self, url: str) -> str | None:
         """A known URL that is ``url`` by the trusted rules (``url`` itself if it is known), or None."""
         host = host_key(url)
         if host is None or host not in self._urls:
             return None
-        return self._host_keys(host).get(_key(rewritten(url, self._trusted(host))))
+        return self._host_keys(host).get(url_key(url, self._trusted(host)))
 
     def _trusted(self, host: str) -> list[Rule]:
         return self.rules.trusted_for(host) if self.rules is not None else []
@@ -236,7 +237,7 @@ class KnownUrls:
         if self._versions.get(host) != version or host not in self._keys:
             rules, keys = self._trusted(host), {}
             for known in self._urls.get(host, ()):
-                keys.setdefault(_key(rewritten(known, rules)), known)
+                keys.setdefault(url_key(known, rules), known)
             self._keys[host], self._versions[host] = keys, version
         return self._keys[host]
 
@@ -286,30 +287,50 @@ def _params_differing(a: str, b: str) -> list[str]:
     return differing if 0 < len(differing) <= MAX_PARAMS else []
 
 
-def rewritten(url: str, rules: list[Rule]) -> str:
+def rewritten(url: str, rules: Sequence[Rule]) -> str:
     """``url`` with each rule applied, in a normal form: the path without empty segments (``/a/`` and
     ``/a`` compare equal), the query as ``urlencode`` writes it, no fragment."""
     return _rewritten(url, tuple((rule.kind, rule.name) for rule in rules))
+
+
+def cleaned(url: str, rules: Sequence[Rule]) -> str:
+    """``url`` with each rule applied and nothing else changed: an address to give a page (its canonical
+    URL), where ``rewritten`` gives a form to compare URLs by."""
+    return _applied(url, tuple((rule.kind, rule.name) for rule in rules))
+
+
+def url_key(url: str, rules: Sequence[Rule] = ()) -> int:
+    """A hash of ``rewritten(url, rules)``: URLs the rules make equal share it."""
+    return _key(rewritten(url, rules))
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewritten(url: str, rules: tuple[tuple[str, str], ...]) -> str:
     """``rewritten``, remembered for the URLs of the last pages: a page's URL is rewritten several times
     (the URLs known, the link guard, the rules learned from it)."""
+    parts = urlsplit(_applied(url, rules))
+    path = "/" + "/".join(_segments(parts.path))
+    query = urlencode(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, parts.netloc.lower(), path, query, ""))
+
+
+def _applied(url: str, rules: tuple[tuple[str, str], ...]) -> str:
+    """``url`` with each rule (kind, name) applied: the parameter, the segment or the ``www.`` removed."""
+    if not rules:
+        return url
     parts = urlsplit(url)
     host, path, query = parts.netloc, parts.path, parts.query
     for kind, name in rules:
         if kind == "host" and host.startswith("www."):
             host = host[4:]
         elif kind == "param":
-            query = urlencode([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n != name])
+            query = "&".join(pair for pair in query.split("&") if unquote_plus(pair.split("=", 1)[0]) != name)
         elif kind == "path_param":
             path = "/".join(_drop_path_param(s, name) for s in path.split("/"))
         elif kind == "segment":
-            path = "/" + "/".join(s for s in _segments(path) if s != name)
-    path = "/" + "/".join(_segments(path))
-    query = urlencode(parse_qsl(query, keep_blank_values=True))
-    return urlunsplit((parts.scheme, host.lower(), path, query, ""))
+            segments = path.split("/")
+            path = "/".join(s for s in segments if s != name) + ("/" if segments[-1] == name else "")
+    return urlunsplit((parts.scheme, host, path, query.strip("&"), parts.fragment))
 
 
 @functools.lru_cache(maxsize=4096)

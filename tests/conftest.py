@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,12 @@ from typing import Any
 import pytest
 
 from crawler.local_site import serve_directory
+from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
 
 from .redis_server import RedisServer
 
 PROJECT = Path(__file__).resolve().parents[1]
+DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 CrawlResult = dict[str, Any]
 
 
@@ -48,6 +51,17 @@ def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
         return outcome
 
     return run
+
+
+@pytest.fixture(scope="module")
+def trap_site() -> Iterator[tuple[str, TrapSite]]:
+    """The trap site, its articles from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
+    with tarfile.open(DEMO_SITE) as archive:
+        pages = (archive.extractfile(m).read() for m in archive
+                 if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
+        articles = articles_from_html(pages, 14)
+    with serve_trap_site(articles) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

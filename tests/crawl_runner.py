@@ -110,11 +110,13 @@ def main(config_path: str, result_path: str) -> None:
     config = json.loads(Path(config_path).read_text())
     kept: list[str] = []
     dropped: list[dict[str, Any]] = []
+    canonical: dict[str, str | None] = {}  # a kept item's URL -> its canonical_url field
 
     kept_log = open(config["kept_log"], "a") if config.get("kept_log") else None  # noqa: SIM115
 
     def on_scraped(item: Any, **_: Any) -> None:
         kept.append(item["url"])
+        canonical[item["url"]] = item.get("canonical_url")
         if kept_log:  # survives a kill: one flushed line per kept item
             kept_log.write(item["url"] + "\n")
             kept_log.flush()
@@ -141,7 +143,8 @@ def main(config_path: str, result_path: str) -> None:
     )
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
-    Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats}))
+    Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats,
+                                                   "canonical": canonical}))
 
 
 if __name__ == "__main__":

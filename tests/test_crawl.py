@@ -79,11 +79,12 @@ def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(
     assert_expected_drops(result, paths, base_url)
 
 
-def test_the_addon_puts_nothing_in_items_so_exports_and_logs_hold_what_the_spider_yielded(
+def test_the_addon_puts_only_the_canonical_url_in_items_so_exports_and_logs_hold_what_the_spider_yielded(
     site: tuple[Path, str], crawl: Callable, tmp_path: Path
 ) -> None:
     """At Scrapy's default DEBUG level, with a feed: the page reaches the filter from the response, so
-    no item gets an HTML field (none in the export, none in the "Scraped from" lines)."""
+    no item gets an HTML field (none in the export, none in the "Scraped from" lines); a kept item gets its
+    canonical URL, here its own (the pages declare none, the site has no URL rules)."""
     root, base_url = site
     paths = write_known_duplicates(root)
     feed = tmp_path / "items.jsonl"
@@ -93,7 +94,7 @@ def test_the_addon_puts_nothing_in_items_so_exports_and_logs_hold_what_the_spide
     assert_expected_drops(result, paths, base_url)
     exported = [json.loads(line) for line in feed.read_text().splitlines()]
     assert len(exported) == len(result["kept"]) > 0
-    assert all(set(item) == {"url"} for item in exported)
+    assert all(set(item) == {"url", "canonical_url"} and item["canonical_url"] == item["url"] for item in exported)
     assert "<html" not in result["log"].lower()
 
 

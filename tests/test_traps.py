@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import tarfile
-from collections.abc import Iterator
-
 import pytest
 import redis
 
 from bench.traps import crawl as crawl_site
 from bench.traps import lost
-from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
+from crawler.trap_site import TrapSite
 from pipelines.redis_store import read_redis_rules, remove_redis_store
 from pipelines.stores import read_rules
 
-from .conftest import PROJECT
-
-DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
-
-
-@pytest.fixture(scope="module")
-def trap_site() -> Iterator[tuple[str, TrapSite]]:
-    """The trap site, its articles from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
-    with tarfile.open(DEMO_SITE) as archive:
-        pages = (archive.extractfile(m).read() for m in archive
-                 if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
-        articles = articles_from_html(pages, 14)
-    with serve_trap_site(articles) as served:
-        yield served
 
 
 def own_pages(base_url: str, site: TrapSite) -> list[tuple[str, str]]:

@@ -1,0 +1,111 @@
+"""The address a kept page is known by: its canonical URL, chosen when the page is kept.
+
+A crawl meets a page under whatever URL it happens to come by first, a crawl
+trap's included (``/story?sid=8f3a``).  Search engines weigh what a page
+declares (``<link rel="canonical">``, a ``Link: <...>; rel="canonical"``
+header) against what they learned of the site's URLs; so does this, with the
+crawl's URL rules (``urlrules``):
+
+1. the page's declared canonical URL, when it is an http(s) URL of the same
+   host (``www.`` aside) and nothing gives it away as false: it is not the
+   address of another page kept as different, and no other kept page
+   declared it (a template that points every page at the home page);
+2. else the URL the page was fetched by;
+
+and either one cleaned by the trusted URL rules that apply to it (a declared
+canonical that merely echoes a session or tracking URL loses its variant
+part).  A page kept before a rule was trusted keeps the canonical URL it got
+then.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from typing import NamedTuple
+from urllib.parse import urljoin, urlsplit
+
+import lxml.etree
+
+from .urlrules import RuleBook, cleaned, host_key, url_key
+
+#: Kept pages whose URLs and declared canonical URLs are remembered to doubt the next ones (the most recent).
+KEPT_PAGES = 100_000
+#: One link of a ``Link`` header: ``<target>; param; param``.
+_LINK = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,]*)*)")
+_REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;,]+))""", re.IGNORECASE)
+
+
+def declared_in_html(root: lxml.etree._Element) -> str | None:
+    """The ``href`` of the page's first ``<link rel="canonical">`` in its ``<head>`` (where browsers and
+    search engines read it), against the page's ``<base href>`` if it has one; relative otherwise."""
+    head = root.find("head")
+    if head is None:
+        return None
+    base = None
+    for element in head.iter("base", "link"):
+        href = (element.get("href") or "").strip()
+        if element.tag == "base":
+            base = base or href or None
+        elif href and "canonical" in (element.get("rel") or "").lower().split():
+            return urljoin(base, href) if base else href
+    return None
+
+
+def declared_in_header(values: list[bytes]) -> str | None:
+    """The target of the first ``rel="canonical"`` link of a response's ``Link`` headers."""
+    for value in values:
+        for target, params in _LINK.findall(value.decode("latin-1")):
+            for rel in _REL.finditer(params):
+                if "canonical" in "".join(rel.groups("")).lower().split():
+                    return target.strip() or None
+    return None
+
+
+class Canonical(NamedTuple):
+    """A kept page's canonical URL; ``source``: ``"declared"`` (the page's own), ``"doubted"`` (one was
+    declared but not believed: the fetched URL) or ``"fetched"`` (none declared); ``cleaned``: the trusted
+    URL rules changed it."""
+
+    url: str
+    source: str
+    cleaned: bool
+
+
+class CanonicalUrls:
+    """Chooses kept pages' canonical URLs, and remembers what it needs to doubt the next ones: the kept
+    pages' URLs and the canonical URLs they declared (by normal form, ``urlrules.url_key``)."""
+
+    def __init__(self, rules: RuleBook | None, size: int = KEPT_PAGES) -> None:
+        self.rules = rules
+        self.size = size
+        self._kept: OrderedDict[int, str] = OrderedDict()  # a kept page's URL -> itself
+        self._declared: OrderedDict[int, str] = OrderedDict()  # a declared canonical URL -> the kept page's URL
+
+    def choose(self, url: str, declared: str | None) -> Canonical:
+        """The canonical URL of a page kept at ``url`` that declares ``declared`` (relative or absolute,
+        or None)."""
+        try:
+            target = urljoin(url, declared) if declared else None
+            trusted = target is not None and self._believable(url, target)
+            self._remember(self._kept, url_key(url), url)
+            if target is not None:
+                self._remember(self._declared, url_key(target), url)
+        except ValueError:  # a URL that cannot be parsed (a broken IPv6 address): the page's own
+            return Canonical(url, "doubted" if declared else "fetched", False)
+        chosen, source = (target, "declared") if trusted else (url, "doubted" if target else "fetched")
+        applying = self.rules.applying(chosen) if self.rules is not None else []
+        return Canonical(cleaned(chosen, applying), source, True) if applying else Canonical(chosen, source, False)
+
+    def _believable(self, url: str, target: str) -> bool:
+        """An http(s) URL of the page's host, not another kept page's, not declared by another kept page."""
+        if urlsplit(target).scheme not in ("http", "https") or host_key(target) != host_key(url):
+            return False
+        key = url_key(target)
+        return self._kept.get(key, url) == url and self._declared.get(key, url) == url
+
+    def _remember(self, table: OrderedDict[int, str], key: int, url: str) -> None:
+        table.setdefault(key, url)
+        table.move_to_end(key)
+        if len(table) > self.size:
+            table.popitem(last=False)
