@@ -3,6 +3,7 @@
     simhash-dedup dedup INPUT... [-o kept.jsonl] [--outcomes outcomes.jsonl] [--store PATH|redis://…]
     simhash-dedup spark INPUT... -o DIR [--against DIR] [--master URL]
     simhash-dedup report STORE|OUTCOMES.jsonl|SPARK_OUTPUT_DIR|redis://… [-o report.html]
+    simhash-dedup aliases STORE|redis://… [-o aliases.csv|aliases.jsonl]
 
 The pipeline's settings are options (``--content-distance 6``…); ``--settings
 myproject.settings`` reads a Scrapy settings module first, so a batch run
@@ -115,6 +116,17 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--pairs", type=int, default=200, metavar="N",
                         help="pairs shown side by side, nearest the threshold first (default: %(default)s)")
     report.set_defaults(run=run_report)
+    aliases = commands.add_parser("aliases", help="export the URLs that name each kept page (CSV or JSON Lines)",
+                                  description="Every URL that names a kept page of a store: its canonical URL, the "
+                                              "URLs its near-duplicates were met under, the requests URL rules "
+                                              "skipped as copies; with the page's canonical URL and the URL it was "
+                                              "kept at. Columns: alias, canonical, kept_url, reason.")
+    aliases.add_argument("source", help="a crawl's SQLite store, a Redis URL (with --key), or what `report` reads "
+                                        "(an outcomes file, a Spark output: their drops)")
+    aliases.add_argument("-o", "--output", metavar="FILE",
+                         help="write here (.csv: CSV, anything else: JSON Lines; default: JSON Lines to stdout)")
+    aliases.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
+    aliases.set_defaults(run=run_aliases)
     return top
 
 
@@ -221,6 +233,20 @@ def run_report(arguments: argparse.Namespace) -> int:
 
     path = write_report(load_log(arguments.source, arguments.key), Path(arguments.output), arguments.pairs)
     print(f"simhash-dedup: report written to {path}", file=sys.stderr)
+    return 0
+
+
+def run_aliases(arguments: argparse.Namespace) -> int:
+    from .report import load_log
+    from .report.aliases import alias_rows, write_rows
+
+    rows = alias_rows(load_log(arguments.source, arguments.key).names())
+    form = "csv" if (arguments.output or "").lower().endswith(".csv") else "jsonl"
+    with (open(arguments.output, "w", encoding="utf-8", newline="") if arguments.output
+          else contextlib.nullcontext(sys.stdout)) as out:
+        write_rows(rows, out, form)
+    print(f"simhash-dedup: {len(rows):,} aliases of {len({r.kept_url for r in rows}):,} kept pages"
+          + (f" written to {arguments.output}" if arguments.output else ""), file=sys.stderr)
     return 0
 
 

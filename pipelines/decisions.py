@@ -7,7 +7,8 @@ decision names both pages and their distances; the most recent pairs also
 carry both pages' own texts (the words their content fingerprints were built
 from), so a report can show them side by side without the HTML.  The stores
 keep the log (``record``) and the counts of each run (``save_run``):
-SQLite in tables beside the fingerprints, Redis in capped streams.
+SQLite in tables beside the fingerprints, Redis in capped streams; and,
+uncapped, the URLs that name each kept page (``Alias``, ``record_alias``).
 """
 
 from __future__ import annotations
@@ -86,6 +87,23 @@ class Skip:
     url: str
     because: str
     rule: str = ""
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A URL that names a kept page (``kept_url``): its canonical URL (``reason`` ``CANONICAL``), a URL a
+    near-duplicate of it was met under (the drop's reason: "content", "both"...), or a request a trusted URL
+    rule skipped as a copy of a URL already fetched (``RULE``; ``kept_url`` is then that URL, which may be
+    an alias itself: ``report.aliases`` follows it to the kept page)."""
+
+    time: float
+    url: str
+    kept_url: str
+    reason: str
+
+
+CANONICAL = "canonical"
+RULE = "rule"
 
 
 class Reviewer:

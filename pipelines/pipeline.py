@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
 
 from .canonical import CanonicalUrls, declared_in_header
-from .decisions import Reviewer, Skip, run_summary
+from .decisions import CANONICAL, RULE, Alias, Reviewer, Skip, run_summary
 from .fingerprint import Fingerprint, comparable, outcomes
 from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
@@ -364,6 +364,7 @@ class SimhashDedupPipeline:
         self._count("pages_dropped" if page.duplicate else "pages_kept")
         if page.duplicate:
             self.store.record(self.reviewer.dropped(page.url, page.fingerprint, page.match))
+            self.store.record_alias(Alias(time.time(), page.url, page.match.url, page.match.reason))
         else:
             if page.update:
                 self._count("updated")
@@ -385,6 +386,8 @@ class SimhashDedupPipeline:
         self._count(f"canonical/{canonical.source}")
         if canonical.cleaned:
             self._count("canonical/cleaned")
+        if canonical.url != page.url:
+            self.store.record_alias(Alias(time.time(), canonical.url, page.url, CANONICAL), page.row)
         return replace(page, canonical=canonical.url)
 
     def _learn(self, page: PageVerdict) -> None:
@@ -405,6 +408,8 @@ class SimhashDedupPipeline:
         """A link or a request the crawl will not make (the guards): counted and logged in the store."""
         self._count("links_skipped" if skip.kind == "link" else "requests_skipped")
         self.store.record_skip(skip)
+        if skip.kind == "request":
+            self.store.record_alias(Alias(skip.time, skip.url, skip.because, RULE))
 
     async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> tuple[Match | None, int | None]:
         """Check and add, atomically; the next page's turn starts once this one is in the store's queue.

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
-from .decisions import Decision, Skip
+from .decisions import Alias, Decision, Skip
 from .fingerprint import Fingerprint
 from .index import grown
 from .indexloops import near_any
@@ -158,6 +158,11 @@ class RedisStore(MemoryStore):
         if self.decisions_kept:
             self._log.append(skip)
 
+    def record_alias(self, alias: Alias, row: int | None = None) -> None:
+        """Sent with the log, to the hash ``<key>:aliases`` (a URL's first naming stays): the page is in
+        Redis already."""
+        self._log.append(alias)
+
     def save_rules(self, rules: list[Rule]) -> None:
         """Sent with the log: in the hash ``<key>:rules`` each rule's support as this process knows it
         (the last process to save a rule sets it); in ``<key>:refuted`` its first counterexample, for good."""
@@ -185,8 +190,8 @@ class RedisStore(MemoryStore):
     def send_log(self) -> None:
         """Append the decisions recorded since the last call to the capped streams ``<key>:decisions``
         (every field but the texts) and ``<key>:texts`` (whole decisions, the most recent
-        ``texts_kept``), the skipped links and requests to ``<key>:skipped``, and save the URL rules
-        that changed.  The log never fails a check: on an error the entries wait for the next call
+        ``texts_kept``), the skipped links and requests to ``<key>:skipped``, the aliases to
+        ``<key>:aliases``, and save the URL rules that changed.  The log never fails a check: on an error the entries wait for the next call
         (at most ``MAX_UNCHECKED``)."""
         if not self._log or time.monotonic() < self._retry_at:
             return
@@ -197,6 +202,10 @@ class RedisStore(MemoryStore):
                 pipe.hset(f"{self.key}:rules", _rule_field(decision), decision.support)
                 if decision.refuted_by is not None:
                     pipe.hsetnx(f"{self.key}:refuted", _rule_field(decision), decision.refuted_by)
+                continue
+            if isinstance(decision, Alias):
+                pipe.hsetnx(f"{self.key}:aliases", decision.url,
+                            json.dumps([decision.kept_url, decision.reason, decision.time]))
                 continue
             if isinstance(decision, Skip):
                 pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(decision)), maxlen=self.decisions_kept,
@@ -470,6 +479,13 @@ def read_redis_rules(client: redis.Redis, key: str) -> tuple[list[Rule], list[Sk
     skips = [Skip(float(e[b"time"]), e[b"kind"].decode(), e[b"url"].decode(), e[b"because"].decode(),
                   e.get(b"rule", b"").decode()) for _, e in client.xrange(f"{key}:skipped")]
     return rules, skips
+
+
+def read_redis_aliases(client: redis.Redis, key: str) -> list[Alias]:
+    """The URLs that name the kept pages of the store ``key``, oldest first."""
+    aliases = [Alias(time, url.decode(), kept_url, reason) for url, value in client.hgetall(f"{key}:aliases").items()
+               for kept_url, reason, time in [json.loads(value)]]
+    return sorted(aliases, key=lambda alias: alias.time)
 
 
 def _rule_field(rule: Rule) -> str:

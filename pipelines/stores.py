@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .decisions import DECISION_FIELDS, Decision, Skip
+from .decisions import DECISION_FIELDS, Alias, Decision, Skip
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .indexloops import scan
@@ -99,6 +99,10 @@ class MemoryStore:
 
     def record_skip(self, skip: Skip) -> None:
         """Add a skipped link or request to the log (none with a log length of 0); memory keeps none."""
+
+    def record_alias(self, alias: Alias, row: int | None = None) -> None:
+        """Keep a URL that names a kept page (the first naming of a URL stays); with ``row``, the page's
+        row, only once the page is written.  Memory keeps none."""
 
     def save_rules(self, rules: list[Rule]) -> None:
         """Keep the URL rules that changed; memory keeps none."""
@@ -246,6 +250,8 @@ class SqliteStore(MemoryStore):
         self.texts_kept = texts  # the most recent decisions keep both texts
         self._decisions: list[Decision] = []  # not written yet
         self._skips: list[Skip] = []  # not written yet
+        self._aliases: list[Alias] = []  # not written yet
+        self._naming: dict[int, Alias] = {}  # kept, not confirmed yet -> the alias its page gets once written
         self._rules: dict[tuple[str, str, str], Rule] = {}  # changed, not written yet
         self.before_write: Callable[[], None] | None = None
         self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, no item past the pipelines yet
@@ -310,6 +316,8 @@ class SqliteStore(MemoryStore):
         if (page := self._unconfirmed.pop(row, None)) is None:
             return
         self._pending[row] = page
+        if (alias := self._naming.pop(row, None)) is not None:
+            self._aliases.append(alias)
         if len(self._pending) >= self.commit_every:
             self.flush()
 
@@ -329,6 +337,12 @@ class SqliteStore(MemoryStore):
             if len(self._skips) >= self.commit_every:
                 self.flush()
 
+    def record_alias(self, alias: Alias, row: int | None = None) -> None:
+        if row is not None and row in self._unconfirmed:
+            self._naming[row] = alias
+        else:
+            self._aliases.append(alias)
+
     def save_rules(self, rules: list[Rule]) -> None:
         self._rules.update((rule.ident, rule) for rule in rules)
 
@@ -342,7 +356,7 @@ class SqliteStore(MemoryStore):
     def flush(self) -> None:
         """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last,
         and the decisions logged since the last write."""
-        if not (self._pending or self._decisions or self._skips or self._rules):
+        if not (self._pending or self._decisions or self._skips or self._rules or self._aliases):
             return
         if self._pending and self.before_write is not None:
             self.before_write()
@@ -351,6 +365,7 @@ class SqliteStore(MemoryStore):
             self._write_pages()
             self._write_decisions()
             self._write_skips_and_rules()
+            self._write_aliases()
 
     def _write_pages(self) -> None:
         if not self._pending:
@@ -400,6 +415,12 @@ class SqliteStore(MemoryStore):
                 "INSERT OR REPLACE INTO rules (host, kind, name, support, refuted_by) VALUES (?, ?, ?, ?, ?)",
                 [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in self._rules.values()])
             self._rules.clear()
+
+    def _write_aliases(self) -> None:
+        if self._aliases:
+            added, self._aliases = self._aliases, []
+            self._connection.executemany("INSERT OR IGNORE INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
+                                         [(a.url, a.kept_url, a.reason, a.time) for a in added])
 
     def close(self) -> None:
         self.flush()
@@ -452,7 +473,7 @@ def is_store(connection: sqlite3.Connection) -> bool:
     """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
     tables = _tables(connection)
     return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs",
-                                                                    "skipped", "rules"}
+                                                                    "skipped", "rules", "aliases"}
 
 
 def _tables(connection: sqlite3.Connection) -> set[str]:
@@ -489,6 +510,21 @@ def read_rules(path: Path) -> tuple[list[Rule], list[Skip]]:
             skips = [Skip(*row) for row in connection.execute("SELECT time, kind, url, because, rule FROM skipped "
                                                               "ORDER BY id")]
             return rules, skips
+        finally:
+            connection.close()
+    except sqlite3.Error as error:
+        raise StoreNotOpened(f"{path} cannot be read as a store of simhash_dedup ({error})") from None
+
+
+def read_aliases(path: Path) -> list[Alias]:
+    """The URLs that name the kept pages of the store at ``path``, oldest first (read-only)."""
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            if "aliases" not in _tables(connection):  # a store written before aliases were kept
+                return []
+            rows = connection.execute("SELECT time, url, kept_url, reason FROM aliases ORDER BY time, rowid")
+            return [Alias(*row) for row in rows]
         finally:
             connection.close()
     except sqlite3.Error as error:
@@ -549,6 +585,7 @@ CREATE TABLE IF NOT EXISTS skipped (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL, url TEXT NOT NULL, because TEXT NOT NULL,
     rule TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS aliases (url TEXT PRIMARY KEY, kept_url TEXT NOT NULL, reason TEXT NOT NULL, time REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS rules (
     host TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, support INTEGER NOT NULL, refuted_by TEXT,
     PRIMARY KEY (host, kind, name)

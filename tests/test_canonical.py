@@ -1,23 +1,37 @@
-"""Canonical URLs: what a kept item is known by, from its declared canonical URL, its URL and the URL rules."""
+"""Canonical URLs and aliases: what a kept item is known by (from its declared canonical URL, its URL and the URL
+rules), and every URL that names it, in the store, the export and the report."""
 
 from __future__ import annotations
 
+import csv
+import json
 import logging
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import lxml.etree
 import pytest
+import redis
 import scrapy
 
+from bench.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS
+from pipelines import cli
 from pipelines.canonical import CanonicalUrls, declared_in_header, declared_in_html
+from pipelines.decisions import CANONICAL, DROPPED, RULE, Alias
+from pipelines.redis_store import read_redis_aliases, read_redis_log, remove_redis_store
+from pipelines.report.aliases import AliasRow, alias_rows
+from pipelines.report.log import load_log
+from pipelines.report.render import render
+from pipelines.stores import read_aliases, read_log
 from pipelines.urlrules import RuleBook
 
 from .pages import real_page
 from .test_pipeline import make_pipeline, process, stat
 
 ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
+GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
 ARTICLES = [real_page(name) for name in ("newspaper-syracuse.com1", "newspaper-syracuse.com2",
                                          "newspaper-theatlanticcities.com1", "newspaper-theatlanticcities.com2")]
 
@@ -146,3 +160,79 @@ def test_articles_met_first_under_trap_urls_carry_their_real_address(trap_site, 
         assert result["canonical"][url] == base_url + site.canonical_path(url.removeprefix(base_url)), url
     stats = result["stats"]
     assert stats["simhash_dedup/canonical/cleaned"] == 2 and stats["simhash_dedup/canonical/declared"] == 3 + 2  # the first three, the right one and the echo
+
+
+def test_aliases_name_the_kept_page_through_rule_skips_and_carry_its_canonical_url() -> None:
+    aliases = [Alias(1, "https://a.test/s", "https://a.test/s?sid=1", CANONICAL),
+               Alias(2, "https://a.test/s?sid=2", "https://a.test/s?sid=1", "content"),
+               Alias(3, "https://a.test/s?sid=3&x", "https://a.test/s?sid=2", RULE),
+               Alias(4, "https://a.test/t?utm=1", "https://a.test/t", "exact_text")]
+    assert alias_rows(aliases) == [
+        AliasRow("https://a.test/s", "https://a.test/s", "https://a.test/s?sid=1", CANONICAL),
+        AliasRow("https://a.test/s?sid=2", "https://a.test/s", "https://a.test/s?sid=1", "content"),
+        AliasRow("https://a.test/s?sid=3&x", "https://a.test/s", "https://a.test/s?sid=1", RULE),
+        AliasRow("https://a.test/t?utm=1", "https://a.test/t", "https://a.test/t", "exact_text")]
+    looping = [Alias(1, "https://a.test/a", "https://a.test/b", RULE), Alias(2, "https://a.test/b", "https://a.test/a", RULE)]
+    assert len(alias_rows(looping)) == 2, "a loop of rule skips ends"
+
+
+def _exported(arguments: list[str], path: Path) -> list[dict[str, str]]:
+    assert cli.main([*arguments, "-o", str(path)]) == 0
+    if path.suffix == ".csv":
+        return list(csv.DictReader(path.open(encoding="utf-8")))
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def assert_aliases_name_the_crawl_s_kept_pages(rows: list[dict[str, str]], result: dict, dropped: set[str],
+                                              base_url: str, site) -> None:
+    """Every alias names a kept page of the crawl's output under that page's canonical URL, and the same page of
+    the site; every dropped URL, rule skip and canonical URL is there (a URL once: a canonical URL fetched
+    later as a copy stays a canonical URL)."""
+    kept = {url: name for (url, _), name in zip(result["kept"], result["canonical"])}
+    reasons = Counter(row["reason"] for row in rows)
+    stats = result["stats"]
+    assert reasons[RULE] == stats["simhash_dedup/requests_skipped"] > 0
+    assert len(dropped) == stats["simhash_dedup/pages_dropped"] and dropped <= {row["alias"] for row in rows}
+    assert reasons[CANONICAL] == sum(url != name for url, name in kept.items()) > 0
+    assert len({row["alias"] for row in rows}) == len(rows)
+    for row in rows:
+        assert row["canonical"] == kept[row["kept_url"]], row
+        assert site.canonical_path(row["alias"].removeprefix(base_url)) in (
+            site.canonical_path(row["kept_url"].removeprefix(base_url)), None), row
+
+
+def test_the_aliases_of_every_kept_page_are_in_the_store_the_export_and_the_report(trap_site, tmp_path) -> None:
+    base_url, site = trap_site
+    store = tmp_path / "seen.sqlite"
+    result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_PATH": str(store)}, cap=2000)
+    rows = _exported(["aliases", str(store)], tmp_path / "aliases.csv")
+    dropped = {d.url for d in read_log(store)[0] if d.outcome == DROPPED}
+    assert_aliases_name_the_crawl_s_kept_pages(rows, result, dropped, base_url, site)
+    assert rows == _exported(["aliases", str(store)], tmp_path / "aliases.jsonl"), "CSV and JSON Lines agree"
+    html = render(load_log(str(store)))
+    assert "known as" in html and "skipped by URL rules" in html
+
+
+def test_the_aliases_are_kept_in_redis(trap_site, redis_url, tmp_path) -> None:
+    base_url, site = trap_site
+    key = "aliases:simhash_dedup"
+    remove_redis_store(redis.Redis.from_url(redis_url), key)
+    result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key},
+                        cap=2000)
+    client = redis.Redis.from_url(redis_url)
+    assert read_redis_aliases(client, key)
+    rows = _exported(["aliases", redis_url, "--key", key], tmp_path / "aliases.jsonl")
+    dropped = {d.url for d in read_redis_log(client, key)[0] if d.outcome == DROPPED}
+    assert_aliases_name_the_crawl_s_kept_pages(rows, result, dropped, base_url, site)
+
+
+def test_a_page_the_output_does_not_hold_leaves_no_alias(trap_site, crawl: Callable, tmp_path) -> None:
+    """A later pipeline drops the items of one page: the store never names it (as it never remembers it)."""
+    base_url, _ = trap_site
+    store = tmp_path / "seen.sqlite"
+    urls = [f"{base_url}/article/{n}?sid=z" for n in (1, 2)]
+    settings = {**ADDON, "SIMHASH_DEDUP_PATH": str(store), "TEST_DROP_AT": "article/1",
+                "ITEM_PIPELINES": {"tests.crawl_runner.DropSomeItems": 400}}
+    result = crawl(urls, settings, yield_html=False)
+    assert result["kept"] == urls[1:]
+    assert [(a.url, a.kept_url, a.reason) for a in read_aliases(store)] == [(f"{base_url}/article/2", urls[1], CANONICAL)]

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import BORDERLINE, DROPPED, Decision, Skip
+from ..decisions import BORDERLINE, DROPPED, Alias, Decision, Skip
 from ..policy import Policy
-from ..stores import StoreUnavailable, read_log, read_rules
+from ..stores import StoreUnavailable, read_aliases, read_log, read_rules
 from ..urlrules import Rule
 
 
@@ -25,6 +25,13 @@ class Log:
     settings: dict[str, Any] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)  # the URL rules learned (a store's log only)
     skips: list[Skip] = field(default_factory=list)  # links and requests not followed, oldest first
+    aliases: list[Alias] = field(default_factory=list)  # URLs that name the kept pages (a store's log only)
+
+    def names(self) -> list[Alias]:
+        """The URLs that name the kept pages: the aliases kept, or for a log without them (a batch's outcomes,
+        Spark's decisions, a store older than aliases) the URLs of its drops."""
+        return self.aliases or [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
+                                if d.outcome == DROPPED]
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
@@ -36,7 +43,7 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     if source.startswith(("redis://", "rediss://", "unix://")):
         import redis
 
-        from ..redis_store import read_redis_log, read_redis_rules
+        from ..redis_store import read_redis_aliases, read_redis_log, read_redis_rules
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")
@@ -44,27 +51,29 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
             client = redis.Redis.from_url(source)
             decisions, runs = read_redis_log(client, redis_key)
             rules, skips = read_redis_rules(client, redis_key)
+            aliases = read_redis_aliases(client, redis_key)
         except redis.RedisError as error:
             raise StoreUnavailable(f"the Redis store {redis_key} at {source} cannot be read: {error}") from None
-        return _from_runs(source, decisions, runs, settings, rules, skips)
+        return _from_runs(source, decisions, runs, settings, rules, skips, aliases)
     path = Path(source)
     if path.is_dir():
         return _from_spark_output(source, path, settings)
     with path.open("rb") as file:
         is_sqlite = file.read(16) == b"SQLite format 3\x00"
     if is_sqlite:
-        return _from_runs(source, *read_log(path), settings, *read_rules(path))
+        return _from_runs(source, *read_log(path), settings, *read_rules(path), read_aliases(path))
     return _from_pages(source, path, settings)
 
 
 def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]], settings: dict[str, Any],
-               rules: list[Rule] | None = None, skips: list[Skip] | None = None) -> Log:
+               rules: list[Rule] | None = None, skips: list[Skip] | None = None,
+               aliases: list[Alias] | None = None) -> Log:
     counts: Counter[str] = Counter()
     for run in runs:
         counts.update(run.get("counts", {}))
     if runs:
         settings = {**settings, **runs[-1].get("settings", {})}
-    return Log(source, decisions, runs, dict(counts), settings, rules or [], skips or [])
+    return Log(source, decisions, runs, dict(counts), settings, rules or [], skips or [], aliases or [])
 
 
 def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:

@@ -7,8 +7,9 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from ..decisions import BORDERLINE, DROPPED, Decision
+from ..decisions import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from ..settings import DedupSettings
+from .aliases import AliasRow, alias_rows
 from .diff import side_by_side
 from .log import Log
 from .plots import distance_histogram, similarity_histogram
@@ -40,7 +41,7 @@ def render(log: Log, pairs: int = MAX_PAIRS) -> str:
         "and borderline keeps just outside it, are the pairs to look at when tuning.</p>"
         f"<div class='plots'><figure>{distance_histogram(log.decisions, settings['content_distance'])}</figure>"
         f"<figure>{similarity_histogram(log.decisions, settings['min_similarity'])}</figure></div>",
-        _clusters(log.decisions),
+        _clusters(log),
         _pairs(log, pairs),
         _rules(log),
         _skips(log),
@@ -105,22 +106,45 @@ def _runs(log: Log) -> str:
             f"<th>checked</th><th>kept</th><th>dropped</th><th>borderline</th></tr>{rows}</table>")
 
 
-def _clusters(decisions: list[Decision]) -> str:
-    clusters: dict[str, list[Decision]] = defaultdict(list)
-    for decision in decisions:
-        if decision.outcome == DROPPED:
-            clusters[decision.kept_url].append(decision)
+def _clusters(log: Log) -> str:
+    """Each kept page that has aliases, largest first: its URL, its canonical URL, and the URLs that name it
+    (its dropped copies, with how near each was, and the requests a URL rule skipped as copies)."""
+    drops = {d.url: d for d in log.decisions if d.outcome == DROPPED}
+    rows = alias_rows(log.names())
+    clusters: dict[str, list[AliasRow]] = defaultdict(list)
+    canonical: dict[str, str] = {}
+    for row in rows:
+        canonical[row.kept_url] = row.canonical
+        if row.reason != CANONICAL:
+            clusters[row.kept_url].append(row)
     if not clusters:
         return "<h2>Clusters</h2><p>No page was dropped.</p>"
     largest = sorted(clusters.items(), key=lambda item: -len(item[1]))[:MAX_CLUSTERS]
     items = "".join(
-        f"<li><details><summary>{_link(kept)} <span class='badge'>{len(copies)} dropped</span></summary><ul>"
-        + "".join(f"<li>{_link(d.url)} <span class='why'>{_nearness(d)}</span></li>" for d in copies[:50])
+        f"<li><details><summary>{_link(kept)}"
+        + (f" <span class='why'>known as</span> {_link(canonical[kept])}" if canonical[kept] != kept else "")
+        + f" <span class='badge'>{_aliases_count(named)}</span></summary><ul>"
+        + "".join(f"<li>{_link(row.alias)} <span class='why'>{_named_how(row, drops)}</span></li>" for row in named[:50])
         + "</ul></details></li>"
-        for kept, copies in largest
+        for kept, named in largest
     )
-    return (f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies; the largest "
-            f"{len(largest)} first.</p><ol class='clusters'>{items}</ol>")
+    return (f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies or requests skipped as copies; "
+            f"the largest {len(largest)} first, each with its canonical URL when it is not the URL it was kept at "
+            "(<code>simhash-dedup aliases</code> exports them all).</p>"
+            f"<ol class='clusters'>{items}</ol>")
+
+
+def _aliases_count(named: list[AliasRow]) -> str:
+    skipped = sum(row.reason == RULE for row in named)
+    dropped = len(named) - skipped
+    return ", ".join(part for part in (f"{dropped} dropped" if dropped else "",
+                                        f"{skipped} skipped by URL rules" if skipped else "") if part)
+
+
+def _named_how(row: AliasRow, drops: dict[str, Decision]) -> str:
+    if row.reason == RULE:
+        return "request skipped: a URL rule makes it a page already fetched"
+    return _nearness(drops[row.alias]) if row.alias in drops else f"dropped (matched on {escape(row.reason)})"
 
 
 def _pairs(log: Log, limit: int) -> str:

@@ -1,0 +1,66 @@
+"""The alias table: every URL that names a kept page, with the page's canonical URL.
+
+A store keeps each naming as it happened (``decisions.Alias``): a kept page's
+canonical URL, the URLs its near-duplicates were met under, the requests a URL
+rule skipped as copies of a URL already fetched (which may itself be an alias).
+The table resolves them: each row says which kept page an alias names and
+under which canonical URL, as ``simhash-dedup aliases`` exports it and the
+report lists it per cluster.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from typing import IO
+
+from ..decisions import CANONICAL, Alias
+
+#: Rule-skipped requests name a URL already fetched, which may itself name another: followed this far at most.
+MAX_HOPS = 10
+COLUMNS = ("alias", "canonical", "kept_url", "reason")
+
+
+@dataclass(frozen=True)
+class AliasRow:
+    """``alias`` names the page kept at ``kept_url``, whose canonical URL is ``canonical``; ``reason``: how
+    (see ``decisions.Alias``)."""
+
+    alias: str
+    canonical: str
+    kept_url: str
+    reason: str
+
+
+def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
+    """One row per alias, in the order they were met; a kept page's canonical URL is its own when none
+    was recorded (it was its URL)."""
+    canonical = {a.kept_url: a.url for a in aliases if a.reason == CANONICAL}
+    named = {a.url: a.kept_url for a in aliases if a.reason != CANONICAL}
+    rows = []
+    for alias in aliases:
+        kept = alias.kept_url if alias.reason == CANONICAL else _kept_page(alias.kept_url, named)
+        rows.append(AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason))
+    return rows
+
+
+def _kept_page(url: str, named: dict[str, str]) -> str:
+    """The kept page ``url`` leads to: itself, or what it names, followed."""
+    for _ in range(MAX_HOPS):
+        if (next_url := named.get(url)) is None or next_url == url:
+            break
+        url = next_url
+    return url
+
+
+def write_rows(rows: list[AliasRow], out: IO[str], form: str) -> None:
+    """The rows as ``"csv"`` (a header line, then one line each) or ``"jsonl"`` (one JSON object each)."""
+    if form == "csv":
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS)
+        writer.writerows((row.alias, row.canonical, row.kept_url, row.reason) for row in rows)
+        return
+    for row in rows:
+        out.write(json.dumps(dict(zip(COLUMNS, (row.alias, row.canonical, row.kept_url, row.reason))),
+                             ensure_ascii=False) + "\n")
