@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import subprocess
 import sys
@@ -189,3 +190,35 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     outcomes = [type(result) for _, result in answers]
     assert WorkerCrashed in outcomes, "the killed worker's pages fail"
     assert outcomes[-1] is Fingerprint and outcomes.count(Fingerprint) > len(read) // 2, "a new worker takes over"
+
+
+def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(handbook, tmp_path):
+    """Every other page arrives under a feed URL and declares its real address: the kept records carry their
+    canonical URLs, and the store and the outcomes file give the same alias table (drops, canonical URLs)."""
+    root, base_url, pages = handbook
+    lines = tmp_path / "pages.jsonl"
+    with lines.open("w") as out:
+        for n, page in enumerate(pages):
+            html = (root / page).read_text("utf-8")
+            if n % 2:
+                html = re.sub(r"<head[^>]*>", lambda m, p=page: f'{m.group(0)}<link rel="canonical" href="/{p}">', html,
+                              count=1)
+            out.write(json.dumps({"url": base_url + page + ("?ref=feed" if n % 2 else ""), "html": html}) + "\n")
+    store, kept, outcomes = tmp_path / "seen.sqlite", tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl"
+    done = dedup(lines, "--store", store, "-o", kept, "--outcomes", outcomes)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert records and all(r["canonical_url"] == r["url"].removesuffix("?ref=feed") for r in records)
+    assert any(r["url"].endswith("?ref=feed") for r in records)
+    tables = []
+    for source in (store, outcomes):
+        exported = tmp_path / "aliases.jsonl"
+        done = subprocess.run([sys.executable, "-m", "pipelines", "aliases", str(source), "-o", str(exported)],
+                              cwd=PROJECT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        tables.append(sorted(json.loads(line).items() for line in exported.read_text().splitlines()))
+    assert tables[0] == tables[1]
+    drops = [json.loads(line) for line in outcomes.read_text().splitlines() if '"outcome": "dropped"' in line]
+    rows = [dict(row) for row in tables[0]]
+    assert drops and {d["url"] for d in drops} <= {row["alias"] for row in rows}
+    assert all(row["canonical"] == row["kept_url"].removesuffix("?ref=feed") for row in rows)

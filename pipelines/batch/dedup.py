@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..decisions import Decision, Reviewer, run_summary
+from ..canonical import CanonicalUrls
+from ..decisions import CANONICAL, Alias, Decision, Reviewer, run_summary
 from ..fingerprint import Fingerprint, comparable, outcomes
 from ..policy import dropped
 from ..settings import DedupSettings
@@ -45,6 +46,7 @@ def dedup(
     ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``)."""
     fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
     reviewer = Reviewer(settings.keep_texts)
+    names = Names(settings.canonical_field, store)
     happened: Counter[str] = Counter()
     stats: Counter[str] = Counter()  # the pipeline's stats, for the run's record (the report reads them)
     started = time.time()
@@ -59,7 +61,8 @@ def dedup(
         else:
             outcome, decision = _decide(item, result, store, reviewer, stats)
             happened[outcome] += 1
-            _write(item, outcome, decision, result, store, kept, outcomes_file)
+            canonical = names.named(item, outcome, decision, result)
+            _write(item, outcome, decision, store, kept, outcomes_file, canonical, settings.canonical_field)
             if outcome == FAILED and progress is not None:
                 progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
         if progress is not None:
@@ -97,18 +100,51 @@ def _decide(page: Page, result: Fingerprint | Exception | None, store: MemorySto
     return KEPT, None
 
 
-def _write(page: Page, outcome: str, decision: Decision | None, result: Any, store: MemoryStore,
-           kept: IO[str] | None, outcomes_file: IO[str] | None) -> None:
-    """The page's outcome line, its record if kept; a kept page compared is then confirmed in the store."""
+class Names:
+    """A batch's canonical URLs and aliases, as a crawl's (``canonical``, ``decisions.Alias``): a kept page's
+    canonical URL is the one it declares when believable, else its URL (a batch learns no URL rules); the
+    store keeps the aliases (a SQLite or Redis store)."""
+
+    def __init__(self, field: str, store: MemoryStore) -> None:
+        self.field = field
+        self.store = store
+        self.canonicals = CanonicalUrls(None)
+
+    def named(self, page: Page, outcome: str, decision: Decision | None, result: Any) -> str | None:
+        """A kept page's canonical URL (None for a drop, or without a field); a drop's alias and a kept page's
+        canonical URL recorded in the store."""
+        if outcome == DROPPED:
+            self.store.record_alias(Alias(decision.time, page.url, decision.kept_url, decision.reason))
+            return None
+        if not self.field:
+            return None
+        declared = result.canonical if isinstance(result, Fingerprint) else None
+        canonical = self.canonicals.choose(page.url, declared).url
+        if canonical != page.url:
+            compared = isinstance(self.store, SqliteStore) and outcome in (KEPT, BORDERLINE)
+            self.store.record_alias(Alias(time.time(), canonical, page.url, CANONICAL),
+                                    len(self.store) - 1 if compared else None)
+        return canonical
+
+
+def _write(page: Page, outcome: str, decision: Decision | None, store: MemoryStore, kept: IO[str] | None,
+           outcomes_file: IO[str] | None, canonical: str | None, field: str) -> None:
+    """The page's outcome line (a kept page's with its ``canonical_url``), its record if kept (with its canonical
+    URL in ``field``, unless the record has one); a kept page compared is then confirmed in the store."""
     if outcomes_file is not None:
         record = {"source": page.source, "url": page.url, "outcome": outcome.removeprefix(NOT_COMPARED)}
+        if canonical is not None:
+            record["canonical_url"] = canonical
         if decision is not None:
             record.update({k: v for k, v in decision.to_json().items() if k not in ("url", "outcome")})
         outcomes_file.write(json.dumps(record, ensure_ascii=False) + "\n")
     if outcome == DROPPED:
         return
     if kept is not None:
-        kept.write(json.dumps(page.record or {"url": page.url, "source": page.source}, ensure_ascii=False) + "\n")
+        record = page.record or {"url": page.url, "source": page.source}
+        if canonical is not None and not record.get(field):
+            record = {**record, field: canonical}
+        kept.write(json.dumps(record, ensure_ascii=False) + "\n")
     if isinstance(store, SqliteStore) and outcome in (KEPT, BORDERLINE):
         store.confirm(len(store) - 1)
 

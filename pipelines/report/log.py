@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import BORDERLINE, DROPPED, Alias, Decision, Skip
+from ..decisions import BORDERLINE, CANONICAL, DROPPED, Alias, Decision, Skip
 from ..policy import Policy
 from ..stores import StoreUnavailable, read_aliases, read_log, read_rules
 from ..urlrules import Rule
@@ -28,8 +28,8 @@ class Log:
     aliases: list[Alias] = field(default_factory=list)  # URLs that name the kept pages (a store's log only)
 
     def names(self) -> list[Alias]:
-        """The URLs that name the kept pages: the aliases kept, or for a log without them (a batch's outcomes,
-        Spark's decisions, a store older than aliases) the URLs of its drops."""
+        """The URLs that name the kept pages: the aliases kept, or for a log without them (Spark's decisions, a
+        store older than aliases) the URLs of its drops."""
         return self.aliases or [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
                                 if d.outcome == DROPPED]
 
@@ -79,7 +79,7 @@ def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]
 def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
     """An outcomes file: one record per page read (its ``outcome``: kept, dropped, borderline or why it
     could not be compared), and a last record ``{"run": …}`` with the settings and counts."""
-    decisions, runs, pages = [], [], 0
+    decisions, runs, aliases, pages = [], [], [], 0
     with path.open(encoding="utf-8", errors="replace") as file:
         for number, line in enumerate(file, 1):
             try:
@@ -96,13 +96,22 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                 pages += 1
                 if record["outcome"] in (DROPPED, BORDERLINE):
                     decisions.append(Decision.from_json(record))
+                aliases.extend(_named_in(record, decisions[-1] if record["outcome"] == DROPPED else None))
             else:
                 break
     if not (pages or runs):
         raise ValueError(f"{path} is neither a store of simhash_dedup (a SQLite file) nor an outcomes file of "
                          f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a "
                          f"Redis URL and its --key")
-    return _from_runs(source, decisions, runs, settings)
+    return _from_runs(source, decisions, runs, settings, aliases=aliases)
+
+
+def _named_in(record: dict[str, Any], drop: Decision | None) -> list[Alias]:
+    """The alias an outcome record gives: a drop's URL, or a kept page's canonical URL when not its own."""
+    if drop is not None:
+        return [Alias(drop.time, drop.url, drop.kept_url, drop.reason)]
+    canonical = record.get("canonical_url")
+    return [Alias(0.0, canonical, record["url"], CANONICAL)] if canonical and canonical != record.get("url") else []
 
 
 def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> Log:
