@@ -62,6 +62,19 @@ def declared_in_header(values: list[bytes]) -> str | None:
     return None
 
 
+def on_its_host(url: str, declared: str | None) -> str | None:
+    """``declared`` resolved against ``url``, if it is an http(s) URL of the same host (``www.`` aside); else
+    None (a canonical URL on another host, another scheme, one that cannot be parsed)."""
+    if not declared:
+        return None
+    try:
+        target = urljoin(url, declared)
+        same_host = urlsplit(target).scheme in ("http", "https") and host_key(target) == host_key(url) is not None
+    except ValueError:  # a broken IPv6 address
+        return None
+    return target if same_host else None
+
+
 class Canonical(NamedTuple):
     """A kept page's canonical URL; ``source``: ``"declared"`` (the page's own), ``"doubted"`` (one was
     declared but not believed: the fetched URL) or ``"fetched"`` (none declared); ``cleaned``: the trusted
@@ -85,22 +98,22 @@ class CanonicalUrls:
     def choose(self, url: str, declared: str | None) -> Canonical:
         """The canonical URL of a page kept at ``url`` that declares ``declared`` (relative or absolute,
         or None)."""
+        target = on_its_host(url, declared)
         try:
-            target = urljoin(url, declared) if declared else None
-            trusted = target is not None and self._believable(url, target)
-            self._remember(self._kept, url_key(url), url)
-            if target is not None:
-                self._remember(self._declared, url_key(target), url)
+            key = url_key(url)
         except ValueError:  # a URL that cannot be parsed (a broken IPv6 address): the page's own
             return Canonical(url, "doubted" if declared else "fetched", False)
-        chosen, source = (target, "declared") if trusted else (url, "doubted" if target else "fetched")
+        trusted = target is not None and self._believable(url, target)
+        self._remember(self._kept, key, url)
+        if target is not None:
+            self._remember(self._declared, url_key(target), url)
+        chosen, source = (target, "declared") if trusted else (url, "doubted" if declared else "fetched")
         applying = self.rules.applying(chosen) if self.rules is not None else []
         return Canonical(cleaned(chosen, applying), source, True) if applying else Canonical(chosen, source, False)
 
     def _believable(self, url: str, target: str) -> bool:
-        """An http(s) URL of the page's host, not another kept page's, not declared by another kept page."""
-        if urlsplit(target).scheme not in ("http", "https") or host_key(target) != host_key(url):
-            return False
+        """A URL of the page's host (``on_its_host``) that is not another kept page's and no other kept page
+        declared."""
         key = url_key(target)
         return self._kept.get(key, url) == url and self._declared.get(key, url) == url
 

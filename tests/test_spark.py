@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import subprocess
 import sys
 import tarfile
@@ -22,6 +23,8 @@ from pipelines.batch import dedup
 from pipelines.batch.sources import read_warc, write_warc
 from pipelines.fingerprint import Fingerprinter
 from pipelines.policy import Policy
+from pipelines.report.aliases import alias_rows
+from pipelines.report.log import load_log
 from pipelines.settings import DedupSettings
 from pipelines.simhash import hamming
 from pipelines.spark import JobOptions, run, session
@@ -236,3 +239,27 @@ def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
 def test_a_run_of_bad_inputs_only_names_them(spark, tmp_path):
     result = run(spark, [tmp_path / "gone.warc.gz"], tmp_path / "out", DedupSettings())
     assert result.happened["unreadable"] == 1 and "gone.warc.gz" in "\n".join(result.bad)
+
+
+def test_kept_pages_carry_the_canonical_urls_and_aliases_that_dedup_gives_them(spark, tmp_path):
+    """Pages under feed URLs declare their real address, or a template's home page (shared by many), or an
+    address on another host; some come twice.  Spark's kept table and alias table are batch mode's."""
+    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 60)]
+    lines = tmp_path / "pages.jsonl"
+    with lines.open("w") as out:
+        for n, (url, html) in enumerate(pages + pages[:10]):
+            declared = (url, "https://shared.example/", "https://elsewhere.example/x")[n % 3]
+            link = f'<link rel="canonical" href="{declared}">'.encode()
+            html = re.sub(rb"<head[^>]*>", lambda m, link=link: m.group(0) + link, html, count=1)
+            out.write(json.dumps({"url": f"{url}?ref=feed", "html": html.decode("utf-8", "replace")}) + "\n")
+    outcomes, kept = tmp_path / "outcomes.jsonl", io.StringIO()
+    with outcomes.open("w") as outcomes_file:
+        dedup([lines], DedupSettings(), MemoryStore(DedupSettings().policy), kept, outcomes_file, workers=2)
+    run(spark, [lines], tmp_path / "out", DedupSettings())
+    batch_named = {(r := json.loads(line))["url"]: r["canonical_url"] for line in kept.getvalue().splitlines()}
+    assert {row["url"]: row["canonical_url"] for row in table(tmp_path / "out", "kept")} == batch_named
+    assert sum(url.removesuffix("?ref=feed") == name for url, name in batch_named.items()) > 10
+    assert sum(name == "https://shared.example/" for name in batch_named.values()) == 1, "a shared canonical names one"
+    assert not any("elsewhere" in name for name in batch_named.values())
+    tables = [sorted(alias_rows(load_log(str(source)).names())) for source in (outcomes, tmp_path / "out")]
+    assert tables[0] == tables[1] and any(row.reason == "canonical" for row in tables[0])

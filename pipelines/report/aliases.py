@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from ..decisions import CANONICAL, Alias
 
 #: Rule-skipped requests name a URL already fetched, which may itself name another: followed this far at most.
 MAX_HOPS = 10
-COLUMNS = ("alias", "canonical", "kept_url", "reason")
 
 
-@dataclass(frozen=True)
-class AliasRow:
+class AliasRow(NamedTuple):
     """``alias`` names the page kept at ``kept_url``, whose canonical URL is ``canonical``; ``reason``: how
     (see ``decisions.Alias``)."""
 
@@ -58,9 +55,8 @@ def write_rows(rows: list[AliasRow], out: IO[str], form: str) -> None:
     """The rows as ``"csv"`` (a header line, then one line each) or ``"jsonl"`` (one JSON object each)."""
     if form == "csv":
         writer = csv.writer(out)
-        writer.writerow(COLUMNS)
-        writer.writerows((row.alias, row.canonical, row.kept_url, row.reason) for row in rows)
+        writer.writerow(AliasRow._fields)
+        writer.writerows(rows)
         return
     for row in rows:
-        out.write(json.dumps(dict(zip(COLUMNS, (row.alias, row.canonical, row.kept_url, row.reason))),
-                             ensure_ascii=False) + "\n")
+        out.write(json.dumps(row._asdict(), ensure_ascii=False) + "\n")

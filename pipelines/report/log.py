@@ -28,8 +28,8 @@ class Log:
     aliases: list[Alias] = field(default_factory=list)  # URLs that name the kept pages (a store's log only)
 
     def names(self) -> list[Alias]:
-        """The URLs that name the kept pages: the aliases kept, or for a log without them (Spark's decisions, a
-        store older than aliases) the URLs of its drops."""
+        """The URLs that name the kept pages: the aliases kept, or for a log without them (a store older than
+        aliases) the URLs of its drops."""
         return self.aliases or [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
                                 if d.outcome == DROPPED]
 
@@ -122,4 +122,10 @@ def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> L
 
     rows = pyarrow.dataset.dataset(folder / "decisions", format="parquet").to_table().sort_by("order").to_pylist()
     run = json.loads((folder / "run.json").read_text())["run"]
-    return _from_runs(source, [Decision.from_json(row) for row in rows], [run], settings)
+    decisions = [Decision.from_json(row) for row in rows]
+    kept = pyarrow.dataset.dataset(folder / "kept", format="parquet")
+    named = kept.to_table(columns=["url", "canonical_url"]).to_pylist() if "canonical_url" in kept.schema.names else []
+    aliases = [Alias(0.0, row["canonical_url"], row["url"], CANONICAL) for row in named
+               if row["canonical_url"] not in (None, row["url"])]
+    drops = [Alias(d.time, d.url, d.kept_url, d.reason) for d in decisions if d.outcome == DROPPED]
+    return _from_runs(source, decisions, [run], settings, aliases=aliases + drops)

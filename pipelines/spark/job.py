@@ -5,7 +5,7 @@
 
 Outputs, in ``--output DIR``:
 
-- ``kept/``: Parquet, a row per kept page (``order``, ``url``, ``source``, ``outcome``);
+- ``kept/``: Parquet, a row per kept page (``order``, ``url``, ``source``, ``outcome``, ``canonical_url``);
 - ``decisions/``: Parquet, a row per dropped page and per borderline keep: the kept page it matched,
   the distances and the similarity (``simhash-dedup report DIR`` reads it);
 - ``fingerprints/``: Parquet, the kept pages' fingerprints, which ``--against DIR`` checks a later
@@ -27,10 +27,12 @@ from typing import Any
 
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED
 from ..batch.sources import BadInput, Page
+from ..canonical import on_its_host
 from ..decisions import run_summary
 from ..fingerprint import SCHEME_VERSION, Fingerprinter, comparable
 from ..policy import Match
 from ..settings import DedupSettings
+from ..urlrules import url_key
 from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks
 from .decide import dropped_by_rounds, dropped_locally
 from .inputs import RECORD_BITS, RECORD_MASK, Fields, InputFile, Located, input_files, locate, read_located
@@ -193,25 +195,29 @@ def _fingerprinted(groups: Any, files: list[InputFile], fields: Fields, fingerpr
             wanted = {page.key: (rank, page, copies) for rank, page, copies in pages}
             for key, read in read_located(files[file], [(page.key, page.locator) for _, page, _ in pages], fields):
                 rank, page, copies = wanted[key]
-                yield rank, ((page.source, copies), *_fingerprint(rank, page, read, fingerprinter))
+                node, outcome, declared = _fingerprint(rank, page, read, fingerprinter)
+                yield rank, ((page.source, copies, declared), node, outcome)
 
     # a file's stretches go to tasks in turn (hashing them would give some tasks two and others none)
     return by_stretch.partitionBy(tasks, lambda stretch: stretch[0] * 1_000_003 + stretch[1]) \
         .mapPartitions(clock.timed("fingerprint", fingerprint_stretch))
 
 
-def _fingerprint(rank: int, page: Located, read: Page | BadInput, fingerprinter: Fingerprinter) -> tuple[Node, str | None]:
-    """One page's node and outcome; a page that cannot be read again or fingerprinted fails (kept)."""
+def _fingerprint(rank: int, page: Located, read: Page | BadInput,
+                 fingerprinter: Fingerprinter) -> tuple[Node, str | None, str | None]:
+    """One page's node, outcome and declared canonical URL; a page that cannot be read again or fingerprinted
+    fails (kept)."""
     nothing: Node = (rank, page.url, None, None, False, None)
     if isinstance(read, BadInput):
-        return nothing, FAILED
+        return nothing, FAILED, None
     try:
         fingerprint = fingerprinter.fingerprint(read.html, read.url, read.content_type)
     except Exception:  # a page that breaks the fingerprint is kept, never the task's end
-        return nothing, FAILED
+        return nothing, FAILED, None
     if not comparable(fingerprint):
-        return nothing, NOT_COMPARED + (fingerprint.problem or "too_few_features")
-    return (rank, page.url, fingerprint.content, fingerprint.structure, fingerprint.short, fingerprint.sketch), None
+        return nothing, NOT_COMPARED + (fingerprint.problem or "too_few_features"), fingerprint.canonical
+    node = (rank, page.url, fingerprint.content, fingerprint.structure, fingerprint.short, fingerprint.sketch)
+    return node, None, fingerprint.canonical
 
 
 def _against(spark: Any, folders: Sequence[str]) -> Any:
@@ -328,7 +334,8 @@ def _all_pairs(nodes: list[Node], policy: Any) -> Iterator[Pair]:
 
 
 def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
-    """(rank, url, source, outcome, Match or None, Node of a kept page compared or None) of every page."""
+    """(rank, url, source, outcome, Match or None, Node of a kept page compared or None, the canonical URL a
+    kept page declares on its host or None) of every page."""
     if decided.local is not None:
         table = results.context.broadcast(decided.local)
         return results.flatMap(lambda r: _page_rows(r[0], r[1], *table.value.get(r[0], (False, None)), policy))
@@ -344,21 +351,21 @@ def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
     return results.coalesce(parts).groupWith(kept_earlier, decided.dropped).flatMap(rows)
 
 
-def _page_rows(rank: int, first: tuple[tuple[str, list[Copy]], Node, str | None], dropped: bool,
+def _page_rows(rank: int, first: tuple[tuple[str, list[Copy], str | None], Node, str | None], dropped: bool,
                match: Match | None, policy: Any) -> Iterator[tuple]:
     """The rows of a first copy and its later copies.  A later copy of the same bytes takes its first
     copy's outcome, but is dropped as its duplicate when the first was kept."""
-    (source, copies), node, outcome = first
+    (source, copies, declared), node, outcome = first
     if outcome is None:
         outcome = DROPPED if dropped else BORDERLINE if match is not None else KEPT
     kept = outcome in (KEPT, BORDERLINE)
-    yield rank, node[1], source, outcome, match, node if kept else None
+    yield rank, node[1], source, outcome, match, node if kept else None, on_its_host(node[1], declared)
     as_copy = _copy_match(node, policy) if kept and copies else None
     for copy_rank, url, copy_source in copies:
         if as_copy is not None:
-            yield copy_rank, url, copy_source, DROPPED, as_copy, None
+            yield copy_rank, url, copy_source, DROPPED, as_copy, None, None
         else:
-            yield copy_rank, url, copy_source, outcome, match, None
+            yield copy_rank, url, copy_source, outcome, match, None, on_its_host(url, declared)
 
 
 def _copy_match(node: Node, policy: Any) -> Match | None:
@@ -384,15 +391,39 @@ def _stats(happened: Counter[str]) -> dict[str, int]:
                 name: count for name, count in happened.items() if name not in (KEPT, DROPPED)}}
 
 
+def _canonical_urls(kept: Any) -> Any:
+    """(rank, canonical URL) of every kept page, as a crawl of the pages in rank order chooses it without URL
+    rules (``canonical.CanonicalUrls``): the URL it declares on its host, unless a page kept before it has that
+    URL or declared it; else its own URL."""
+    def names(row: tuple) -> list[tuple[int, int]]:  # (normal form of a URL, rank) for the URLs a page holds
+        return [(key, row[0]) for key in (_key(row[1]), _key(row[6]) if row[6] else None) if key is not None]
+
+    first = kept.flatMap(names).reduceByKey(min)  # a URL -> the first kept page to hold it
+    believed = kept.filter(lambda row: row[6]).map(lambda row: (_key(row[6]), (row[0], row[1], row[6]))).join(first) \
+        .map(lambda joined: (joined[1][0][0], joined[1][0][2] if joined[1][1] == joined[1][0][0] else joined[1][0][1]))
+    return believed.union(kept.filter(lambda row: not row[6]).map(lambda row: (row[0], row[1])))
+
+
+def _key(url: str) -> int | None:
+    """``urlrules.url_key``; None for a URL that cannot be parsed (a declared one on the page's host always can)."""
+    try:
+        return url_key(url)
+    except ValueError:
+        return None
+
+
 def _write(spark: Any, out: Path, outcomes: Any) -> None:
     """The three tables, in Parquet (Spark writes them, on a cluster to any file system it reaches)."""
     from pyspark.sql import types as T
 
     now = time.time()
-    kept = outcomes.filter(lambda o: o[3] != DROPPED).map(lambda o: (o[0], o[1], o[2], o[3].removeprefix(NOT_COMPARED)))
+    kept_rows = outcomes.filter(lambda o: o[3] != DROPPED)
+    kept = kept_rows.map(lambda o: (o[0], (o[1], o[2], o[3].removeprefix(NOT_COMPARED)))).join(_canonical_urls(kept_rows)) \
+        .map(lambda row: (row[0], *row[1][0], row[1][1]))
     spark.createDataFrame(kept, T.StructType([
         T.StructField("order", T.LongType()), T.StructField("url", T.StringType()),
         T.StructField("source", T.StringType()), T.StructField("outcome", T.StringType()),
+        T.StructField("canonical_url", T.StringType()),
     ])).write.parquet(str(out / "kept"))
     decisions = outcomes.filter(lambda o: o[4] is not None and o[3] in (DROPPED, BORDERLINE)).map(lambda o: (
         now, o[3], o[1], o[4].url, o[4].reason, o[4].content_distance, o[4].structure_distance, o[4].similarity,
