@@ -48,8 +48,16 @@ def declared_in_html(root: lxml.etree._Element) -> str | None:
         if element.tag == "base":
             base = base or href or None
         elif href and "canonical" in (element.get("rel") or "").lower().split():
-            return urljoin(base, href) if base else href
+            return _joined(base, href)
     return None
+
+
+def _joined(base: str | None, href: str) -> str:
+    """``href`` against ``base``; as it is when there is none or it cannot be parsed (a broken IPv6 address)."""
+    try:
+        return urljoin(base, href) if base else href
+    except ValueError:
+        return href
 
 
 def declared_in_header(values: list[bytes]) -> str | None:
@@ -87,12 +95,13 @@ class Canonical(NamedTuple):
 
 class CanonicalUrls:
     """Chooses kept pages' canonical URLs, and remembers what it needs to doubt the next ones: the kept
-    pages' URLs and the canonical URLs they declared (by normal form, ``urlrules.url_key``)."""
+    pages' URLs and canonical URLs, and the canonical URLs they declared (by normal form,
+    ``urlrules.url_key``, after the trusted URL rules)."""
 
     def __init__(self, rules: RuleBook | None, size: int = KEPT_PAGES) -> None:
         self.rules = rules
         self.size = size
-        self._kept: OrderedDict[int, str] = OrderedDict()  # a kept page's URL -> itself
+        self._kept: OrderedDict[int, str] = OrderedDict()  # a kept page's URL, and its canonical URL -> its URL
         self._declared: OrderedDict[int, str] = OrderedDict()  # a declared canonical URL -> the kept page's URL
 
     def choose(self, url: str, declared: str | None) -> Canonical:
@@ -103,18 +112,24 @@ class CanonicalUrls:
             key = url_key(url)
         except ValueError:  # a URL that cannot be parsed (a broken IPv6 address): the page's own
             return Canonical(url, "doubted" if declared else "fetched", False)
-        trusted = target is not None and self._believable(url, target)
+        named = self._cleaned(target) if target is not None else None
+        trusted = named is not None and self._believable(url, named)
+        chosen, source = (named, "declared") if trusted else (self._cleaned(url), "doubted" if declared else "fetched")
         self._remember(self._kept, key, url)
-        if target is not None:
-            self._remember(self._declared, url_key(target), url)
-        chosen, source = (target, "declared") if trusted else (url, "doubted" if declared else "fetched")
-        applying = self.rules.applying(chosen) if self.rules is not None else []
-        return Canonical(cleaned(chosen, applying), source, True) if applying else Canonical(chosen, source, False)
+        self._remember(self._kept, url_key(chosen), url)
+        if named is not None:
+            self._remember(self._declared, url_key(named), url)
+        return Canonical(chosen, source, chosen != (target if trusted else url))
 
-    def _believable(self, url: str, target: str) -> bool:
-        """A URL of the page's host (``on_its_host``) that is not another kept page's and no other kept page
-        declared."""
-        key = url_key(target)
+    def _cleaned(self, url: str) -> str:
+        """``url`` cleaned by the trusted URL rules that apply to it."""
+        applying = self.rules.applying(url) if self.rules is not None else []
+        return cleaned(url, applying) if applying else url
+
+    def _believable(self, url: str, named: str) -> bool:
+        """Is ``named`` (a URL of the page's host, ``on_its_host``, as the rules clean it) neither the URL or
+        canonical URL of another kept page, nor declared by another kept page?"""
+        key = url_key(named)
         return self._kept.get(key, url) == url and self._declared.get(key, url) == url
 
     def _remember(self, table: OrderedDict[int, str], key: int, url: str) -> None:

@@ -80,9 +80,9 @@ class Fingerprinter:
         canonical = declared_in_html(document.root)
         text = PageText.read(document.root, self.structure_decay, self.max_elements)
         if text.elements > self.max_elements:
-            return Fingerprint(None, None, TOO_MANY_ELEMENTS)
+            return Fingerprint(None, None, TOO_MANY_ELEMENTS, canonical=canonical)
         if text.characters() > self.max_text_chars:
-            return Fingerprint(None, None, TOO_MUCH_TEXT)
+            return Fingerprint(None, None, TOO_MUCH_TEXT, canonical=canonical)
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if features := content_features(blocks):

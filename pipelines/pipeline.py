@@ -387,7 +387,7 @@ class SimhashDedupPipeline:
         if canonical.cleaned:
             self._count("canonical/cleaned")
         if canonical.url != page.url:
-            self.store.record_alias(Alias(time.time(), canonical.url, page.url, CANONICAL), page.row)
+            self.store.record_alias(Alias(time.time(), canonical.url, page.url, CANONICAL))
         return replace(page, canonical=canonical.url)
 
     def _learn(self, page: PageVerdict) -> None:
@@ -502,18 +502,19 @@ class SimhashDedupPipeline:
             self._count("item_field_errors", page.url, exc_info=True)
 
     def _give_canonical(self, adapter: ItemAdapter, page: PageVerdict) -> None:
-        """The page's canonical URL in the item's field, unless the spider filled it; an item class without
-        the field is counted and told about once."""
+        """The page's canonical URL in the item's field, unless the spider filled it; an item that cannot take
+        it (no such field, a frozen dataclass, a model that refuses the value) is kept, counted and told about
+        once."""
         field = self.settings.canonical_field
         if adapter.get(field):
             return
         try:
             adapter[field] = page.canonical
-        except KeyError:
+        except (KeyError, AttributeError, TypeError, ValueError):  # undeclared; frozen; validation refused it
             self.crawler.stats.inc_value(f"{STATS_PREFIX}/canonical_field_missing")
             if "canonical_field_missing" not in self._logged:
                 self._logged.add("canonical_field_missing")
-                logger.info("simhash_dedup: items of %s have no %r field for the page's canonical URL; add one, or "
+                logger.info("simhash_dedup: items of %s cannot take the page's canonical URL in %r; add the field, or "
                             "set SIMHASH_DEDUP_CANONICAL_FIELD = '' (counted: simhash_dedup/canonical_field_missing)",
                             type(adapter.item).__name__, field)
 

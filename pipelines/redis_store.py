@@ -158,7 +158,7 @@ class RedisStore(MemoryStore):
         if self.decisions_kept:
             self._log.append(skip)
 
-    def record_alias(self, alias: Alias, row: int | None = None) -> None:
+    def record_alias(self, alias: Alias) -> None:
         """Sent with the log, to the hash ``<key>:aliases`` (a URL's first naming stays): the page is in
         Redis already."""
         self._log.append(alias)

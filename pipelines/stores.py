@@ -100,9 +100,9 @@ class MemoryStore:
     def record_skip(self, skip: Skip) -> None:
         """Add a skipped link or request to the log (none with a log length of 0); memory keeps none."""
 
-    def record_alias(self, alias: Alias, row: int | None = None) -> None:
-        """Keep a URL that names a kept page (the first naming of a URL stays); with ``row``, the page's
-        row, only once the page is written.  Memory keeps none."""
+    def record_alias(self, alias: Alias) -> None:
+        """Keep a URL that names a kept page (the first naming of a URL stays), once the page is written.
+        Memory keeps none."""
 
     def save_rules(self, rules: list[Rule]) -> None:
         """Keep the URL rules that changed; memory keeps none."""
@@ -251,7 +251,8 @@ class SqliteStore(MemoryStore):
         self._decisions: list[Decision] = []  # not written yet
         self._skips: list[Skip] = []  # not written yet
         self._aliases: list[Alias] = []  # not written yet
-        self._naming: dict[int, Alias] = {}  # kept, not confirmed yet -> the alias its page gets once written
+        self._naming: dict[int, list[Alias]] = {}  # kept, not confirmed yet -> the aliases it gets once written
+        self._unconfirmed_rows: dict[str, int] = {}  # the URL of a page kept, not confirmed yet -> its row
         self._rules: dict[tuple[str, str, str], Rule] = {}  # changed, not written yet
         self.before_write: Callable[[], None] | None = None
         self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, no item past the pipelines yet
@@ -309,6 +310,7 @@ class SqliteStore(MemoryStore):
 
     def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
         self._unconfirmed[row] = (url, sketch)
+        self._unconfirmed_rows[url] = row
 
     def confirm(self, row: int) -> None:
         """An item of the page kept at ``row`` got past every pipeline: the page may be written (once,
@@ -316,8 +318,9 @@ class SqliteStore(MemoryStore):
         if (page := self._unconfirmed.pop(row, None)) is None:
             return
         self._pending[row] = page
-        if (alias := self._naming.pop(row, None)) is not None:
-            self._aliases.append(alias)
+        if self._unconfirmed_rows.get(page[0]) == row:
+            del self._unconfirmed_rows[page[0]]
+        self._aliases.extend(self._naming.pop(row, ()))
         if len(self._pending) >= self.commit_every:
             self.flush()
 
@@ -337,11 +340,13 @@ class SqliteStore(MemoryStore):
             if len(self._skips) >= self.commit_every:
                 self.flush()
 
-    def record_alias(self, alias: Alias, row: int | None = None) -> None:
-        if row is not None and row in self._unconfirmed:
-            self._naming[row] = alias
-        else:
-            self._aliases.append(alias)
+    def record_alias(self, alias: Alias) -> None:
+        if (row := self._unconfirmed_rows.get(alias.kept_url)) is not None:
+            self._naming.setdefault(row, []).append(alias)  # written with its page, never if the page is not
+            return
+        self._aliases.append(alias)
+        if len(self._aliases) >= self.commit_every:
+            self.flush()
 
     def save_rules(self, rules: list[Rule]) -> None:
         self._rules.update((rule.ident, rule) for rule in rules)

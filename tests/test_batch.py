@@ -216,7 +216,7 @@ def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(h
         done = subprocess.run([sys.executable, "-m", "pipelines", "aliases", str(source), "-o", str(exported)],
                               cwd=PROJECT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-        tables.append(sorted(json.loads(line).items() for line in exported.read_text().splitlines()))
+        tables.append(sorted(tuple(json.loads(line).items()) for line in exported.read_text().splitlines()))
     assert tables[0] == tables[1]
     drops = [json.loads(line) for line in outcomes.read_text().splitlines() if '"outcome": "dropped"' in line]
     rows = [dict(row) for row in tables[0]]

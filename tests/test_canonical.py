@@ -4,6 +4,7 @@ rules), and every URL that names it, in the store, the export and the report."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import logging
 from collections import Counter
@@ -19,16 +20,19 @@ from bench.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS
 from pipelines import cli
 from pipelines.canonical import CanonicalUrls, declared_in_header, declared_in_html
-from pipelines.decisions import CANONICAL, DROPPED, RULE, Alias
+from pipelines import Fingerprinter
+from pipelines.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
+from pipelines.policy import Policy
+from pipelines.settings import DedupSettings
 from pipelines.redis_store import read_redis_aliases, read_redis_log, remove_redis_store
 from pipelines.report.aliases import AliasRow, alias_rows
 from pipelines.report.log import load_log
 from pipelines.report.render import render
-from pipelines.stores import read_aliases, read_log
+from pipelines.stores import SqliteStore, read_aliases, read_log
 from pipelines.urlrules import RuleBook
 
 from .pages import real_page
-from .test_pipeline import make_pipeline, process, stat
+from .test_pipeline import make_pipeline, process, run, stat
 
 ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
@@ -100,6 +104,24 @@ def test_trusted_url_rules_clean_a_canonical_that_echoes_a_variant_and_a_page_wi
     assert names.choose("https://a.test/t?sid=5", "/t") == ("https://a.test/t", "declared", False)
 
 
+def test_a_canonical_is_doubted_by_what_the_rules_make_of_it() -> None:
+    """A declared URL that the trusted rules clean into another kept page's URL names nothing."""
+    rules = RuleBook(support=1)
+    rules.learn("https://a.test/?sid=2", "https://a.test/?sid=1")
+    names = CanonicalUrls(rules)
+    assert names.choose("https://a.test/", None).url == "https://a.test/"
+    assert names.choose("https://a.test/a", "https://a.test/?sid=7") == ("https://a.test/a", "doubted", False)
+    assert names.choose("https://a.test/b?sid=3", "/b?sid=3") == ("https://a.test/b", "declared", True)
+    assert names.choose("https://a.test/c", "/b?sid=4").source == "doubted", "the canonical URL of another kept page"
+
+
+def test_a_broken_base_leaves_the_page_fingerprinted_and_its_canonical_relative() -> None:
+    html = b'<html><head><base href="http://[::1/"><link rel="canonical" href="/a"></head><body><p>' + b"word " * 60 \
+        + b"</p></body></html>"
+    fingerprint = Fingerprinter().fingerprint(html, "https://a.test/x")
+    assert fingerprint.problem is None and fingerprint.canonical == "/a"
+
+
 def test_items_get_their_page_s_canonical_url_unless_the_spider_gave_one() -> None:
     pipeline = make_pipeline()
     kept = process(pipeline, {"url": "https://a.test/story?utm_source=x", "html": declaring(ARTICLES[0], "/story")})
@@ -118,12 +140,20 @@ def test_an_item_class_without_the_field_is_kept_counted_and_told_about_once(cap
         url = scrapy.Field()
         html = scrapy.Field()
 
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        url: str
+        html: bytes
+        canonical_url: str | None = None
+
     pipeline = make_pipeline()
     with caplog.at_level(logging.INFO, logger="pipelines.pipeline"):
         for n, html in enumerate(ARTICLES[:2]):
             item = Narrow(url=f"https://a.test/{n}", html=html)
             assert process(pipeline, item) is item
-    assert stat(pipeline, "canonical_field_missing") == 2 and stat(pipeline, "kept") == 2
+        frozen = Frozen("https://a.test/2", ARTICLES[2])
+        assert run(pipeline.process_item(frozen)) is frozen  # (``process`` would set its HTML field)
+    assert stat(pipeline, "canonical_field_missing") == 3 and stat(pipeline, "kept") == 3
     told = [r for r in caplog.records if "canonical_field_missing" in r.getMessage()]
     assert len(told) == 1 and "SIMHASH_DEDUP_CANONICAL_FIELD" in told[0].getMessage()
 
@@ -174,6 +204,25 @@ def test_aliases_name_the_kept_page_through_rule_skips_and_carry_its_canonical_u
         AliasRow("https://a.test/t?utm=1", "https://a.test/t", "https://a.test/t", "exact_text")]
     looping = [Alias(1, "https://a.test/a", "https://a.test/b", RULE), Alias(2, "https://a.test/b", "https://a.test/a", RULE)]
     assert len(alias_rows(looping)) == 2, "a loop of rule skips ends"
+    kept_again = [Alias(1, "https://a.test/k", "https://a.test/j", "content"),  # k dropped by one crawl, kept by the next
+                  Alias(2, "https://a.test/d", "https://a.test/k", "content")]
+    assert alias_rows(kept_again)[1].kept_url == "https://a.test/k", "a drop names the page it matched"
+
+
+def test_a_store_names_no_page_it_never_wrote_and_the_log_keeps_older_drops(tmp_path: Path) -> None:
+    store = SqliteStore(Policy(), tmp_path / "seen.sqlite", DedupSettings().scheme)
+    fingerprinter = Fingerprinter()
+    for n, html in enumerate(ARTICLES[:2]):
+        store.check_and_add(f"https://a.test/{n}", fingerprinter.fingerprint(html))
+    store.record_alias(Alias(1, "https://a.test/0?copy", "https://a.test/0", "content"))
+    store.record_alias(Alias(2, "https://a.test/1?copy", "https://a.test/1", "content"))
+    store.confirm(1)  # page 1's item got past every pipeline, page 0's never does
+    store.close()
+    assert [a.url for a in read_aliases(tmp_path / "seen.sqlite")] == ["https://a.test/1?copy"]
+    older = Decision(0, DROPPED, "https://a.test/old", "https://a.test/1", "content", 1, None, 0.9, 0.65)
+    log = load_log(str(tmp_path / "seen.sqlite"))
+    log.decisions.append(older)
+    assert [a.url for a in log.names()] == ["https://a.test/1?copy", "https://a.test/old"]
 
 
 def _exported(arguments: list[str], path: Path) -> list[dict[str, str]]:
@@ -227,12 +276,13 @@ def test_the_aliases_are_kept_in_redis(trap_site, redis_url, tmp_path) -> None:
 
 
 def test_a_page_the_output_does_not_hold_leaves_no_alias(trap_site, crawl: Callable, tmp_path) -> None:
-    """A later pipeline drops the items of one page: the store never names it (as it never remembers it)."""
+    """A later pipeline drops the items of one page: the store never names it (as it never remembers it), neither
+    by its canonical URL nor by the URL of a copy of it."""
     base_url, _ = trap_site
     store = tmp_path / "seen.sqlite"
-    urls = [f"{base_url}/article/{n}?sid=z" for n in (1, 2)]
+    urls = [f"{base_url}/article/1?sid=z", f"{base_url}/article/1?sid=y", f"{base_url}/article/2?sid=z"]
     settings = {**ADDON, "SIMHASH_DEDUP_PATH": str(store), "TEST_DROP_AT": "article/1",
                 "ITEM_PIPELINES": {"tests.crawl_runner.DropSomeItems": 400}}
     result = crawl(urls, settings, yield_html=False)
-    assert result["kept"] == urls[1:]
-    assert [(a.url, a.kept_url, a.reason) for a in read_aliases(store)] == [(f"{base_url}/article/2", urls[1], CANONICAL)]
+    assert result["kept"] == urls[2:] and [d["url"] for d in result["dropped"]] == urls[:2]
+    assert [(a.url, a.kept_url, a.reason) for a in read_aliases(store)] == [(f"{base_url}/article/2", urls[2], CANONICAL)]

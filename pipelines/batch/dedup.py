@@ -121,9 +121,7 @@ class Names:
         declared = result.canonical if isinstance(result, Fingerprint) else None
         canonical = self.canonicals.choose(page.url, declared).url
         if canonical != page.url:
-            compared = isinstance(self.store, SqliteStore) and outcome in (KEPT, BORDERLINE)
-            self.store.record_alias(Alias(time.time(), canonical, page.url, CANONICAL),
-                                    len(self.store) - 1 if compared else None)
+            self.store.record_alias(Alias(time.time(), canonical, page.url, CANONICAL))
         return canonical
 
 

@@ -14,7 +14,7 @@ import csv
 import json
 from typing import IO, NamedTuple
 
-from ..decisions import CANONICAL, Alias
+from ..decisions import CANONICAL, RULE, Alias
 
 #: Rule-skipped requests name a URL already fetched, which may itself name another: followed this far at most.
 MAX_HOPS = 10
@@ -32,12 +32,13 @@ class AliasRow(NamedTuple):
 
 def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
     """One row per alias, in the order they were met; a kept page's canonical URL is its own when none
-    was recorded (it was its URL)."""
+    was recorded (it was its URL).  A rule skip names the URL it was rewritten to, which is followed to the
+    kept page; a drop and a canonical URL name the kept page itself."""
     canonical = {a.kept_url: a.url for a in aliases if a.reason == CANONICAL}
     named = {a.url: a.kept_url for a in aliases if a.reason != CANONICAL}
     rows = []
     for alias in aliases:
-        kept = alias.kept_url if alias.reason == CANONICAL else _kept_page(alias.kept_url, named)
+        kept = _kept_page(alias.kept_url, named) if alias.reason == RULE else alias.kept_url
         rows.append(AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason))
     return rows
 

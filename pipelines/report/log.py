@@ -28,10 +28,11 @@ class Log:
     aliases: list[Alias] = field(default_factory=list)  # URLs that name the kept pages (a store's log only)
 
     def names(self) -> list[Alias]:
-        """The URLs that name the kept pages: the aliases kept, or for a log without them (a store older than
-        aliases) the URLs of its drops."""
-        return self.aliases or [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
-                                if d.outcome == DROPPED]
+        """The URLs that name the kept pages: the aliases kept, and the drops of the log that are not among
+        them (those of runs older than aliases)."""
+        named = {alias.url for alias in self.aliases}
+        return self.aliases + [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
+                               if d.outcome == DROPPED and d.url not in named]
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
@@ -96,7 +97,7 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                 pages += 1
                 if record["outcome"] in (DROPPED, BORDERLINE):
                     decisions.append(Decision.from_json(record))
-                aliases.extend(_named_in(record, decisions[-1] if record["outcome"] == DROPPED else None))
+                aliases.extend(_named_in(record))
             else:
                 break
     if not (pages or runs):
@@ -106,10 +107,9 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
     return _from_runs(source, decisions, runs, settings, aliases=aliases)
 
 
-def _named_in(record: dict[str, Any], drop: Decision | None) -> list[Alias]:
-    """The alias an outcome record gives: a drop's URL, or a kept page's canonical URL when not its own."""
-    if drop is not None:
-        return [Alias(drop.time, drop.url, drop.kept_url, drop.reason)]
+def _named_in(record: dict[str, Any]) -> list[Alias]:
+    """The alias an outcome record gives: a kept page's canonical URL when it is not its own (a drop's URL
+    comes from its decision, ``Log.names``)."""
     canonical = record.get("canonical_url")
     return [Alias(0.0, canonical, record["url"], CANONICAL)] if canonical and canonical != record.get("url") else []
 
@@ -127,5 +127,4 @@ def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> L
     named = kept.to_table(columns=["url", "canonical_url"]).to_pylist() if "canonical_url" in kept.schema.names else []
     aliases = [Alias(0.0, row["canonical_url"], row["url"], CANONICAL) for row in named
                if row["canonical_url"] not in (None, row["url"])]
-    drops = [Alias(d.time, d.url, d.kept_url, d.reason) for d in decisions if d.outcome == DROPPED]
-    return _from_runs(source, decisions, [run], settings, aliases=aliases + drops)
+    return _from_runs(source, decisions, [run], settings, aliases=aliases)
