@@ -106,6 +106,11 @@ CANONICAL = "canonical"
 RULE = "rule"
 
 
+def canonical_aliases(kept_url: str, canonical: str | None, when: float = 0.0) -> list[Alias]:
+    """The alias a kept page's canonical URL gives: none when it is the URL the page was kept at, or unknown."""
+    return [Alias(when, canonical, kept_url, CANONICAL)] if canonical and canonical != kept_url else []
+
+
 class Reviewer:
     """Turns matches into decisions, with the texts of both pages while they are at hand.
 

@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 from scrapy.utils.project import data_path
 
 from .canonical import CanonicalUrls, declared_in_header
-from .decisions import CANONICAL, RULE, Alias, Reviewer, Skip, run_summary
+from .decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
 from .fingerprint import Fingerprint, comparable, outcomes
 from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
@@ -386,8 +386,8 @@ class SimhashDedupPipeline:
         self._count(f"canonical/{canonical.source}")
         if canonical.cleaned:
             self._count("canonical/cleaned")
-        if canonical.url != page.url:
-            self.store.record_alias(Alias(time.time(), canonical.url, page.url, CANONICAL))
+        for alias in canonical_aliases(page.url, canonical.url, time.time()):
+            self.store.record_alias(alias)
         return replace(page, canonical=canonical.url)
 
     def _learn(self, page: PageVerdict) -> None:

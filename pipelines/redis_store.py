@@ -191,8 +191,8 @@ class RedisStore(MemoryStore):
         """Append the decisions recorded since the last call to the capped streams ``<key>:decisions``
         (every field but the texts) and ``<key>:texts`` (whole decisions, the most recent
         ``texts_kept``), the skipped links and requests to ``<key>:skipped``, the aliases to
-        ``<key>:aliases``, and save the URL rules that changed.  The log never fails a check: on an error the entries wait for the next call
-        (at most ``MAX_UNCHECKED``)."""
+        ``<key>:aliases``, and save the URL rules that changed.  The log never fails a check: on an error
+        the entries wait for the next call (at most ``MAX_UNCHECKED``)."""
         if not self._log or time.monotonic() < self._retry_at:
             return
         sending = [self._log.popleft() for _ in range(len(self._log))]

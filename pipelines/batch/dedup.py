@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ..canonical import CanonicalUrls
-from ..decisions import CANONICAL, Alias, Decision, Reviewer, run_summary
+from ..decisions import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..fingerprint import Fingerprint, comparable, outcomes
 from ..policy import dropped
 from ..settings import DedupSettings
@@ -120,8 +120,8 @@ class Names:
             return None
         declared = result.canonical if isinstance(result, Fingerprint) else None
         canonical = self.canonicals.choose(page.url, declared).url
-        if canonical != page.url:
-            self.store.record_alias(Alias(time.time(), canonical, page.url, CANONICAL))
+        for alias in canonical_aliases(page.url, canonical, time.time()):
+            self.store.record_alias(alias)
         return canonical
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import BORDERLINE, CANONICAL, DROPPED, Alias, Decision, Skip
+from ..decisions import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..policy import Policy
 from ..stores import StoreUnavailable, read_aliases, read_log, read_rules
 from ..urlrules import Rule
@@ -97,7 +97,7 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                 pages += 1
                 if record["outcome"] in (DROPPED, BORDERLINE):
                     decisions.append(Decision.from_json(record))
-                aliases.extend(_named_in(record))
+                aliases.extend(canonical_aliases(record["url"], record.get("canonical_url")))
             else:
                 break
     if not (pages or runs):
@@ -105,13 +105,6 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                          f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a "
                          f"Redis URL and its --key")
     return _from_runs(source, decisions, runs, settings, aliases=aliases)
-
-
-def _named_in(record: dict[str, Any]) -> list[Alias]:
-    """The alias an outcome record gives: a kept page's canonical URL when it is not its own (a drop's URL
-    comes from its decision, ``Log.names``)."""
-    canonical = record.get("canonical_url")
-    return [Alias(0.0, canonical, record["url"], CANONICAL)] if canonical and canonical != record.get("url") else []
 
 
 def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> Log:
@@ -125,6 +118,5 @@ def _from_spark_output(source: str, folder: Path, settings: dict[str, Any]) -> L
     decisions = [Decision.from_json(row) for row in rows]
     kept = pyarrow.dataset.dataset(folder / "kept", format="parquet")
     named = kept.to_table(columns=["url", "canonical_url"]).to_pylist() if "canonical_url" in kept.schema.names else []
-    aliases = [Alias(0.0, row["canonical_url"], row["url"], CANONICAL) for row in named
-               if row["canonical_url"] not in (None, row["url"])]
+    aliases = [alias for row in named for alias in canonical_aliases(row["url"], row["canonical_url"])]
     return _from_runs(source, decisions, [run], settings, aliases=aliases)
