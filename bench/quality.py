@@ -7,8 +7,8 @@ Fingerprints every page of the labelled pairs of ``bench/quality_sets.py``
 then prints: the acceptance figures at the default settings, the Webis
 precision/recall curve, recall per kind of realistic change, and precision /
 recall / false drops per 10,000 pairs for every mode and distance, split into
-Chinese and other languages; and, for issue #28, what a candidate rule for small
-texts (``bench.small_texts``, not in the pipeline) would do to the same figures.
+Chinese and other languages; and how far small texts should be searched beyond the
+content distance (``Policy.small_text_extra_bits``).
 Takes about ten minutes on two cores.
 """
 
@@ -31,15 +31,14 @@ import xxhash
 import pipelines
 from bench import quality_sets as sets
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
-from bench.small_texts import weighted_sketch
 from pipelines import SCHEME_VERSION, Fingerprinter, hamming
 from pipelines.content import SHINGLE_SIZE, PageText, content_features, tokens
 from pipelines.document import load
 from pipelines.settings import DedupSettings
 from pipelines.simhash import simhash
-from pipelines.sketch import hashes_sketch, similarity, sketch_size
+from pipelines.sketch import hashes_sketch, similarity
 from pipelines.textloops import shingle_hashes
-from pipelines.policy import SMALL_TEXT_SHINGLES, Mode, Policy
+from pipelines.policy import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
 DISTANCES = range(0, 17)
@@ -56,7 +55,6 @@ class PageResult:
     visible_sketch: bytes | None  # and its sketch
     anchors: dict[str, int | None]
     language: str
-    weights_sketch: bytes | None  # a small text's weighted sketch (the candidate rule of ``small_text_rule``)
 
 
 def ours(html: bytes) -> dict:
@@ -69,15 +67,6 @@ def ours(html: bytes) -> dict:
         visible_sketch = hashes_sketch(shingle_hashes([words], SHINGLE_SIZE))
     return {"content": fingerprint.content, "structure": fingerprint.structure, "sketch": fingerprint.sketch,
             "short": fingerprint.short, "visible_simhash": visible, "visible_sketch": visible_sketch}
-
-
-def weights(html: bytes) -> dict:
-    """A small text's weighted sketch (``bench.small_texts``: a candidate rule of issue #28), else None."""
-    document = load(html, DedupSettings().max_html_bytes)
-    blocks = PageText.read(document.root).own_blocks() if document.root is not None else []
-    features = content_features(blocks) if blocks else {}
-    small = features and sketch_size(hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE))) < SMALL_TEXT_SHINGLES
-    return {"weights_sketch": weighted_sketch(features) if small else None}
 
 
 def anchors_and_language(html: bytes) -> dict:
@@ -99,10 +88,10 @@ class Scored:
     visible: int | None  # distance of the visible-text SimHashes, when both pages are short
     visible_similarity: float | None  # and of their sketches
     anchors: dict[str, int | None]
-    weighted: float | None = None  # two small texts within the search distance: their weighted sketches' similarity
 
-    def ours(self, mode: str, content_distance: int, structure_distance: int, min_similarity: float) -> bool:
-        policy = _policy(mode, content_distance, structure_distance, min_similarity)
+    def ours(self, mode: str, content_distance: int, structure_distance: int, min_similarity: float,
+             small_text_extra_bits: int = DEFAULTS.small_text_extra_bits) -> bool:
+        policy = _policy(mode, content_distance, structure_distance, min_similarity, small_text_extra_bits)
         content = self.content is not None and policy.content_match(self.content, self.sketches, *self.short)
         structure = self.structure is not None and self.structure <= structure_distance
         return {"both": content and structure, "content": content, "structure": structure, "either": content or structure}[mode]
@@ -110,19 +99,16 @@ class Scored:
     def default(self) -> bool:
         return self.ours(DEFAULTS.mode.value, DEFAULTS.content_distance, DEFAULTS.structure_distance, DEFAULTS.min_similarity)
 
-    def with_small_text_rule(self, needed: float) -> bool:
-        """The default decision, or two small texts within the search distance whose weighted sketches agree
-        on ``needed`` (not both short: those match on their exact words)."""
-        return self.default() or (self.weighted is not None and not all(self.short) and self.weighted >= needed)
-
     def anchor(self, name: str, distance: int) -> bool:
         value = self.anchors[name]
         return value is not None and value <= (0 if name == "exact" else distance)
 
 
 @functools.cache
-def _policy(mode: str, content_distance: int, structure_distance: int, min_similarity: float) -> Policy:
-    return Policy(Mode(mode), content_distance, structure_distance, min_similarity)
+def _policy(mode: str, content_distance: int, structure_distance: int, min_similarity: float,
+            small_text_extra_bits: int) -> Policy:
+    return Policy(Mode(mode), content_distance, structure_distance, min_similarity,
+                  small_text_extra_bits=small_text_extra_bits)
 
 
 def score(pairs: list[sets.Pair], results: dict[str, PageResult]) -> list[Scored]:
@@ -143,8 +129,6 @@ def score(pairs: list[sets.Pair], results: dict[str, PageResult]) -> list[Scored
             hamming(a.visible_simhash, b.visible_simhash) if both_short else None,
             similarity(a.visible_sketch, b.visible_sketch) if both_short else None,
             {n: None if a.anchors[n] is None or b.anchors[n] is None else hamming(a.anchors[n], b.anchors[n]) for n in ANCHORS},
-            similarity(a.weights_sketch, b.weights_sketch) if content is not None and content <= DEFAULTS.search_distance
-            and a.weights_sketch and b.weights_sketch else None,
         ))
     return scored
 
@@ -243,7 +227,7 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
           ["change", "language", "pairs", "ours", *ANCHORS, "short pages caught"], rows)
 
     out["short_rules"] = short_page_rules(scored)
-    out["small_text_rule"] = small_text_rule(scored, by_source)
+    out["small_text_search"] = small_text_search(scored, by_source)
     out["grid"] = choosing_defaults(scored)
 
     pool = [s for s in scored if s.pair.source != "webis"]
@@ -304,34 +288,37 @@ def short_page_rules(scored: list[Scored]) -> list[dict]:
     return found
 
 
-#: Agreements of the weighted sketches tried by ``small_text_rule``.
-SMALL_TEXT_RULE = (0.6, 0.65, 0.7, 0.75)
+#: How many bits beyond the content distance small texts are searched, tried by ``small_text_search``.
+SMALL_TEXT_EXTRA_BITS = (0, 2, 3, 4, 5)
 
 
-def small_text_rule(scored: list[Scored], by_source: dict[tuple[str, str], list[Scored]]) -> list[dict]:
-    """Issue #28's candidate rule (not in the pipeline): the acceptance figures if two small texts within the
-    search distance also matched when their weighted sketches agree on t (``bench.small_texts``)."""
+def small_text_search(scored: list[Scored], by_source: dict[tuple[str, str], list[Scored]]) -> list[dict]:
+    """The acceptance figures if two small texts were compared this many bits beyond the content distance
+    (``Policy.small_text_extra_bits``; their shingles or their word weights must then agree): what the
+    default is chosen by.  Each bit more costs every page's index query (``SimhashIndex``)."""
     webis = [s for s in scored if s.pair.source == "webis" and s.content is not None]
     same_site = [s for s in scored if s.pair.group == "same-site" and not s.pair.duplicate]
     unrelated = [s for s in scored if s.pair.group == "unrelated" and not s.pair.duplicate]
     kinds = {group: [s for s in items if has_own_text(s) and s.pair.duplicate]
              for (source, group), items in by_source.items()
              if source in REALISTIC and group.removeprefix("resaved_") not in sets.UNMARKED_TOOLS}
+    d = DEFAULTS
     found, rows = [], []
-    for t in SMALL_TEXT_RULE:
-        decide = lambda s: s.with_small_text_rule(t)  # noqa: E731
+    for bits in SMALL_TEXT_EXTRA_BITS:
+        decide = lambda s: s.ours(d.mode.value, d.content_distance, d.structure_distance, d.min_similarity, bits)  # noqa: E731
         w = rates([decide(s) for s in webis], [s.pair.duplicate for s in webis])
         recall = {group.removeprefix("change:"): sum(map(decide, items)) / len(items) for group, items in kinds.items() if items}
         worst = min(recall, key=recall.get)
         wrong = [s for s in same_site if decide(s)]
-        found.append({"needed": t, "webis": w, "recall": recall, "same_site_false_drops": len(wrong),
+        found.append({"extra_bits": bits, "webis": w, "recall": recall, "same_site_false_drops": len(wrong),
                       "false_drop_pairs": [f"{s.pair.a} ~ {s.pair.b}" for s in wrong[:20]],
                       "unrelated_false_drops": sum(map(decide, unrelated))})
-        rows.append([t, w["precision"], w["recall"], recall.get("stub_reworded"), recall.get("profile_reworded"),
+        rows.append([bits, w["precision"], w["recall"], recall.get("stub_reworded"), recall.get("profile_reworded"),
                      f"{worst} {recall[worst]:.3f}", len(wrong), found[-1]["unrelated_false_drops"]])
-    table("Issue #28's candidate rule, not in the pipeline: two small texts within the search distance also match "
-          "when their weighted sketches agree on t", ["t", "Webis precision", "Webis recall", "stub_reworded",
-          "profile_reworded", "worst kind", "same-site false drops", "unrelated false drops"], rows)
+    table(f"Small texts searched further: two small texts within the content distance plus n bits match when their "
+          f"shingles or their word weights agree (default n = {d.small_text_extra_bits})",
+          ["n", "Webis precision", "Webis recall", "stub_reworded", "profile_reworded", "worst kind",
+           "same-site false drops", "unrelated false drops"], rows)
     return found
 
 
@@ -408,10 +395,8 @@ CODE = {
     "ours": ["pipelines/" + name for name in ("simhash.py", "document.py", "content.py", "structure.py", "sketch.py",
                                                "fingerprint.py", "treewalk.pyx", "textloops.pyx", "data")],
     "anchors": ["bench/anchors.py", "pipelines/document.py", "pipelines/simhash.py"],
-    "weights": ["bench/small_texts.py", "pipelines/content.py", "pipelines/sketch.py", "pipelines/document.py",
-                "pipelines/textloops.pyx", "pipelines/data"],
 }
-COMPUTE = {"ours": ours, "anchors": anchors_and_language, "weights": weights}
+COMPUTE = {"ours": ours, "anchors": anchors_and_language}
 
 
 def code_version(paths: list[str]) -> str:
@@ -445,7 +430,7 @@ def fingerprint_all(pages: sets.Pages, workers: int, cache_path: Path | None) ->
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         cache_path.write_bytes(pickle.dumps({key: cached[key] for kind in CODE for key in keys[kind].values()}))
     return {
-        page_id: PageResult(**cached[keys["ours"][h]], **cached[keys["anchors"][h]], **cached[keys["weights"][h]])
+        page_id: PageResult(**cached[keys["ours"][h]], **cached[keys["anchors"][h]])
         for page_id, h in hashes.items()
     }
 

@@ -761,7 +761,8 @@ QUOTE = ('<div class="quote"><span class="text">{text}</span><span>by <small cla
 STUB_SENTENCES = 3
 
 
-def _author_page(author: dict, description: str) -> bytes:
+def author_page(author: dict, description: str) -> bytes:
+    """quotes.toscrape.com's page of an author (name, born_at, born_in) with this description."""
     fields = {k: html_escape.escape(v) for k, v in author.items()} | {"description": html_escape.escape(description)}
     return QUOTES_SITE.format(main=AUTHOR_DETAILS.format(**fields)).encode()
 
@@ -791,13 +792,13 @@ def small_site_pages(data: Path, pages: Pages) -> Iterator[Pair]:
     for n, author in enumerate(authors):
         sentences = _SENTENCE_END.split(" ".join(author["description"].split()))
         stub = " ".join(sentences[:STUB_SENTENCES])
-        stubs.append(pages.add(f"quotes/author/{n}", _author_page(author, stub)))
+        stubs.append(pages.add(f"quotes/author/{n}", author_page(author, stub)))
         root = html_tree(pages.html[stubs[-1]])
         _reword_one_sentence(list(root.iter("p")), random.Random(f"quotes/author/{n}"), "en+")
         yield Pair(stubs[-1], pages.add(f"quotes/author/{n}/reworded", lxml.html.tostring(root, encoding="utf-8")),
                    True, "profile_reworded", "profiles")
         profiles.append(pages.add(f"quotes/profile/{n}",
-                                  _author_page(author, _templated_description(author, by_author[author["name"]]))))
+                                  author_page(author, _templated_description(author, by_author[author["name"]]))))
     quote_pages = []
     for n, quote in enumerate(quotes):
         author = quote["author"]["name"]

@@ -12,13 +12,13 @@ from .canonical import declared_in_html
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, load
 from .simhash import simhash
-from .sketch import hashes_sketch
+from .sketch import small_text_sketch
 from .structure import DEFAULT_DECAY
 from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 5
+SCHEME_VERSION = 6
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):
@@ -86,7 +86,7 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if features := content_features(blocks):
-            sketch = hashes_sketch(shingle_hashes(blocks, SHINGLE_SIZE))
+            sketch = small_text_sketch(shingle_hashes(blocks, SHINGLE_SIZE), features)
             return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
                                text=self._text(blocks), canonical=canonical)
         visible = tokens(text.visible_text())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from .sketch import similarity, sketch_size
+from .sketch import SMALL_TEXT_SHINGLES, similarity, sketch_size, weighted_similarity
 
 
 class Mode(str, Enum):
@@ -26,13 +26,19 @@ class Mode(str, Enum):
 SENTENCE_SHINGLES = 40
 #: The least sketch similarity ever taken for a content match, however short the text.
 MIN_SIMILARITY_FLOOR = 0.4
-#: Two texts this small (fewer shingles, both) are also compared ``SMALL_TEXT_EXTRA_BITS`` beyond the content
-#: distance, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY``: SimHash estimates an angle, and
-#: one changed sentence of a 70-word stub turns it as far as 9 to 11 bits (``bench/quality.py``: the stub rows
-#: and Webis gain, same-site pages stay apart).
-SMALL_TEXT_SHINGLES = 150
-SMALL_TEXT_EXTRA_BITS = 3
+#: Two small texts (``sketch.SMALL_TEXT_SHINGLES``, both) are also compared ``SMALL_TEXT_EXTRA_BITS`` beyond the
+#: content distance, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY`` (or their word weights on
+#: ``SMALL_TEXT_WEIGHTED_SIMILARITY``): SimHash estimates an angle, and one reworded sentence of a three-sentence
+#: stub turns it as far as 12 bits.  ``bench/quality.py``'s small-text table: 4 is the fewest bits at which
+#: every kind of change is caught at 0.98 or more (3: author stubs 0.978), with 0 same-site false drops up to 5;
+#: each bit more costs every page's index query (at 1M pages, 12 bits against 11: ~1.5x).
+SMALL_TEXT_EXTRA_BITS = 4
 SMALL_TEXT_FAR_SIMILARITY = 0.6
+#: Two small texts (not both short) within the search distance also match when the weights of their words agree
+#: on this much (``sketch.weighted_similarity``): a reworded sentence of a stub replaces most of its shingles but
+#: few of its weighted words (``python -m bench.small_texts``: reworded stubs agree on 0.74 and more, different
+#: small pages of one template on 0.60 at most, and the sketch's estimate at 0.6 drops two of them).
+SMALL_TEXT_WEIGHTED_SIMILARITY = 0.65
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class Policy:
     structure_distance: int = 3
     min_similarity: float = 0.65
     updates: bool = False
+    small_text_extra_bits: int = SMALL_TEXT_EXTRA_BITS  # how much further small texts are searched (not a setting)
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -78,8 +85,8 @@ class Policy:
             return distance == 0 and a == b
         if a is None or b is None:
             return False
-        needed = self.pair_similarity_needed(distance, a, b)
-        return needed is not None and similarity(a, b) >= needed
+        evidence = self.evidence(distance, a, b)
+        return evidence is not None and evidence[0] >= evidence[1]
 
     def content_verdict(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
                         other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
@@ -102,7 +109,20 @@ class Policy:
     @property
     def search_distance(self) -> int:
         """How far a store's index looks for content candidates: small texts are compared further."""
-        return min(64, self.content_distance + SMALL_TEXT_EXTRA_BITS)
+        return min(64, self.content_distance + self.small_text_extra_bits)
+
+    def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
+        """The similarity a content match of two sketches at this distance rests on, and what it must reach:
+        their shingles' (``pair_similarity_needed``), or, when that falls short, two small texts' word
+        weights within the search distance (``SMALL_TEXT_WEIGHTED_SIMILARITY``).  ``None`` beyond both."""
+        needed = self.pair_similarity_needed(distance, a, b)
+        shingles = None if needed is None else (similarity(a, b), needed)
+        if shingles is not None and shingles[0] >= needed:
+            return shingles
+        weighted = weighted_similarity(a, b) if distance <= self.search_distance else None
+        if weighted is not None and (weighted >= SMALL_TEXT_WEIGHTED_SIMILARITY or shingles is None):
+            return weighted, SMALL_TEXT_WEIGHTED_SIMILARITY
+        return shingles
 
     def pair_similarity_needed(self, distance: int, a: bytes, b: bytes) -> float | None:
         """What two pages' sketches must agree on at this content distance, ``None`` beyond it: within

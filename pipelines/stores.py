@@ -173,16 +173,17 @@ class MemoryStore:
     def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
                duplicate: bool = True) -> Match:
         content_distance = _distance(self._part(row, 0), page.content)
-        needed = None
+        evidence = None
         if kept_sketch is not None and page.sketch is not None and content_distance is not None:
-            needed = self.policy.pair_similarity_needed(content_distance, kept_sketch, page.sketch)
+            evidence = self.policy.evidence(content_distance, kept_sketch, page.sketch)
+        if evidence is None:  # beyond every rule (a structure match): the shingles' similarity, for the log
+            evidence = (_similarity(kept_sketch, page.sketch), None)
         return Match(
             self._url(row),
             reason,
             content_distance,
             _distance(self._part(row, 1), page.structure),
-            _similarity(kept_sketch, page.sketch),
-            needed,
+            *evidence,
             duplicate,
             row < self.remembered,
         )

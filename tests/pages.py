@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from pathlib import Path
+
+from bench.quality_sets import author_page
 
 DATA = Path(__file__).parent / "data"
 #: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets;
@@ -17,6 +20,21 @@ SHARED_DATA = Path(
 def real_page(name: str) -> bytes:
     """A page from ``tests/data`` (see its README), as the bytes a server sends."""
     return gzip.decompress((DATA / f"{name}.html.gz").read_bytes())
+
+
+def author_stubs() -> dict[str, bytes]:
+    """quotes.toscrape.com's pages of six real authors, each describing its author in three sentences (a
+    stub), by name (``tests/data/quotes-authors.json``)."""
+    authors = json.loads((DATA / "quotes-authors.json").read_text(encoding="utf-8"))
+    return {author["name"]: author_page(author, author["description"]) for author in authors}
+
+
+#: One sentence of Dr. Seuss's stub as an editor rewords it: its shingles change more than a short text's
+#: sentence may (``Policy.similarity_needed``), the weights of its words hardly (``weighted_similarity``).
+REWORDED_SEUSS = (b"He graduated Dartmouth College in 1925, and proceeded on to Oxford University with the intent of "
+                  b"acquiring a doctorate in literature.",
+                  b"In 1925 he graduated Dartmouth College and proceeded to Oxford University to study for a "
+                  b"doctorate in literature.")
 
 
 def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:

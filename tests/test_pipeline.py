@@ -19,14 +19,16 @@ from bench.hostile import PAGES as HOSTILE
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
 from pipelines.content import own_blocks
 from pipelines.document import decode, load
-from pipelines.sketch import similarity, sketch_size
+from pipelines.sketch import SKETCH_BYTES, similarity, sketch_size, weighted_similarity
 from pipelines.startup import StartRefused
 from pipelines.fingerprint import Fingerprint
-from pipelines.policy import SMALL_TEXT_FAR_SIMILARITY, SMALL_TEXT_SHINGLES, Policy
+from pipelines.policy import SMALL_TEXT_FAR_SIMILARITY, SMALL_TEXT_WEIGHTED_SIMILARITY, Policy
+from pipelines.sketch import SMALL_TEXT_SHINGLES
 from pipelines.textloops import utf8_length
 from pipelines.workers import RecentPages
 
-from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page, with_date_and_counters
+from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, deeply_nested, real_page,
+                    with_date_and_counters)
 
 ARTICLE = real_page("newspaper-syracuse.com1")
 OTHER_ARTICLE = real_page("newspaper-syracuse.com2")
@@ -150,19 +152,17 @@ def test_mode_either_drops_on_content_or_structure() -> None:
 
 
 def test_distance_setting_is_honoured() -> None:
-    """Within the content distance at any similarity (the check off).  Two small texts are also compared
-    a few bits further, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY``: this short
-    article and its long correction do not, so the setting alone decides."""
-    note = (b"<p>Editor's note: an earlier version of this story misspelled the name of the county executive, gave the"
-            b" wrong date for the library festival, listed the wrong branch for the crafts and omitted the names of"
-            b" two volunteers who organised the readings for children.</p>")
-    edited = ARTICLE.replace(b"</h1>", b"</h1>" + note, 1)
-    first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, edited))
+    """Within the content distance at any similarity (the check off), and not one bit further: the article
+    is too long for the small-text rules, which compare a few bits further (``Policy.search_distance``)."""
+    article = real_page("newspaper-theatlanticcities.com1")
+    added = b"<p>" + b" ".join(b"extra%d words" % i for i in range(100)) + b"</p>"
+    edited = article.replace(b"<p>Isolation has left", added + b"<p>Isolation has left", 1)
+    first, second = (Fingerprinter().fingerprint(html) for html in (article, edited))
     distance = hamming(first.content, second.content)
-    assert distance > 0 and similarity(first.sketch, second.sketch) < SMALL_TEXT_FAR_SIMILARITY
+    assert distance > 0 and min(map(sketch_size, (first.sketch, second.sketch))) >= SMALL_TEXT_SHINGLES
     for allowed, dropped in ((distance - 1, False), (distance, True)):
         settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": allowed, "SIMHASH_DEDUP_MIN_SIMILARITY": -1}
-        assert second_is_dropped(settings, ARTICLE, edited) == dropped
+        assert second_is_dropped(settings, article, edited) == dropped
 
 
 def second_is_dropped(settings: dict[str, Any], first: bytes, second: bytes) -> bool:
@@ -476,6 +476,28 @@ def test_small_texts_are_compared_a_few_bits_further_with_a_stricter_sketch() ->
     assert policy.pair_similarity_needed(policy.search_distance, small, small) == SMALL_TEXT_FAR_SIMILARITY
     assert policy.pair_similarity_needed(policy.search_distance + 1, small, small) is None
     assert policy.pair_similarity_needed(policy.content_distance + 1, small, large) is None  # one text is not small
+
+
+def test_a_stub_with_one_sentence_reworded_is_matched_by_the_weights_of_its_words() -> None:
+    """A real author stub of three sentences with one reworded: 11 bits away, its shingles agree on less
+    than a short text's sentence allows, the weights of its words on far more than
+    ``SMALL_TEXT_WEIGHTED_SIMILARITY``; the stubs of five other authors on the same template stay apart."""
+    stubs = author_stubs()
+    reworded = stubs["Dr. Seuss"].replace(*REWORDED_SEUSS)
+    original, copy = (Fingerprinter().fingerprint(html) for html in (stubs["Dr. Seuss"], reworded))
+    distance, policy = hamming(original.content, copy.content), Policy()
+    shingles_only = (original.sketch[:SKETCH_BYTES], copy.sketch[:SKETCH_BYTES])
+    assert policy.content_distance < distance <= policy.search_distance
+    assert not policy.content_match(distance, shingles_only, False, False)  # what decided before scheme 6
+    pipeline = make_pipeline()
+    for name, html in stubs.items():
+        assert process(pipeline, {"url": name, "html": html})
+    with pytest.raises(SimhashDuplicate) as caught:
+        process(pipeline, {"url": "reworded", "html": reworded})
+    match = caught.value.match
+    assert (match.url, match.reason, match.similarity_needed) == ("Dr. Seuss", "content", SMALL_TEXT_WEIGHTED_SIMILARITY)
+    assert match.similarity == weighted_similarity(original.sketch, copy.sketch) >= SMALL_TEXT_WEIGHTED_SIMILARITY
+    assert stat(pipeline, "kept") == len(stubs)
 
 
 def test_a_short_page_never_matches_a_page_with_own_text() -> None:

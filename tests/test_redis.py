@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import redis
 
+from pipelines import Fingerprinter
 from pipelines.fingerprint import Fingerprint
-from pipelines.sketch import SKETCH_BYTES
+from pipelines.sketch import shingle_sketch
 from pipelines.redis_store import (
     LOST_URL,
     MAX_BATCH,
@@ -29,6 +30,7 @@ from pipelines.redis_store import (
 from pipelines.policy import Mode, Policy
 from pipelines.stores import MemoryStore, fingerprint_rows
 
+from .pages import REWORDED_SEUSS, author_stubs
 from .redis_server import RedisServer, free_port
 from .test_persistence import (
     ARTICLES,
@@ -50,7 +52,7 @@ def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerpri
     result = []
     for c in range(count):
         content, structure = (int(v) for v in rng.integers(0, 2**64, size=2, dtype=np.uint64))
-        sketch = rng.bytes(SKETCH_BYTES)
+        sketch = shingle_sketch(f"{seed}/{c}/{n}" for n in range(200))
         pages = []
         for n in range(size):
             flips = sum(1 << b for b in pick.sample(range(64), pick.randint(0, 3)))
@@ -66,7 +68,7 @@ def mixed_pages(seed: int) -> list[tuple[str, Fingerprint]]:
     cluster_pages = [page for cluster in clusters(40, 4, seed) for page in cluster]
     pages = list(cluster_pages)
     pages += [(f"https://example.com/lone/{n}", Fingerprint(None, 12345 + n, sketch=None)) for n in range(5)]
-    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=bytes(SKETCH_BYTES)))
+    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=shingle_sketch(["nostructure"])))
               for n in range(5)]
     for n, (_, near) in enumerate(cluster_pages[:24:4]):
         short = Fingerprint(near.content ^ (n % 2), near.structure, sketch=near.sketch, short=True)
@@ -109,6 +111,25 @@ def test_a_match_names_the_kept_page(redis_url: str) -> None:
         match = checker.check_and_add(*copy)
         assert match is not None and match.url == original[0] and match.reason == "content"
         assert match.similarity == 1.0 and match.content_distance is not None
+
+
+def test_sketches_come_back_from_redis_as_they_went_in(redis_url: str) -> None:
+    """A stub and its reworded copy (matched by the small text's weighted bits) and two equal pages without
+    own text (no sketch: matched on their exact words) are matched through the script and through a
+    replica that read them from Redis, as in memory."""
+    stub = author_stubs()["Dr. Seuss"]
+    menu = "<html><body><ul><li><a href='/a'>Home</a></li><li><a href='/b'>About us</a></li></ul></body></html>"
+    pairs = [(Fingerprinter().fingerprint(stub), Fingerprinter().fingerprint(stub.replace(*REWORDED_SEUSS))),
+             (Fingerprinter().fingerprint(menu), Fingerprinter().fingerprint(menu.replace("<ul>", "<ul class='x'>")))]
+    assert pairs[1][0].sketch is None and pairs[1][0].short
+    store = new_store(redis_url, "sketches")
+    remove_redis_store(store.client, "sketches")
+    for n, (original, _) in enumerate(pairs):
+        assert store.check_and_add(f"https://example.com/{n}", original) is None
+    for checker in (store, new_store(redis_url, "sketches")):  # the script's reply, then a replica's read
+        reasons = [getattr(checker.check_and_add(f"https://example.com/{n}/copy", copy), "reason", None)
+                   for n, (_, copy) in enumerate(pairs)]
+        assert reasons == ["content", "exact_text"]
 
 
 def race_worker(url: str, seed: int, repetitions: int, barrier, results) -> None:
