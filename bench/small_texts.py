@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench import quality_sets as sets
 from pipelines import Fingerprinter, hamming
+from pipelines.simhash import feature_hashes
 from pipelines.content import content_features, own_blocks
 from pipelines.document import load
 from pipelines.policy import Policy
@@ -54,7 +55,7 @@ def main() -> None:
             continue
         shingles = (a.sketch and a.sketch[:SKETCH_BYTES], b.sketch and b.sketch[:SKETCH_BYTES])  # no weighted bits
         by_shingles = policy.content_match(distance, shingles, a.short, b.short)
-        estimate = similarity(weighted_bits(features[pair.a]), weighted_bits(features[pair.b]))
+        estimate = similarity(*(weighted_bits(feature_hashes(features[p]), features[p].values()) for p in (pair.a, pair.b)))
         rows.append((pair, distance, by_shingles, weighted_jaccard(features[pair.a], features[pair.b]), estimate))
     positives = [r for r in rows if r[0].duplicate]
     negatives = [r for r in rows if not r[0].duplicate]

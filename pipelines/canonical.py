@@ -27,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.etree
 
+from .content import PageText
 from .urlrules import RuleBook, cleaned, host_key, url_key
 
 #: Kept pages whose URLs and declared canonical URLs are remembered to doubt the next ones (the most recent).
@@ -38,18 +39,14 @@ _REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;,]+))""", re.IGNO
 
 def declared_in_html(root: lxml.etree._Element) -> str | None:
     """The ``href`` of the page's first ``<link rel="canonical">`` in its ``<head>`` (where browsers and
-    search engines read it), against the page's ``<base href>`` if it has one; relative otherwise."""
-    head = root.find("head")
-    if head is None:
-        return None
-    base = None
-    for element in head.iter("base", "link"):
-        href = (element.get("href") or "").strip()
-        if element.tag == "base":
-            base = base or href or None
-        elif href and "canonical" in (element.get("rel") or "").lower().split():
-            return _joined(base, href)
-    return None
+    search engines read it), against the page's ``<base href>`` if it has one; relative otherwise.  The
+    fingerprint reads it in its own walk of the tree (``declared_link``)."""
+    return declared_link(PageText.read(root).canonical_link)
+
+
+def declared_link(link: tuple[str | None, str] | None) -> str | None:
+    """The canonical URL of a walk's ``PageText.canonical_link`` (``<base href>`` and ``href``), joined."""
+    return None if link is None else _joined(*link)
 
 
 def _joined(base: str | None, href: str) -> str:

@@ -102,6 +102,9 @@ class PageText:
     nodes: list[Node] = field(default_factory=list)
     structure: dict[str, float] = field(default_factory=dict)  # the structure features
     elements: int = 0  # elements the walk visited (one more than the limit when it stopped there)
+    text_chars: int = 0  # characters of the blocks' texts outside links
+    link_chars: int = 0  # and in links
+    canonical_link: tuple[str | None, str] | None = None  # the <head>'s first canonical link: (<base href> before it, href)
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
@@ -112,7 +115,7 @@ class PageText:
 
     def characters(self) -> int:
         """Visible characters of the page: the title, and the blocks' text in and outside links."""
-        return len(self.title) + sum(len(block.text) + len(block.link_text) for block in self.blocks)
+        return len(self.title) + self.text_chars + self.link_chars
 
     def own_blocks(self) -> list[list[str]]:
         """The tokens of the own text's blocks, the title's first, then in page order; empty when the
@@ -130,7 +133,7 @@ class PageText:
         that leaves too few words, the main content's short blocks count too
         (lists, captions).
         """
-        page_chars = sum(len(block.text) for block in self.blocks)
+        page_chars = self.text_chars
         block_tokens = functools.cache(lambda n: tokens(self.blocks[n].own))
         block_words = functools.cache(lambda n: only_words(block_tokens(n)))
         word_sets = functools.cache(lambda n: set(block_words(n)))

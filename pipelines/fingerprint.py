@@ -8,10 +8,10 @@ import zlib
 
 import xxhash
 
-from .canonical import declared_in_html
+from .canonical import declared_link
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, load
-from .simhash import simhash
+from .simhash import feature_hashes, simhash
 from .sketch import small_text_sketch
 from .structure import DEFAULT_DECAY
 from .textloops import shingle_hashes
@@ -77,8 +77,8 @@ class Fingerprinter:
         document = load(html, self.max_bytes, base_url=url, content_type=content_type)
         if document.root is None:
             return Fingerprint(None, None, document.outcome)
-        canonical = declared_in_html(document.root)
         text = PageText.read(document.root, self.structure_decay, self.max_elements)
+        canonical = declared_link(text.canonical_link)
         if text.elements > self.max_elements:
             return Fingerprint(None, None, TOO_MANY_ELEMENTS, canonical=canonical)
         if text.characters() > self.max_text_chars:
@@ -86,8 +86,9 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if features := content_features(blocks):
-            sketch = small_text_sketch(shingle_hashes(blocks, SHINGLE_SIZE), features)
-            return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
+            words = feature_hashes(features)
+            sketch = small_text_sketch(shingle_hashes(blocks, SHINGLE_SIZE), words, features.values())
+            return Fingerprint(simhash(features, hashes=words), structure, sketch=sketch, short=len(features) < self.min_features,
                                text=self._text(blocks), canonical=canonical)
         visible = tokens(text.visible_text())
         if not visible:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 import xxhash
 
-from .textloops import distinct, sketch_bits, xxh3_hashes
+from .textloops import distinct, sketch_bits, weighted_copies, xxh3_hashes
 
 SKETCH_BITS = 512
 SKETCH_BYTES = SKETCH_BITS // 8 + 2  # the bits, then the set's size (little-endian)
@@ -59,26 +59,28 @@ def hashes_sketch(hashes: array) -> bytes:
     """The sketch of a set of shingles given by their XXH3-64 hashes (an ``array("Q")``; duplicates do
     not matter: the set's size is the number of distinct hashes).  The bins are filled in a compiled
     loop (``textloops.sketch_bits``)."""
-    size = min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
+    return _bits(hashes) + min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
+
+
+def _bits(hashes: array) -> bytes:
+    """The sketch's bits alone (no set size: weighted bits need none)."""
     bits = sketch_bits(hashes, _PROBE_TABLE, SKETCH_BITS, _VALUE_BITS)
-    return (bits if bits is not None else bytes(SKETCH_BITS // 8)) + size
+    return bits if bits is not None else bytes(SKETCH_BITS // 8)
 
 
-def weighted_bits(features: dict[str, float]) -> bytes:
+def weighted_bits(word_hashes: array, weights: Iterable[float]) -> bytes:
     """The bits of a sketch whose similarity estimates the weighted Jaccard similarity of two texts' word
-    weights (sum of minima over sum of maxima): each word counted as many times as its weight, quantised
-    (Haeupler, Manasse and Talwar 2014), then sketched as a set.  Words are in the content SimHash's order,
-    so the bits are the same in any process."""
-    copies = [f"{word}\x00{n}" for word, weight in features.items()
-              for n in range(max(1, round(weight * WEIGHT_QUANTUM)))]
-    return hashes_sketch(xxh3_hashes(copies))[: SKETCH_BITS // 8]
+    weights (sum of minima over sum of maxima): each word (its ``simhash.feature_hashes`` hash, beside its
+    weight) counted as many times as its weight, quantised (Haeupler, Manasse and Talwar 2014), then
+    sketched as a set (``textloops.weighted_copies``)."""
+    return _bits(weighted_copies(word_hashes, weights, WEIGHT_QUANTUM))
 
 
-def small_text_sketch(shingles: array, features: dict[str, float]) -> bytes:
-    """A text's sketch (``hashes_sketch`` of its shingle hashes), with the weighted bits of its word
-    weights when it is small (``SMALL_TEXT_SHINGLES``)."""
+def small_text_sketch(shingles: array, word_hashes: array, weights: Iterable[float]) -> bytes:
+    """A text's sketch (``hashes_sketch`` of its shingle hashes), with the weighted bits of its words
+    when it is small (``SMALL_TEXT_SHINGLES``)."""
     sketch = hashes_sketch(shingles)
-    return sketch + weighted_bits(features) if sketch_size(sketch) < SMALL_TEXT_SHINGLES else sketch
+    return sketch + weighted_bits(word_hashes, weights) if sketch_size(sketch) < SMALL_TEXT_SHINGLES else sketch
 
 
 def weighted_similarity(a: bytes, b: bytes) -> float | None:

@@ -105,6 +105,7 @@ cdef enum:
     NEVER_NAMED = 64  # a and body: never furniture nor an ad by name (reading every link's names doubled a walk's cost)
     TITLE = 128
     NEVER_AD = 256  # html, body, main, article: what holds the page is never an ad, whatever its names
+    HEAD_LINK = 512  # link and base: inside <head>, where the page declares its canonical URL
 
 
 cdef class Block:
@@ -163,6 +164,9 @@ cdef class _Walk:
     cdef Node outside  # the owner of text outside the root's block (a root that is not one)
     cdef str title
     cdef long counts[2]  # characters read so far: outside links, in links
+    cdef long block_chars[2]  # the same in the blocks' texts as ``PageText`` holds them (pieces joined by spaces)
+    cdef object base_href  # the first <base href> in <head>, None if none yet
+    cdef object canonical_link  # (base_href then, href) of the first <link rel="canonical"> in <head>, None if none
     cdef int invisible  # depth inside an invisible element
     cdef int in_link  # depth inside links
     cdef vector[Open] open_blocks
@@ -245,6 +249,8 @@ cdef class _Walk:
         cdef Block block = Block.__new__(Block)
         block.text = " ".join(self.text)
         block.link_text = " ".join(self.links)
+        self.block_chars[0] += len(block.text)
+        self.block_chars[1] += len(block.link_text)
         block.prose = " ".join(self.prose) if self.links else block.text
         dense = len(block.link_text) > LINK_DENSE * (len(block.text) + len(block.link_text))
         block.own = block.text if dense else block.prose
@@ -295,6 +301,8 @@ cdef class _Walk:
         cdef Names names
         self.weigh(tag)
         if kind & EMPTY:  # no text of its own: only its tail counts
+            if kind & HEAD_LINK and self.canonical_link is None:
+                self.read_head_link(element)
             return
         if self.invisible or kind & INVISIBLE:
             self.invisible += 1
@@ -320,6 +328,29 @@ cdef class _Walk:
         if kind & LINK:
             self.in_link += 1
         self.add_run(element.children)
+
+    cdef void read_head_link(self, xmlNode* element) except *:
+        """A ``<base href>`` or a ``<link rel="canonical" href>`` inside ``<head>`` (where browsers and search
+        engines read them): the first of each, the base only when it comes before the link."""
+        if not _in_head(element):
+            return
+        cdef const char* href = NULL
+        cdef const char* rel = NULL
+        cdef xmlAttr* attribute = element.properties
+        while attribute != NULL:
+            if attribute.ns == NULL and strcmp(<const char*>attribute.name, "href") == 0:
+                href = _attribute_value(attribute)
+            elif attribute.ns == NULL and strcmp(<const char*>attribute.name, "rel") == 0:
+                rel = _attribute_value(attribute)
+            attribute = attribute.next
+        if href == NULL:
+            return
+        if strcmp(<const char*>element.name, "base") == 0:
+            if self.base_href is None:
+                self.base_href = _value(href).strip() or None
+        elif rel != NULL and strlen(rel) >= 9 and "canonical" in _value(rel).lower().split():
+            if value := _value(href).strip():
+                self.canonical_link = (self.base_href, value)
 
     cdef void end(self, xmlNode* element) except *:
         cdef int kind = self.tag_kinds[self.open_tags.back()]
@@ -374,7 +405,8 @@ cdef class _Walk:
 
 
 def read(_Element root, double decay, long max_elements=0):
-    """``(title, blocks, nodes, structure, elements)`` of the tree under ``root`` (any depth; inline
+    """``(title, blocks, nodes, structure, elements, text_chars, link_chars, canonical_link)`` of the tree
+    under ``root`` (any depth; inline
     elements do not split a block).  Block-level elements are numbered in document order (``nodes``);
     those inside node ``n`` are numbered ``n + 1`` to ``nodes[n].end - 1``.  ``elements``: how many the
     walk visited; with ``max_elements`` (above 0) it stops after that many, and the rest is unusable."""
@@ -385,9 +417,10 @@ def read(_Element root, double decay, long max_elements=0):
     walk.open_blocks.push_back(Open(NULL, -1))  # outside any block-level element
     walk.walk()
     if max_elements and walk.elements > max_elements:
-        return "", [], [], {}, walk.elements
+        return "", [], [], {}, walk.elements, 0, 0, walk.canonical_link
     walk.flush()
-    return walk.title, walk.blocks, walk.nodes, walk.structure(), walk.elements
+    return (walk.title, walk.blocks, walk.nodes, walk.structure(), walk.elements, walk.block_chars[0],
+            walk.block_chars[1], walk.canonical_link)
 
 
 cdef inline bint _visited(xmlNode* node):
@@ -418,7 +451,18 @@ cdef int _kind(str tag):
         | (EMPTY if tag in EMPTY_TAGS else 0) | (LINK if tag == "a" else 0)
         | (NEVER_NAMED if tag in ("a", "body") else 0) | (TITLE if tag == "title" else 0)
         | (NEVER_AD if tag in ("html", "body", "main", "article") else 0)
+        | (HEAD_LINK if tag in ("link", "base") else 0)
     )
+
+
+cdef bint _in_head(xmlNode* element):
+    """Is the element inside a ``<head>``?"""
+    cdef xmlNode* node = element.parent
+    while node != NULL and node.type == tree.XML_ELEMENT_NODE:
+        if strcmp(<const char*>node.name, "head") == 0:
+            return True
+        node = node.parent
+    return False
 
 
 cdef inline bint _is_text(xmlNode* node):
@@ -552,13 +596,17 @@ cdef int _names_answer(Names* names) except -1:
     cdef int answer
     found = _answers.find(key)
     if found != _answers.end():
+        return deref(found).second | (NAMED_AD if names.ad_data else 0)
+    found = _older_answers.find(key)
+    if found != _older_answers.end():
         answer = deref(found).second
     else:
         answer = (NAMED_FURNITURE if _is_named_furniture(names) else 0) | (
             NAMED_AD if AD_NAMES.search(PyUnicode_DecodeUTF8(key.data(), key.size(), NULL)) is not None else 0)
-        if _answers.size() >= MAX_ANSWERS:
-            _answers.clear()
-        _answers[key] = answer
+    if _answers.size() >= MAX_ANSWERS:  # the recent answers become the older ones, and the oldest go
+        _older_answers.swap(_answers)
+        _answers.clear()
+    _answers[key] = answer
     return answer | (NAMED_AD if names.ad_data else 0)
 
 
@@ -582,8 +630,10 @@ cdef inline char _lower(char c):
     return c + 32 if b"A" <= c <= b"Z" else c
 
 
-#: Answers of ``_names_answer`` by its text: a site repeats its names on every page.
-cdef unordered_map[string, int] _answers
+#: Answers of ``_names_answer`` by its text: a site repeats its names on every page.  Two generations of at
+#: most ``MAX_ANSWERS`` each: an answer found in the older one is kept in the recent one, so the names a crawl
+#: keeps meeting stay when the recent ones fill up (a crawl of many sites meets ~100 new names a page).
+cdef unordered_map[string, int] _answers, _older_answers
 cdef size_t MAX_ANSWERS = 16384
 
 
