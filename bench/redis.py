@@ -4,8 +4,8 @@
                           [--kinds atomic check_then_insert sadd]
 
 Starts its own redis-server on a free port of 127.0.0.1 (no persistence),
-loads ``--stored`` kept pages through the store (random fingerprints, a 66-byte
-sketch and a 45-character URL each), reads ``used_memory`` from INFO memory,
+loads ``--stored`` kept pages through the store (random fingerprints, an
+article's 66-byte sketch and a 45-character URL each), reads ``used_memory`` from INFO memory,
 then times ``--checks`` check-and-adds of new pages per client, each client a
 process with its own replica (loaded before the clock starts), all started
 together.  Compared, over the same Redis and the same data:
@@ -38,7 +38,7 @@ import redis
 
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_record
-from pipelines.sketch import SKETCH_BYTES
+from pipelines.sketch import SKETCH_BITS, SMALL_SKETCH_BYTES, fixed_width
 from pipelines.policy import Match, Policy
 from tests.redis_server import RedisServer
 
@@ -51,10 +51,11 @@ def pages(count: int, seed: int) -> list[tuple[str, Fingerprint]]:
     rng = np.random.default_rng(seed)
     content = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
     structure = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
-    sketches = rng.integers(0, 256, size=(count, SKETCH_BYTES), dtype=np.uint8)
+    sketches = rng.integers(0, 256, size=(count, SKETCH_BITS // 8), dtype=np.uint8)
+    size = (1000).to_bytes(2, "little")  # an article's 1,000 shingles: no weighted bits
     return [
         (f"https://www.example.com/news/2026/{seed:03d}-{n:09d}.html",
-         Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes()))
+         Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes() + size))
         for n in range(count)
     ]
 
@@ -70,7 +71,7 @@ class CheckThenInsertStore(RedisStore):
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
                 pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
-                pipe.setrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, page.sketch or bytes(SKETCH_BYTES))
+                pipe.setrange(f"{self.key}:sk:{chunk}", offset * SMALL_SKETCH_BYTES, fixed_width(page.sketch))
                 pipe.rpush(f"{self.key}:pages:{chunk}", url)
                 pipe.execute()
         return results

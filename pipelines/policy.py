@@ -93,12 +93,15 @@ class Policy:
                         other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
         """How a page stands to a kept page within the content search distance: ``(reason, True)`` a
         duplicate, ``(reason, False)`` a borderline candidate (what failed: "similarity", or the
-        "structure" of mode "both"), ``None`` neither (two short texts that differ, or a page
-        without own text).  Symmetric: it serves the stores, which meet the pair in arrival order,
+        "structure" of mode "both"), ``None`` neither (two short texts that differ, a page
+        without own text, or a pair no rule compares at this distance: two texts not both small
+        beyond the content distance).  Symmetric: it serves the stores, which meet the pair in arrival order,
         and batch jobs, which meet it in any order."""
         both_short = short and other_short
-        if (both_short and distance) or (not both_short and None in sketches):
+        if both_short and distance:
             return None
+        if not both_short and (None in sketches or self.evidence(distance, *sketches) is None):
+            return None  # beyond every rule: not even a candidate to review
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
