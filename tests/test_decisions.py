@@ -40,6 +40,19 @@ def test_a_near_candidate_that_fails_the_sketch_is_a_borderline_keep():
     assert dropped(copy) and copy.url == "https://a.test/1" and len(store) == 2
 
 
+def test_a_long_text_beyond_the_content_distance_is_no_candidate_at_all():
+    """The index searches further than the content distance for small texts only: two long texts found out
+    there are neither a drop nor a borderline keep (nothing to review, no URL to look up)."""
+    policy = Policy()
+    store = MemoryStore(policy)
+    words = [f"w{n}" for n in range(300)]
+    far = (1 << (policy.content_distance + 1)) - 1  # content_distance + 1 bits away, within the search distance
+    assert policy.content_distance < far.bit_count() <= policy.search_distance
+    assert store.check_and_add("https://a.test/1", page(0, words)) is None
+    assert store.check_and_add("https://a.test/2", page(far, words)) is None  # the same words: kept, not borderline
+    assert store.check_and_add("https://a.test/3", page(far ^ 1, words)).reason == "content"  # 1 bit from the second
+
+
 def test_the_reviewer_gives_both_texts_of_a_pair_while_it_holds_them():
     reviewer = Reviewer(keep_texts=True, recent=1)
     store = MemoryStore(Policy())
