@@ -7,8 +7,6 @@ import json
 import os
 from pathlib import Path
 
-from bench.quality_sets import author_page
-
 DATA = Path(__file__).parent / "data"
 #: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets;
 #: ``SIMHASH_DEDUP_SHARED_DATA`` points elsewhere.
@@ -25,6 +23,8 @@ def real_page(name: str) -> bytes:
 def author_stubs() -> dict[str, bytes]:
     """quotes.toscrape.com's pages of six real authors, each describing its author in three sentences (a
     stub), by name (``tests/data/quotes-authors.json``)."""
+    from bench.quality_sets import author_page  # here: the bench's modules import numpy, which workers never do
+
     authors = json.loads((DATA / "quotes-authors.json").read_text(encoding="utf-8"))
     return {author["name"]: author_page(author, author["description"]) for author in authors}
 
