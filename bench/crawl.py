@@ -29,7 +29,9 @@ apart as seconds per crawl), of the crawl process and of its worker
 processes separately, the pages the workers fingerprinted (those not
 known by identical HTML) and the workers' CPU per fingerprinted page beside
 ``Fingerprinter.fingerprint``'s own cost in one process on the same pages
-(``fingerprint in one process``, measured in the same rounds), the
+at the crawl's pace (``fingerprint in one process``, measured in the same
+rounds: back to back for the saturated crawl, 20 ms apart for the polite
+one, since a core that idles between pages runs them ~1.3x dearer), the
 reactor's lag (a call scheduled every 10 ms: how late it ran; p50, p99, max),
 and the peak memory of the crawl plus its workers (sampled every 0.2 s by
 this script, not in the crawl): resident (RSS, summed over the processes,
@@ -343,17 +345,25 @@ def fingerprinted_pages(site: Path) -> list[Path]:
 
 def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
     """``Fingerprinter.fingerprint``'s CPU per page, called in this process on the pages a crawl's workers
-    fingerprint (the bytes nginx serves, as ``text/html``), after one page to load its tables."""
+    fingerprint (the bytes nginx serves, as ``text/html``), after one page to load its tables: at each
+    mode's pace, the pages back to back (saturated) or the polite crawl's delay apart (an idle core is a
+    cold one: the same calls 20 ms apart cost ~1.3x the CPU)."""
     from pipelines.fingerprint import Fingerprinter
 
     fingerprinter = Fingerprinter(keep_text=True)  # as at the crawl's defaults: the decision log shows texts
     pages = [(path.read_bytes(), f"http://127.0.0.1/p/{path.name}") for path in fingerprinted_pages(site)]
     for body, url in pages[:: max(1, len(pages) // 20)]:  # the tables (the Chinese ones too) loaded
         fingerprinter.fingerprint(body, url, "text/html")
-    started = time.process_time()
-    for body, url in pages:
-        fingerprinter.fingerprint(body, url, "text/html")
-    return {"variant": IN_PROCESS, "pages": len(pages), "ms_per_page": 1000 * (time.process_time() - started) / len(pages)}
+    per_page = {}
+    for mode, settings in MODES.items():
+        cpu = 0.0
+        for body, url in pages:
+            time.sleep(settings["DOWNLOAD_DELAY"])
+            started = time.process_time()
+            fingerprinter.fingerprint(body, url, "text/html")
+            cpu += time.process_time() - started
+        per_page[mode] = 1000 * cpu / len(pages)
+    return {"variant": IN_PROCESS, "pages": len(pages), "ms_per_page": per_page}
 
 
 # -- the rounds -------------------------------------------------------------------------------------
@@ -483,19 +493,20 @@ def main() -> None:
                 rounds.append({"in_process_ms": in_process, **{
                     mode: {variant: results[(variant, mode)] for variant in variants} for mode in args.modes}})
                 for mode in args.modes:
-                    print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process: {in_process:.2f} "
-                                f"ms a page)", rounds[-1][mode], in_process)
+                    print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process, at this "
+                                f"crawl's pace: {in_process[mode]:.2f} ms a page)", rounds[-1][mode], in_process[mode])
         finally:
             server.stop()
             if args.against:
                 subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
-    in_process = statistics.median(r["in_process_ms"] for r in rounds)
+    in_process = {mode: statistics.median(r["in_process_ms"][mode] for r in rounds) for mode in args.modes}
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:
         medians[mode] = {variant: median_result([r[mode][variant] for r in rounds],
                                                 [r[mode]["no filter"] for r in rounds]) for variant in variants}
         print_round(f"{mode}: medians of {args.rounds} rounds (x no filter: the median of the rounds' ratios; "
-                    f"Fingerprinter.fingerprint in one process: {in_process:.2f} ms a page)", medians[mode], in_process)
+                    f"Fingerprinter.fingerprint in one process, at this crawl's pace: {in_process[mode]:.2f} ms a "
+                    f"page)", medians[mode], in_process[mode])
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
     written = RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS
     written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
