@@ -48,6 +48,9 @@ SAME_OBJECT_PAGES = 256
 NO_HTML_WARNING = 20
 #: The field a kept page's items get with ``SIMHASH_DEDUP_UPDATES`` when the page is an update.
 UPDATE_FIELD = "simhash_dedup_update"
+#: What an item raises when it cannot take a field: undeclared (``scrapy.Item``), frozen (a dataclass, attrs),
+#: a value its validation refuses (a model).  The item is then kept as it is, never lost.
+FIELD_REFUSED = (KeyError, AttributeError, TypeError, ValueError)
 CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
 
 
@@ -498,7 +501,7 @@ class SimhashDedupPipeline:
                 adapter["simhash_structure"] = _hex(page.fingerprint.structure)
             if self.settings.remove_html:
                 self._remove_html(adapter)
-        except KeyError:  # e.g. a scrapy.Item class without these fields
+        except FIELD_REFUSED:
             self._count("item_field_errors", page.url, exc_info=True)
 
     def _give_canonical(self, adapter: ItemAdapter, page: PageVerdict) -> None:
@@ -510,7 +513,7 @@ class SimhashDedupPipeline:
             return
         try:
             adapter[field] = page.canonical
-        except (KeyError, AttributeError, TypeError, ValueError):  # undeclared; frozen; validation refused it
+        except FIELD_REFUSED:
             self.crawler.stats.inc_value(f"{STATS_PREFIX}/canonical_field_missing")
             if "canonical_field_missing" not in self._logged:
                 self._logged.add("canonical_field_missing")

@@ -260,11 +260,20 @@ def test_fingerprint_fields_on_an_item_that_cannot_take_them_keep_the_item() -> 
         url = scrapy.Field()
         html = scrapy.Field()
 
+    @dataclasses.dataclass(frozen=True)
+    class Frozen:
+        url: str
+        html: bytes
+        simhash_content: str | None = None
+        simhash_structure: str | None = None
+
     pipeline = make_pipeline(SIMHASH_DEDUP_FINGERPRINT_FIELDS=True)
     item = Narrow(url="a", html=ARTICLE)
     assert process(pipeline, item) is item
-    assert stat(pipeline, "item_field_errors") == 1
-    assert stat(pipeline, "kept") == 1
+    frozen = Frozen("b", OTHER_ARTICLE)
+    assert process_as_is(pipeline, frozen) is frozen  # its fields cannot be set: kept as it is, never lost
+    assert stat(pipeline, "item_field_errors") == 2
+    assert stat(pipeline, "kept") == 2
 
 
 def test_custom_html_and_url_fields() -> None:
