@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import lxml.etree
 
 from . import treewalk
+from .document import tree
 from .structure import DEFAULT_DECAY
 from .textloops import IdfTable, only_words, tf_idf, word_counts
 from .treewalk import Block, Node
@@ -112,6 +113,17 @@ class PageText:
         the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints.
         With ``max_elements``, a tree of more elements is not read (``elements`` says so)."""
         return cls(*treewalk.read(root, decay, max_elements))
+
+    @classmethod
+    def parse(cls, utf8: bytes, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText | None:
+        """Read the page from its UTF-8 bytes as ``read`` reads the tree lxml would build of them, but
+        from the parser's events, with no tree (``treewalk.parse``; through a tree where libxml2's parser
+        is not found in lxml); None when the page has no element."""
+        if treewalk.PARSER_LINKED:
+            found = treewalk.parse(utf8, decay, max_elements)
+            return None if found is None else cls(*found)
+        root = tree(utf8)
+        return None if root is None else cls.read(root, decay, max_elements)
 
     def characters(self) -> int:
         """Visible characters of the page: the title, and the blocks' text in and outside links."""

@@ -1,7 +1,11 @@
-"""Turning an item's HTML (``str`` or ``bytes``) into an lxml tree, or a reason why not.
+"""Turning an item's HTML (``str`` or ``bytes``) into the UTF-8 bytes the parser reads (or an lxml tree
+of them), or a reason why not.
 
-Everything a crawl can put in the HTML field must end here with either a tree
-or a named outcome; nothing raises.  The outcome names double as stats keys.
+Everything a crawl can put in the HTML field must end here with either bytes
+to parse or a named outcome; nothing raises.  The outcome names double as
+stats keys.  The fingerprint walks the parser's events (``treewalk.parse``);
+the tree is for callers who want one (``load``), and parses the same bytes
+with the same parser, libxml2's as lxml runs it.
 """
 
 from __future__ import annotations
@@ -26,10 +30,18 @@ _SNIFF_BYTES = 8192
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 (and UTF-32 little-endian) byte order marks
 # libxml2: allow text nodes over 10 MB and trees deeper than 256 (it stops at 2048); no table of the
 # ids (nothing looks elements up by id: 8% of the parse).  A plain etree tree: lxml.html's element
-# classes give the same tree at twice the cost of walking it.
+# classes give the same tree at twice the cost of walking it.  ``treewalk.PARSE_OPTIONS`` are these.
 _PARSER = lxml.etree.HTMLParser(
     encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True, no_network=True, collect_ids=False
 )
+
+
+@dataclass(frozen=True)
+class Source:
+    """A page as the parser reads it (UTF-8), or the reason it is not read (``utf8 is None``)."""
+
+    utf8: bytes | None
+    outcome: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,28 +52,40 @@ class Document:
     outcome: str | None = None
 
 
-def load(html: str | bytes, max_bytes: int, base_url: str = "", content_type: str | None = None) -> Document:
-    """Decode and parse ``html`` (bytes with the ``Content-Type`` header they came with, if any); pages
-    over ``max_bytes`` are not parsed at all."""
+def prepared(html: str | bytes, max_bytes: int, content_type: str | None = None) -> Source:
+    """``html`` decoded (bytes with the ``Content-Type`` header they came with, if any) and given as UTF-8;
+    pages over ``max_bytes`` are not decoded at all."""
     if too_large(html, max_bytes):
-        return Document(None, TOO_LARGE)
+        return Source(None, TOO_LARGE)
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES] and not html.startswith(_WIDE_BOMS):  # UTF-16/32 have NULs
-            return Document(None, NOT_HTML)
+            return Source(None, NOT_HTML)
         text, utf8 = _decoded(html, content_type)
     elif "\x00" in html[:_SNIFF_BYTES]:
-        return Document(None, NOT_HTML)
+        return Source(None, NOT_HTML)
     else:
         text, utf8 = html, None
     if not text or text.isspace():
-        return Document(None, EMPTY)
-    try:
-        utf8 = utf8 or text.encode("utf-8", "replace")
-        base_url = base_url.encode("utf-8", "backslashreplace").decode("utf-8")  # lxml refuses lone surrogates
-        root = lxml.etree.fromstring(utf8, parser=_PARSER, base_url=base_url or None)
-    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return Document(None, EMPTY)
+        return Source(None, EMPTY)
+    return Source(utf8 or text.encode("utf-8", "replace"))
+
+
+def load(html: str | bytes, max_bytes: int, base_url: str = "", content_type: str | None = None) -> Document:
+    """Decode and parse ``html`` into an lxml tree (see ``prepared``)."""
+    source = prepared(html, max_bytes, content_type)
+    if source.utf8 is None:
+        return Document(None, source.outcome)
+    root = tree(source.utf8, base_url)
     return Document(root) if root is not None else Document(None, EMPTY)
+
+
+def tree(utf8: bytes, base_url: str = "") -> lxml.etree._Element | None:
+    """The root of the tree lxml builds of ``utf8`` with the fingerprint's parser; None if it has none."""
+    try:
+        base_url = base_url.encode("utf-8", "backslashreplace").decode("utf-8")  # lxml refuses lone surrogates
+        return lxml.etree.fromstring(utf8, parser=_PARSER, base_url=base_url or None)
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
+        return None
 
 
 def too_large(html: str | bytes, max_bytes: int) -> bool:

@@ -10,7 +10,7 @@ import xxhash
 
 from .canonical import declared_link
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
-from .document import TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, load
+from .document import EMPTY, TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, prepared
 from .simhash import feature_hashes, simhash
 from .sketch import small_text_sketch
 from .structure import DEFAULT_DECAY
@@ -72,12 +72,15 @@ class Fingerprinter:
         self.keep_text = keep_text
 
     def fingerprint(self, html: str | bytes, url: str = "", content_type: str | None = None) -> Fingerprint:
-        """Fingerprint one page.  ``url`` only resolves relative links while parsing; ``content_type``, the
-        header bytes came with, is one of the clues to their encoding (``document.decode``)."""
-        document = load(html, self.max_bytes, base_url=url, content_type=content_type)
-        if document.root is None:
-            return Fingerprint(None, None, document.outcome)
-        text = PageText.read(document.root, self.structure_decay, self.max_elements)
+        """Fingerprint one page.  ``url``: where it was fetched (it changes nothing in the fingerprint);
+        ``content_type``, the header bytes came with, is one of the clues to their encoding
+        (``document.decode``)."""
+        source = prepared(html, self.max_bytes, content_type)
+        if source.utf8 is None:
+            return Fingerprint(None, None, source.outcome)
+        text = PageText.parse(source.utf8, self.structure_decay, self.max_elements)
+        if text is None:
+            return Fingerprint(None, None, EMPTY)
         canonical = declared_link(text.canonical_link)
         if text.elements > self.max_elements:
             return Fingerprint(None, None, TOO_MANY_ELEMENTS, canonical=canonical)

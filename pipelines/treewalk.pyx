@@ -1,13 +1,22 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 # distutils: language = c++
-"""One walk over a parsed page: its visible text as blocks, and its structure features.
+"""One walk over a page: its visible text as blocks, and its structure features.
 
-Compiled (Cython over lxml's C API): the walk reads libxml2's nodes directly,
-where a Python walk paid for an element object, its tag and its attributes at
-every element (60 % of the fingerprint's time).  What it reads is exactly what
-``lxml``'s ``iterwalk`` with ``.text``, ``.tail`` and ``.get()`` gives, so the
-fingerprints are those of the Python walk it replaced (``tests/test_scheme.py``
-holds the digests of every shared page).
+The walk is driven by events (an element starts, text, an element ends), from
+one of two sources that give the same events for the same page:
+
+- ``parse``: libxml2's HTML parser itself, the one lxml is built with, run with
+  lxml's options but without building a tree (its SAX interface): the parse
+  costs a third of lxml's, and there is no tree to free (together half of a
+  page's fingerprint before);
+- ``read``: a tree lxml already built, walked through its C nodes.
+
+Compiled (Cython over libxml2's structures).  What the walk reads is exactly
+what ``lxml``'s ``iterwalk`` with ``.text``, ``.tail`` and ``.get()`` gives of
+the tree ``lxml.etree.fromstring`` builds, so the fingerprints are those of the
+Python walk it replaced (``tests/test_scheme.py`` holds the digests of every
+shared page, and ``tests/test_structure.py`` checks that both sources agree
+on all of them).
 
 Text: scripts, styles, a list box's options and elements hidden by ``hidden``,
 ``aria-hidden="true"`` or an inline ``display: none`` / ``visibility: hidden``
@@ -26,13 +35,13 @@ import re
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cython.operator cimport dereference as deref
 from libc.math cimport pow
-from libc.string cimport strcmp, strlen, strncmp, strstr
+from libc.string cimport memset, strcmp, strlen, strncmp, strstr
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 from lxml.includes cimport tree
 from lxml.includes.etreepublic cimport _Element, import_lxml__etree
-from lxml.includes.tree cimport xmlAttr, xmlNode
+from lxml.includes.tree cimport xmlAttr, xmlChar, xmlNode
 
 import_lxml__etree()
 
@@ -106,6 +115,7 @@ cdef enum:
     TITLE = 128
     NEVER_AD = 256  # html, body, main, article: what holds the page is never an ad, whatever its names
     HEAD_LINK = 512  # link and base: inside <head>, where the page declares its canonical URL
+    HEAD = 1024
 
 
 cdef class Block:
@@ -140,8 +150,13 @@ cdef class Node:
 
 
 cdef struct Open:  # a block-level element the walk is inside
-    xmlNode* element
+    size_t depth  # how many elements are open once it is (1: the root)
     int number
+
+
+cdef struct Attributes:  # an element's attributes, as a tree holds them or as the parser gives them
+    xmlAttr* listed  # a tree's (NULL: none, or given by the parser)
+    const xmlChar** pairs  # the parser's: name, value, name, value... then NULL (a value may be NULL)
 
 
 cdef struct Names:  # the attributes the walk reads (NULL: absent)
@@ -156,9 +171,14 @@ cdef struct Names:  # the attributes the walk reads (NULL: absent)
 
 
 cdef class _Walk:
-    """The state of one walk; ``read`` runs it."""
+    """The state of one walk, fed its events by ``read`` (a tree) or ``parse`` (the parser).
 
-    cdef xmlNode* root
+    Text comes between the events and is read at the next one, as one run: an
+    element's text (up to its first child) or its tail (up to the next
+    element), as lxml gives them.  Whether a run is read is decided by the
+    event before it (``reading``).
+    """
+
     cdef double decay
     cdef list blocks, nodes, text, links, prose
     cdef Node outside  # the owner of text outside the root's block (a root that is not one)
@@ -169,6 +189,7 @@ cdef class _Walk:
     cdef object canonical_link  # (base_href then, href) of the first <link rel="canonical"> in <head>, None if none
     cdef int invisible  # depth inside an invisible element
     cdef int in_link  # depth inside links
+    cdef int in_head  # open <head> elements
     cdef vector[Open] open_blocks
     cdef vector[int] open_tags  # the open elements' tag ids, for the structure features
     cdef list tag_names  # tag id -> tag
@@ -180,6 +201,13 @@ cdef class _Walk:
     cdef vector[long] pair_order  # pair keys in the order first seen
     cdef vector[double] powers  # decay ** depth
     cdef long elements, max_elements  # elements started so far; the walk stops after max_elements (0: never)
+    cdef bint reading  # is the text coming read (not inside an invisible element, not a void element's)?
+    cdef string run  # the text since the last event, when read
+    cdef size_t title_depth  # the open elements while the page's title is read (0: it is not)
+    cdef string title_text
+    cdef bint done  # the root has ended, or the walk stopped at max_elements
+    cdef void* parser  # the parser feeding it, if one is (``parse``)
+    cdef object error  # what a walk fed by the parser raised (the parser then stops)
 
     def __cinit__(self):
         self.blocks, self.nodes, self.text, self.links, self.prose = [], [], [], [], []
@@ -188,13 +216,114 @@ cdef class _Walk:
         self.outside = Node.__new__(Node)
         self.outside.parent = self.outside.tag_furniture = self.outside.named_furniture = self.outside.ad = -1
         self.outside.leaf = True
+        self.open_blocks.push_back(Open(0, -1))  # outside any block-level element
 
-    cdef int tag_id(self, xmlNode* element) except -1:
-        """The tag's id, and its kind worked out on its first element in this walk."""
-        found = self.ids_by_pointer.find(<size_t>element.name)
-        if found != self.ids_by_pointer.end():
-            return deref(found).second
-        tag = _tag(element)
+    # -- the events ----------------------------------------------------------------------------------
+
+    cdef void start(self, int tag, Attributes* attributes) except *:
+        """An element starts (any event source)."""
+        self.end_run()
+        self.elements += 1
+        if self.max_elements and self.elements > self.max_elements:
+            self.done = True  # the caller sees elements > max_elements: a page too big to read
+            return
+        self.reading = False
+        cdef int kind = self.tag_kinds[tag]
+        cdef Names names
+        self.weigh(tag)
+        if kind & HEAD:
+            self.in_head += 1
+        if kind & EMPTY:  # no text of its own: only its tail counts
+            if kind & HEAD_LINK and self.canonical_link is None and self.in_head:
+                self.read_head_link(tag, attributes)
+            return
+        if self.invisible or kind & INVISIBLE:
+            self.invisible += 1
+            return
+        cdef bint has_attributes = attributes.listed != NULL or attributes.pairs != NULL
+        _read_names(attributes, &names)
+        if has_attributes and _is_hidden(&names):
+            self.invisible += 1
+            return
+        if kind & TITLE:  # shown in the tab, not in the page: never a block
+            if not self.title:
+                self.title_depth = self.open_tags.size()
+                self.title_text.clear()
+            self.invisible += 1
+            return
+        answer = _names_answer(&names) if has_attributes and not kind & NEVER_NAMED else 0
+        named = answer & NAMED_FURNITURE
+        ad = answer & NAMED_AD and not kind & NEVER_AD
+        if ad:
+            kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
+        if kind & SEPARATOR and not ad:
+            self.flush()
+        elif named or ad or kind & BLOCK or self.open_tags.size() == 1:  # (the root is always one)
+            self.open_block(self.tag_names[tag], kind, named, ad, &names)
+        if kind & LINK:
+            self.in_link += 1
+        self.reading = True
+
+    cdef void characters(self, const char* text, size_t length):
+        """Text (any event source; several pieces may make one run)."""
+        if self.reading:
+            self.run.append(text, length)
+        if self.title_depth:
+            self.title_text.append(text, length)
+
+    cdef void end(self) except *:
+        """The innermost open element ends (any event source)."""
+        self.end_run()
+        cdef size_t depth = self.open_tags.size()
+        cdef int kind = self.tag_kinds[self.open_tags.back()]
+        self.open_tags.pop_back()
+        if kind & HEAD:
+            self.in_head -= 1
+        if depth == self.title_depth:
+            self.title = PyUnicode_DecodeUTF8(self.title_text.data(), self.title_text.size(), NULL).strip()
+            self.title_depth = 0
+        if kind & EMPTY:
+            self.reading = not self.invisible
+        elif self.invisible:
+            self.invisible -= 1
+            self.reading = not self.invisible
+        else:
+            if self.open_blocks.back().depth == depth:
+                self.close_block()
+            if kind & LINK:
+                self.in_link -= 1
+            self.reading = True
+        if depth == 1:  # the root: the walk is over, its tail is not the page's
+            self.done = True
+            self.reading = False
+
+    cdef void end_run(self) except *:
+        """The text since the last event, read as one run unless only whitespace."""
+        if self.run.empty():
+            return
+        cdef bint blank = _ascii_space(self.run.c_str())
+        if not blank:
+            piece = PyUnicode_DecodeUTF8(self.run.data(), self.run.size(), NULL)
+            if not piece.isspace():
+                self.add(piece)
+        self.run.clear()
+
+    cdef void fail(self, BaseException error):
+        """An event raised (fed by the parser, which cannot take exceptions): the walk stops, ``parse`` raises."""
+        if self.error is None:
+            self.error = error
+        self.done = True
+
+    # -- what the events make ------------------------------------------------------------------------
+
+    cdef int tag_id(self, const xmlChar* name, str tag) except -1:
+        """The id of the tag named ``name`` (``tag``: its name as lxml gives it, when not that; a name's
+        answer is remembered by its pointer), and its kind worked out on its first element in this walk."""
+        if tag is None:
+            found = self.ids_by_pointer.find(<size_t>name)
+            if found != self.ids_by_pointer.end():
+                return deref(found).second
+            tag = (<const char*>name).decode("utf-8")
         number = self.tag_ids.get(tag)
         if number is None:
             number = len(self.tag_names)
@@ -202,8 +331,8 @@ cdef class _Walk:
             self.tag_names.append(tag)
             self.tag_kinds.push_back(_kind(tag))
             self.tag_weights.push_back(0.0)
-        if element.type == tree.XML_ELEMENT_NODE:  # names of other nodes are not per tag
-            self.ids_by_pointer[<size_t>element.name] = number
+        if name != NULL:
+            self.ids_by_pointer[<size_t>name] = number
         return number
 
     cdef void weigh(self, int tag) except *:
@@ -235,12 +364,6 @@ cdef class _Walk:
                 self.prose.append(piece)
         self.counts[1 if self.in_link else 0] += len(piece)
 
-    cdef void add_run(self, xmlNode* first) except *:
-        """Adds the text nodes from ``first`` on (an element's text, or its tail) unless only whitespace."""
-        piece = _text_run(first)
-        if piece and not piece.isspace():
-            self.add(piece)
-
     cdef void flush(self) except *:
         """Ends the block being read, when it holds anything."""
         if not (self.text or self.links):
@@ -269,7 +392,7 @@ cdef class _Walk:
         cdef int number = self.open_blocks.back().number
         return self.nodes[number] if number >= 0 else self.outside
 
-    cdef void open_block(self, xmlNode* element, str tag, int kind, bint named, bint ad, Names* names) except *:
+    cdef void open_block(self, str tag, int kind, bint named, bint ad, Names* names) except *:
         cdef Node outer = self.owner()
         outer.leaf = False
         self.flush()
@@ -285,7 +408,7 @@ cdef class _Walk:
         node.chars, node.link_chars = self.counts[0], self.counts[1]  # at the start; what is inside once it ends
         node.leaf = True
         self.nodes.append(node)
-        self.open_blocks.push_back(Open(element, number))
+        self.open_blocks.push_back(Open(self.open_tags.size(), number))
 
     cdef void close_block(self) except *:
         self.flush()
@@ -295,104 +418,27 @@ cdef class _Walk:
         node.chars = self.counts[0] - node.chars
         node.link_chars = self.counts[1] - node.link_chars
 
-    cdef void start(self, xmlNode* element) except *:
-        cdef int tag = self.tag_id(element)
-        cdef int kind = self.tag_kinds[tag]
-        cdef Names names
-        self.weigh(tag)
-        if kind & EMPTY:  # no text of its own: only its tail counts
-            if kind & HEAD_LINK and self.canonical_link is None:
-                self.read_head_link(element)
-            return
-        if self.invisible or kind & INVISIBLE:
-            self.invisible += 1
-            return
-        _read_names(element, &names)
-        if element.properties != NULL and _is_hidden(&names):
-            self.invisible += 1
-            return
-        if kind & TITLE:  # shown in the tab, not in the page: never a block
-            if not self.title:
-                self.title = _all_text(element).strip()
-            self.invisible += 1
-            return
-        answer = _names_answer(&names) if element.properties != NULL and not kind & NEVER_NAMED else 0
-        named = answer & NAMED_FURNITURE
-        ad = answer & NAMED_AD and not kind & NEVER_AD
-        if ad:
-            kind |= FURNITURE  # as nav or aside: never read inside the main content, however leniently
-        if kind & SEPARATOR and not ad:
-            self.flush()
-        elif named or ad or kind & BLOCK or element == self.root:
-            self.open_block(element, self.tag_names[tag], kind, named, ad, &names)
-        if kind & LINK:
-            self.in_link += 1
-        self.add_run(element.children)
-
-    cdef void read_head_link(self, xmlNode* element) except *:
+    cdef void read_head_link(self, int tag, Attributes* attributes) except *:
         """A ``<base href>`` or a ``<link rel="canonical" href>`` inside ``<head>`` (where browsers and search
         engines read them): the first of each, the base only when it comes before the link."""
-        if not _in_head(element):
-            return
         cdef const char* href = NULL
         cdef const char* rel = NULL
-        cdef xmlAttr* attribute = element.properties
-        while attribute != NULL:
-            if attribute.ns == NULL and strcmp(<const char*>attribute.name, "href") == 0:
-                href = _attribute_value(attribute)
-            elif attribute.ns == NULL and strcmp(<const char*>attribute.name, "rel") == 0:
-                rel = _attribute_value(attribute)
-            attribute = attribute.next
+        cdef const char* name
+        cdef const char* value
+        cdef Attributes reader = attributes[0]
+        while _next_attribute(&reader, &name, &value):
+            if strcmp(name, "href") == 0:
+                href = value
+            elif strcmp(name, "rel") == 0:
+                rel = value
         if href == NULL:
             return
-        if strcmp(<const char*>element.name, "base") == 0:
+        if self.tag_names[tag] == "base":
             if self.base_href is None:
                 self.base_href = _value(href).strip() or None
         elif rel != NULL and strlen(rel) >= 9 and "canonical" in _value(rel).lower().split():
-            if value := _value(href).strip():
-                self.canonical_link = (self.base_href, value)
-
-    cdef void end(self, xmlNode* element) except *:
-        cdef int kind = self.tag_kinds[self.open_tags.back()]
-        self.open_tags.pop_back()
-        if kind & EMPTY:
-            if not self.invisible:
-                self.add_run(element.next)
-            return
-        if self.invisible:
-            self.invisible -= 1
-            if self.invisible:
-                return
-        else:
-            if self.open_blocks.back().element == element:
-                self.close_block()
-            if kind & LINK:
-                self.in_link -= 1
-        if element != self.root:
-            self.add_run(element.next)
-
-    cdef void walk(self) except *:
-        """Start and end events in document order, as ``lxml.etree.iterwalk`` gives them."""
-        cdef xmlNode* node = self.root
-        cdef xmlNode* child
-        while True:
-            self.elements += 1
-            if self.max_elements and self.elements > self.max_elements:
-                return  # the caller sees elements > max_elements: a page too big to read
-            self.start(node)
-            child = _first_visited(node.children) if node.type == tree.XML_ELEMENT_NODE else NULL
-            if child != NULL:
-                node = child
-                continue
-            while True:
-                self.end(node)
-                if node == self.root:
-                    return
-                child = _first_visited(node.next)
-                if child != NULL:
-                    node = child
-                    break
-                node = node.parent
+            if link := _value(href).strip():
+                self.canonical_link = (self.base_href, link)
 
     cdef dict structure(self):
         found = {}
@@ -403,6 +449,17 @@ cdef class _Walk:
             found[feature] = found.get(feature, 0.0) + self.pair_weights[key]
         return found
 
+    cdef tuple result(self):
+        """``read``'s and ``parse``'s answer."""
+        if self.max_elements and self.elements > self.max_elements:
+            return "", [], [], {}, self.elements, 0, 0, self.canonical_link
+        self.end_run()
+        self.flush()
+        return (self.title, self.blocks, self.nodes, self.structure(), self.elements, self.block_chars[0],
+                self.block_chars[1], self.canonical_link)
+
+
+# -- a tree as events --------------------------------------------------------------------------------
 
 def read(_Element root, double decay, long max_elements=0):
     """``(title, blocks, nodes, structure, elements, text_chars, link_chars, canonical_link)`` of the tree
@@ -411,16 +468,42 @@ def read(_Element root, double decay, long max_elements=0):
     those inside node ``n`` are numbered ``n + 1`` to ``nodes[n].end - 1``.  ``elements``: how many the
     walk visited; with ``max_elements`` (above 0) it stops after that many, and the rest is unusable."""
     cdef _Walk walk = _Walk()
-    walk.root = root._c_node
     walk.decay = decay
     walk.max_elements = max_elements
-    walk.open_blocks.push_back(Open(NULL, -1))  # outside any block-level element
-    walk.walk()
-    if max_elements and walk.elements > max_elements:
-        return "", [], [], {}, walk.elements, 0, 0, walk.canonical_link
-    walk.flush()
-    return (walk.title, walk.blocks, walk.nodes, walk.structure(), walk.elements, walk.block_chars[0],
-            walk.block_chars[1], walk.canonical_link)
+    _walk_tree(walk, root._c_node)
+    return walk.result()
+
+
+cdef void _walk_tree(_Walk walk, xmlNode* root) except *:
+    """The tree's events in document order, as ``lxml.etree.iterwalk`` gives them: start and end of each
+    element (comments and processing instructions too, as ``#node``), the text runs between them."""
+    cdef xmlNode* node = root
+    cdef xmlNode* child
+    cdef Attributes attributes
+    attributes.pairs = NULL
+    while True:
+        attributes.listed = node.properties if node.type == tree.XML_ELEMENT_NODE else NULL
+        walk.start(walk.tag_id(node.name, None) if _is_plain_element(node) else walk.tag_id(NULL, _tag(node)),
+                   &attributes)
+        if walk.done:
+            return
+        child = NULL
+        if node.type == tree.XML_ELEMENT_NODE:
+            _text_run(walk, node.children)
+            child = _first_visited(node.children)
+        if child != NULL:
+            node = child
+            continue
+        while True:
+            walk.end()
+            if node == root:
+                return
+            _text_run(walk, node.next)
+            child = _first_visited(node.next)
+            if child != NULL:
+                node = child
+                break
+            node = node.parent
 
 
 cdef inline bint _visited(xmlNode* node):
@@ -434,6 +517,11 @@ cdef inline xmlNode* _first_visited(xmlNode* node):
     return node
 
 
+cdef inline bint _is_plain_element(xmlNode* node):
+    """An element without a namespace: its tag is its name (the pointer can stand for it)."""
+    return node.type == tree.XML_ELEMENT_NODE and node.ns == NULL
+
+
 cdef str _tag(xmlNode* element):
     """The tag as lxml names it (comments and processing instructions: ``#node``)."""
     if element.type != tree.XML_ELEMENT_NODE:
@@ -445,24 +533,15 @@ cdef str _tag(xmlNode* element):
 
 
 cdef int _kind(str tag):
+    local = tag.rpartition("}")[2]  # (a namespaced element's name)
     return (
         (INVISIBLE if tag in INVISIBLE_TAGS else 0) | (FURNITURE if tag in FURNITURE_TAGS else 0)
         | (BLOCK if tag in BLOCK_TAGS else 0) | (SEPARATOR if tag in SEPARATOR_TAGS else 0)
         | (EMPTY if tag in EMPTY_TAGS else 0) | (LINK if tag == "a" else 0)
         | (NEVER_NAMED if tag in ("a", "body") else 0) | (TITLE if tag == "title" else 0)
         | (NEVER_AD if tag in ("html", "body", "main", "article") else 0)
-        | (HEAD_LINK if tag in ("link", "base") else 0)
+        | (HEAD_LINK if tag in ("link", "base") else 0) | (HEAD if local == "head" else 0)
     )
-
-
-cdef bint _in_head(xmlNode* element):
-    """Is the element inside a ``<head>``?"""
-    cdef xmlNode* node = element.parent
-    while node != NULL and node.type == tree.XML_ELEMENT_NODE:
-        if strcmp(<const char*>node.name, "head") == 0:
-            return True
-        node = node.parent
-    return False
 
 
 cdef inline bint _is_text(xmlNode* node):
@@ -473,34 +552,15 @@ cdef inline bint _is_skipped(xmlNode* node):
     return node.type == tree.XML_XINCLUDE_START or node.type == tree.XML_XINCLUDE_END
 
 
-cdef object _text_run(xmlNode* node):
-    """The text of the text nodes from ``node`` on, as lxml's ``.text`` / ``.tail`` (None: none).
-    Runs of ASCII whitespace (most of them: indentation) come back as ``""``, never decoded."""
-    cdef xmlNode* first = _next_text(node)
-    if first == NULL:
-        return None
-    cdef xmlNode* second = _next_text(first.next)
-    cdef const char* content = _content(first)
-    if second == NULL:  # one node, nearly always: its text as it is
-        return "" if _ascii_space(content) else PyUnicode_DecodeUTF8(content, strlen(content), NULL)
-    cdef bytes joined = content
-    while second != NULL:
-        joined += _content(second)
-        second = _next_text(second.next)
-    return "" if _ascii_space(joined) else PyUnicode_DecodeUTF8(joined, len(joined), NULL)
-
-
-cdef inline xmlNode* _next_text(xmlNode* node):
-    """``node`` if it is a text node, past lxml's skipped nodes; else NULL (the run has ended)."""
-    while node != NULL and _is_skipped(node):
+cdef void _text_run(_Walk walk, xmlNode* node):
+    """The text nodes from ``node`` on (lxml's ``.text`` or ``.tail``), up to the next other node."""
+    while node != NULL:
+        if _is_text(node):
+            if node.content != NULL:
+                walk.characters(<const char*>node.content, strlen(<const char*>node.content))
+        elif not _is_skipped(node):
+            return
         node = node.next
-    return node if node != NULL and _is_text(node) else NULL
-
-
-cdef inline const char* _content(xmlNode* node):
-    if node.content == NULL:
-        return b""
-    return <const char*>node.content
 
 
 cdef inline bint _ascii_space(const char* text):
@@ -511,55 +571,188 @@ cdef inline bint _ascii_space(const char* text):
     return True
 
 
-cdef str _all_text(xmlNode* element):
-    """Every text inside ``element``, as ``"".join(element.itertext())``."""
-    parts = []
-    cdef xmlNode* node = element.children
-    while node != NULL and node != element:
-        if _is_text(node):
-            parts.append(PyUnicode_DecodeUTF8(<const char*>node.content, strlen(<const char*>node.content), NULL)
-                         if node.content != NULL else "")
-        if node.type == tree.XML_ELEMENT_NODE and node.children != NULL:
-            node = node.children
-            continue
-        while node.next == NULL and node.parent != element:
-            node = node.parent
-        node = node.next
-    return "".join(parts)
+
+# -- the parser as events ----------------------------------------------------------------------------
+
+cdef extern from "libxml/parser.h":
+    ctypedef struct xmlError
+    ctypedef struct xmlParserCtxt
+    ctypedef void (*startElementSAXFunc)(void* ctx, const xmlChar* name, const xmlChar** atts) noexcept
+    ctypedef void (*endElementSAXFunc)(void* ctx, const xmlChar* name) noexcept
+    ctypedef void (*charactersSAXFunc)(void* ctx, const xmlChar* ch, int length) noexcept
+    ctypedef void (*xmlStructuredErrorFunc)(void* data, const xmlError* error) noexcept
+    ctypedef struct xmlSAXHandler:
+        startElementSAXFunc startElement
+        endElementSAXFunc endElement
+        charactersSAXFunc characters
+        charactersSAXFunc cdataBlock
+        charactersSAXFunc ignorableWhitespace
+        xmlStructuredErrorFunc serror
+        unsigned int initialized
+    unsigned int XML_SAX2_MAGIC
+
+cdef extern from "dlfcn.h":
+    void* dlopen(const char* path, int flags)
+    void* dlsym(void* handle, const char* name)
+    int RTLD_NOW, RTLD_NOLOAD
+
+ctypedef xmlParserCtxt* (*NewContext)(const xmlSAXHandler* sax, void* data) noexcept
+ctypedef void* (*ReadMemory)(xmlParserCtxt* context, const char* text, int size, const char* url,
+                             const char* encoding, int options) noexcept
+ctypedef void (*ParserCall)(xmlParserCtxt* context) noexcept
+ctypedef void (*FreeDocument)(void* document) noexcept
+
+#: lxml's HTML parser options as ``pipelines.document`` sets them: recover, no network, compact (a tree's
+#: text nodes: nothing here), huge (text over 10 MB, trees deeper than 256).
+cdef int PARSE_OPTIONS = 1 | (1 << 11) | (1 << 16) | (1 << 19)
+cdef NewContext _new_context = NULL
+cdef ReadMemory _read_memory = NULL
+cdef ParserCall _free_context = NULL
+cdef ParserCall _stop_parser = NULL
+cdef FreeDocument _free_document = NULL
 
 
-cdef void _read_names(xmlNode* element, Names* names):
-    names.class_ = names.id_ = names.role = names.style = names.aria_hidden = names.aria_label = NULL
-    names.hidden = names.ad_data = False
-    cdef xmlAttr* attribute = element.properties
-    cdef const char* name
-    while attribute != NULL:
+def _link_parser():
+    """Find libxml2's parser functions in the lxml that is loaded (its own libxml2, static or shared):
+    the parse is then lxml's, without its tree.  False when they cannot be found (then ``parse`` is not
+    used)."""
+    global _new_context, _read_memory, _free_context, _stop_parser, _free_document
+    import lxml.etree
+
+    handle = dlopen(lxml.etree.__file__.encode(), RTLD_NOW | RTLD_NOLOAD)
+    if handle == NULL:
+        return False
+    _new_context = <NewContext>dlsym(handle, "htmlNewSAXParserCtxt")
+    _read_memory = <ReadMemory>dlsym(handle, "htmlCtxtReadMemory")
+    _free_context = <ParserCall>dlsym(handle, "htmlFreeParserCtxt")
+    _stop_parser = <ParserCall>dlsym(handle, "xmlStopParser")
+    _free_document = <FreeDocument>dlsym(handle, "xmlFreeDoc")
+    return not (_new_context == NULL or _read_memory == NULL or _free_context == NULL or _stop_parser == NULL
+                or _free_document == NULL)
+
+
+#: Can ``parse`` run (libxml2's parser found in the loaded lxml)?
+PARSER_LINKED = _link_parser()
+
+
+def parse(bytes utf8, double decay, long max_elements=0):
+    """What ``read`` gives of the tree ``lxml.etree.fromstring(utf8)`` would build with
+    ``pipelines.document``'s parser (UTF-8 bytes), the parser's events walked as they come, without a
+    tree; None when that tree would have no root (no element at all)."""
+    if not PARSER_LINKED:
+        raise RuntimeError("libxml2's parser was not found in lxml (treewalk.PARSER_LINKED is False)")
+    cdef _Walk walk = _Walk()
+    walk.decay = decay
+    walk.max_elements = max_elements
+    cdef xmlSAXHandler handler
+    memset(&handler, 0, sizeof(handler))
+    handler.startElement = _parser_start
+    handler.endElement = _parser_end
+    handler.characters = _parser_characters
+    handler.cdataBlock = _parser_characters  # (lxml turns CDATA off: script text comes as characters)
+    handler.ignorableWhitespace = _parser_characters  # (lxml keeps blanks: never called)
+    handler.serror = _parser_error
+    handler.initialized = XML_SAX2_MAGIC
+    cdef xmlParserCtxt* context = _new_context(&handler, <void*>walk)
+    if context == NULL:
+        raise MemoryError()
+    walk.parser = context
+    try:
+        document = _read_memory(context, utf8, len(utf8), NULL, "utf-8", PARSE_OPTIONS)
+        if document != NULL:  # (no start of document handler: none is built)
+            _free_document(document)
+    finally:
+        _free_context(context)
+        walk.parser = NULL
+    if walk.error is not None:
+        raise walk.error
+    if walk.elements == 0:
+        return None
+    return walk.result()
+
+
+cdef void _parser_start(void* data, const xmlChar* name, const xmlChar** pairs) noexcept:
+    cdef _Walk walk = <_Walk>data
+    cdef Attributes attributes
+    if walk.done:
+        return
+    attributes.listed = NULL
+    attributes.pairs = pairs
+    try:
+        walk.start(walk.tag_id(name, None), &attributes)
+    except BaseException as error:
+        walk.fail(error)
+    if walk.done:
+        _stop_parser(<xmlParserCtxt*>walk.parser)
+
+
+cdef void _parser_end(void* data, const xmlChar* name) noexcept:
+    cdef _Walk walk = <_Walk>data
+    if walk.done:
+        return
+    try:
+        walk.end()
+    except BaseException as error:
+        walk.fail(error)
+    if walk.done:
+        _stop_parser(<xmlParserCtxt*>walk.parser)
+
+
+cdef void _parser_characters(void* data, const xmlChar* text, int length) noexcept:
+    cdef _Walk walk = <_Walk>data
+    if not walk.done:
+        walk.characters(<const char*>text, length)
+
+
+cdef void _parser_error(void* data, const xmlError* error) noexcept:
+    """The parser's complaints about the HTML: lxml keeps them in a log, the walk needs none."""
+
+
+cdef const char* _NO_VALUE = ""
+
+
+cdef inline bint _next_attribute(Attributes* reader, const char** name, const char** value):
+    """The next attribute without a namespace: its name and value (``""`` for an attribute without one)."""
+    cdef xmlAttr* attribute
+    while reader.listed != NULL:
+        attribute = reader.listed
+        reader.listed = attribute.next
         if attribute.ns == NULL:
-            name = <const char*>attribute.name
-            if strcmp(name, "class") == 0:
-                names.class_ = _attribute_value(attribute)
-            elif strcmp(name, "id") == 0:
-                names.id_ = _attribute_value(attribute)
-            elif strcmp(name, "role") == 0:
-                names.role = _attribute_value(attribute)
-            elif strcmp(name, "style") == 0:
-                names.style = _attribute_value(attribute)
-            elif strcmp(name, "aria-hidden") == 0:
-                names.aria_hidden = _attribute_value(attribute)
-            elif strcmp(name, "hidden") == 0:
-                names.hidden = True
-            elif strcmp(name, "aria-label") == 0:
-                names.aria_label = _attribute_value(attribute)
-            elif strncmp(name, "data-ad", 7) == 0 and not names.ad_data:  # the pattern's names all start so
-                names.ad_data = AD_DATA.match(_value(name + 5)) is not None
-        attribute = attribute.next
+            name[0] = <const char*>attribute.name
+            value[0] = _NO_VALUE  # or its one text node, as the HTML parser leaves it
+            if attribute.children != NULL and attribute.children.content != NULL:
+                value[0] = <const char*>attribute.children.content
+            return True
+    if reader.pairs != NULL and reader.pairs[0] != NULL:
+        name[0] = <const char*>reader.pairs[0]
+        value[0] = <const char*>reader.pairs[1] if reader.pairs[1] != NULL else _NO_VALUE
+        reader.pairs += 2
+        return True
+    return False
 
 
-cdef inline const char* _attribute_value(xmlAttr* attribute):
-    """An attribute's value as the HTML parser leaves it: one text node, or none (``""``)."""
-    if attribute.children == NULL or attribute.children.content == NULL:
-        return ""
-    return <const char*>attribute.children.content
+cdef void _read_names(Attributes* attributes, Names* names):
+    memset(names, 0, sizeof(Names))
+    cdef Attributes reader = attributes[0]
+    cdef const char* name
+    cdef const char* value
+    while _next_attribute(&reader, &name, &value):
+        if strcmp(name, "class") == 0:
+            names.class_ = value
+        elif strcmp(name, "id") == 0:
+            names.id_ = value
+        elif strcmp(name, "role") == 0:
+            names.role = value
+        elif strcmp(name, "style") == 0:
+            names.style = value
+        elif strcmp(name, "aria-hidden") == 0:
+            names.aria_hidden = value
+        elif strcmp(name, "hidden") == 0:
+            names.hidden = True
+        elif strcmp(name, "aria-label") == 0:
+            names.aria_label = value
+        elif strncmp(name, "data-ad", 7) == 0 and not names.ad_data:  # the pattern's names all start so
+            names.ad_data = AD_DATA.match(_value(name + 5)) is not None
 
 
 cdef inline object _value(const char* value):

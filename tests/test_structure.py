@@ -1,16 +1,17 @@
-"""Structure features: depth decay, summing, deep trees, real templates."""
+"""Structure features: depth decay, summing, deep trees, real templates; the walk's two event sources."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipelines import Fingerprinter, hamming
-from pipelines.document import load
-from pipelines.structure import structure_features
-
 import lxml.etree
 
-from .pages import NESTING_TAGS, deeply_nested, real_page
+from pipelines import Fingerprinter, hamming, treewalk
+from pipelines.document import load, prepared, tree
+from pipelines.structure import structure_features
+from tools.fingerprint_reference import shared_pages
+
+from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page
 
 
 def features(html: str, decay: float = 0.45) -> dict[str, float]:
@@ -67,3 +68,73 @@ def test_same_template_is_near_and_other_sites_are_far() -> None:
 
 def test_too_few_elements_gives_no_structure_fingerprint() -> None:
     assert Fingerprinter().fingerprint("<html><body><p>hi</p></body></html>").structure is None
+
+
+def _reading(found: tuple | None) -> tuple | None:
+    """Everything a walk gives, as plain values (blocks and nodes field by field)."""
+    if found is None:
+        return None
+    title, blocks, nodes, structure, elements, text_chars, link_chars, canonical = found
+    block_fields = ("text", "link_text", "prose", "own", "owner", "tag_furniture", "named_furniture", "ad", "leaf")
+    node_fields = ("tag", "class_", "id_", "parent", "tag_furniture", "named_furniture", "ad", "chars", "link_chars",
+                   "end", "leaf")
+    return (title, [tuple(getattr(b, f) for f in block_fields) for b in blocks],
+            [tuple(getattr(n, f) for f in node_fields) for n in nodes], structure, elements, text_chars, link_chars,
+            canonical)
+
+
+def _both_readings(html: bytes | str, max_elements: int = 200_000) -> tuple[tuple | None, tuple | None]:
+    """A page read from the parser's events and from the tree lxml builds of the same bytes."""
+    utf8 = prepared(html, 1 << 30).utf8
+    root = tree(utf8)
+    from_tree = _reading(treewalk.read(root, 0.45, max_elements)) if root is not None else None
+    return _reading(treewalk.parse(utf8, 0.45, max_elements)), from_tree
+
+
+def test_the_parser_s_events_read_every_shared_page_as_its_tree_reads() -> None:
+    """The fingerprint walks libxml2's events without building lxml's tree: the same title, blocks,
+    elements, structure and canonical link as the walk of the tree, on every shared page."""
+    assert treewalk.PARSER_LINKED
+    pages = differ = 0
+    for name, html in shared_pages(SHARED_DATA):
+        if prepared(html, 1 << 30).utf8 is None:
+            continue
+        pages += 1
+        from_events, from_tree = _both_readings(html)
+        if from_events != from_tree:
+            differ += 1
+    assert pages > 5_000
+    assert differ == 0
+
+
+@pytest.mark.parametrize("html", [
+    "<html><body><p>a</p></body></html><p>after the root</p><div>more</div>",  # a second root, never read
+    "<!DOCTYPE html><html><head><title>t</title></head><body>x</body></html><p>b</p>",
+    "just text, no element",  # implied html, body, p
+    "<title>one</title><title>two</title><p>" + "word " * 40,  # the first title only
+    "<p>a<!-- a comment -->b <?pi x?>c</p>",  # removed by the parser: one run of text
+    "<html><head><base href='/b/'><link rel='canonical' href='c'></head><body><p>x</p></body></html>",
+    "<div hidden>unseen<p>inside</p></div>tail <a href=x>link <b>bold</b></a> &amp; &#x41; &nosuch; end",
+    "<p>" + "word " * 2_000 + "a NUL\x00 after the first 8 KB</p>",  # (before them: not HTML)
+    "<table><tr><td>cell<td>cell</table><ul><li>one<li>two</ul><p>open <p>second",
+    "<script>if (a < b) { document.write('<p>x</p>') }</script><style>p{}</style><textarea><b>raw</b></textarea>",
+    "<svg><title>not the page's</title></svg><select><option>o</option></select><br><img alt=x>after",
+    "<div " + " ".join(f"a{n}='{n}'" for n in range(500)) + " class='sidebar'><p>names</p></div>",
+])
+def test_the_parser_s_events_and_the_tree_agree_on_odd_markup(html: str) -> None:
+    from_events, from_tree = _both_readings(html)
+    assert from_events == from_tree
+
+
+def test_the_parser_stops_where_the_walk_stops_at_its_element_limit() -> None:
+    from_events, from_tree = _both_readings(deeply_nested(5_000), max_elements=1_000)
+    assert from_events == from_tree
+    assert from_events[4] == 1_001  # stopped after the limit: the page is too big to read
+
+
+def test_without_libxml2_s_parser_in_lxml_a_page_is_read_through_the_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = real_page("newspaper-syracuse.com1")
+    linked = Fingerprinter(keep_text=True).fingerprint(html)
+    monkeypatch.setattr(treewalk, "PARSER_LINKED", False)
+    assert Fingerprinter(keep_text=True).fingerprint(html) == linked
+    assert Fingerprinter().fingerprint("<!-- nothing but a comment -->").problem == "empty_html"
