@@ -436,9 +436,14 @@ class SimhashDedupPipeline:
         if (row := self._unconfirmed.pop(id(item), None)) is not None:
             self.store.confirm(row)  # type: ignore[attr-defined]
 
-    def _item_lost(self, item: Any, **_: Any) -> None:
-        """``item_dropped`` / ``item_error`` after this pipeline kept it: it does not make its page written."""
+    def _item_lost(self, item: Any, exception: BaseException | None = None, **_: Any) -> None:
+        """``item_dropped`` / ``item_error`` after this pipeline kept it: it does not make its page written.
+        A drop of ours loses its traceback here: Scrapy's frame that handled it keeps the exception (in its
+        log arguments) and the traceback keeps that frame, a reference cycle holding the item and its
+        response until the garbage collector runs (a full collection every few hundred drops)."""
         self._unconfirmed.pop(id(item), None)
+        if isinstance(exception, (SimhashDuplicate, SimhashUnchecked)):
+            exception.__traceback__ = None
 
     def _flush_feeds(self) -> None:
         """Push what the feed exports hold in memory to their files before pages are written to the

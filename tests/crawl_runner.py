@@ -8,6 +8,7 @@ first is fixed.  ScrapyDeprecationWarning is an error here as in the tests.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -131,6 +132,8 @@ def main(config_path: str, result_path: str) -> None:
             "content_distance": match.content_distance, "structure_distance": match.structure_distance,
         })
 
+    if config.get("keep_garbage"):  # what the collector finds unreachable is kept, to be counted at the end
+        gc.set_debug(gc.DEBUG_SAVEALL)
     process = CrawlerProcess({**BASE_SETTINGS, **config["settings"]})
     spider = InOrderSpider if "spider_name" not in config else type(
         "NamedSpider", (InOrderSpider,), {"name": config["spider_name"]})
@@ -143,8 +146,10 @@ def main(config_path: str, result_path: str) -> None:
     )
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
+    gc.collect()
+    garbage = sorted({type(thing).__name__ for thing in gc.garbage})  # (only with keep_garbage)
     Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats,
-                                                   "canonical": canonical}))
+                                                   "canonical": canonical, "garbage": garbage}))
 
 
 if __name__ == "__main__":

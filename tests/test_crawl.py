@@ -61,6 +61,17 @@ def assert_expected_drops(result: dict, paths: list[str], base_url: str) -> None
     assert "log_count/ERROR" not in stats, result["log"][-3000:]
 
 
+def test_a_dropped_item_leaves_no_reference_cycle_holding_its_response(site: tuple[Path, str], crawl: Callable) -> None:
+    """Scrapy keeps a drop's exception in the frame that logged it, and the exception's traceback keeps that
+    frame: each dropped item and its response (the page's HTML) waited for the garbage collector, whose full
+    collections then cost the crawl ~0.15 ms a page.  The filter's drops carry no traceback out."""
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    result = crawl([base_url + p for p in paths], {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}, keep_garbage=True)
+    assert_expected_drops(result, paths, base_url)
+    assert not {"SimhashDuplicate", "HtmlResponse", "traceback"} & set(result["garbage"])
+
+
 def test_crawl_with_only_the_pipeline_enabled(site: tuple[Path, str], crawl: Callable) -> None:
     root, base_url = site
     paths = write_known_duplicates(root)
