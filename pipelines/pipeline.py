@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Coroutine, MutableMapping
+from collections import OrderedDict, deque
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
 from scrapy.utils.project import data_path
 
 from .canonical import CanonicalUrls, declared_in_header
@@ -28,7 +29,7 @@ from .settings import DedupSettings
 from .startup import crawl_settings, refuse, shadowed_module
 from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .urlrules import KnownUrls, RuleBook
-from .workers import ArrivalOrder, FingerprintPool, RecentPages
+from .workers import FingerprintPool, RecentPages
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -123,7 +124,7 @@ class SimhashDedupPipeline:
         self._started = time.time()
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once
-        self._order = ArrivalOrder()  # decisions in the pages' order of arrival
+        self._arrived: deque[PageDecision] = deque()  # pages not decided yet, in their order of arrival
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
         self._store_down = False  # the Redis store failed and has not answered since
@@ -266,16 +267,22 @@ class SimhashDedupPipeline:
     async def process_item(self, item: Any) -> Any:
         adapter = ItemAdapter(item)
         decision = self._assigned_page(item)
-        page = await decision.verdict() if decision is not None else None
-        if page is None:
+        if decision is None:
             url = str(adapter.get(self.settings.url_field) or "")
             html = adapter.get(self.settings.html_field)
             if html is None:
                 self._count("no_html", url)
                 self._warn_if_no_html()
                 return item
-            page = await self._item_pages.page(html, lambda: self._decide(url, html))
+            decision = self._item_pages.page(html, lambda: self._begin_item_page(url, html))
+        page = decision.made or await decision.verdict()  # no wait when it is made: no other item runs between
         return self._pass_or_drop(item, adapter, page)
+
+    def _begin_item_page(self, url: str, html: Any) -> PageDecision:
+        """The item route: a page whose HTML an item carries."""
+        page = PageDecision(url)
+        self._begin(page, html)
+        return page
 
     def _warn_if_no_html(self) -> None:
         """The first ``NO_HTML_WARNING`` items had no HTML and no page was handed over: nothing is being
@@ -310,9 +317,9 @@ class SimhashDedupPipeline:
         and the ``Content-Type`` it came with; its items and links await the verdict."""
         content_type = response.headers.get(b"Content-Type")
         links = response.headers.getlist(b"Link") if self.canonicals is not None else []
-        return PageDecision.started(self._decide(response.url, response.body,
-                                                 content_type.decode("latin-1") if content_type is not None else None,
-                                                 declared_in_header(links) if links else None))
+        page = PageDecision(response.url, declared_in_header(links) if links else None)
+        self._begin(page, response.body, content_type.decode("latin-1") if content_type is not None else None)
+        return page
 
     def assign(self, item: Any, page: PageDecision) -> None:
         """``item`` belongs to ``page`` (being decided for the page middleware): the pipeline takes its
@@ -325,34 +332,87 @@ class SimhashDedupPipeline:
         held = self._assigned.pop(id(item), None)
         return held[1] if held is not None and held[0] is item else None
 
-    async def _decide(self, url: str, html: Any, content_type: str | None = None,
-                      declared: str | None = None) -> PageVerdict:
-        """Fingerprint the page and check it against the store, in the order pages arrived; then count,
-        log and learn from the verdict, and name a kept page (``declared``: the canonical URL its
-        response's ``Link`` header gives)."""
-        turn = self._order.take()
+    def _begin(self, page: PageDecision, html: Any, content_type: str | None = None) -> None:
+        """Start fingerprinting the page (in a worker process, or at once when it is known by its bytes or
+        cannot be fingerprinted); it is decided in its turn (``_decide_in_turn``)."""
+        self._count("checked")
+        self._arrived.append(page)
+        if not isinstance(html, (str, bytes)):
+            self._count("not_html", page.url)
+            self._fingerprinted(None, page)
+            return
+        known = self._recent.fingerprint(RecentPages.key(html, content_type),
+                                         lambda: self.fingerprints.fingerprint(html, page.url, content_type))
+        known.addBoth(self._fingerprinted, page)
+
+    def _fingerprinted(self, result: tuple[Fingerprint, bool] | Failure | None, page: PageDecision) -> None:
+        """The page's fingerprint is ready (``None``: nothing to compare; a failure: kept, counted): counted,
+        and the pages whose turn it is are decided."""
+        if isinstance(result, Failure):  # a bug or an odd page must never lose the page
+            self._count("errors", page.url, exc_info=(result.type, result.value, result.getTracebackObject()))
+        elif result is not None:
+            fingerprint, known = result
+            if known:
+                self._count("same_html")
+            for outcome in outcomes(fingerprint):
+                self._count(outcome, "" if outcome == "short_text" else page.url)  # the first of each kind is logged
+            page.fingerprint = fingerprint if comparable(fingerprint) else None
+        page.fingerprinted = True
+        self._decide_in_turn()
+
+    def _decide_in_turn(self) -> None:
+        """Decide the pages whose fingerprints are ready, in the order the pages arrived, whatever order
+        their fingerprints came back in: a page of a cluster is kept because it came first, as without
+        workers (a large page fingerprinted beside a small later copy of it is still the one kept)."""
+        while self._arrived and self._arrived[0].fingerprinted:
+            self._decide(self._arrived.popleft())
+
+    def _decide(self, page: PageDecision) -> None:
+        """Check the page against the store and add it if kept, atomically (the next page is checked after
+        this one is in the store, or in the Redis batcher's queue); then settle its verdict."""
+        if page.fingerprint is None:
+            self._settle(page, PageVerdict(page.url))
+            return
         try:
-            fingerprint = await self._fingerprint(url, html, content_type)
-            await self._order.wait(turn)
-            if fingerprint is None:
-                verdict = PageVerdict(url)
-            else:
-                verdict = self._verdict(url, fingerprint, *await self._check_and_add(url, fingerprint, turn))
-        except CheckedLocally as error:  # Redis down: checked against this crawler's replica only
+            if self._batcher is not None:  # Redis: checked off the reactor thread, in batches
+                self._batcher.submit(page.url, page.fingerprint).addBoth(self._checked, page)
+                return
+            match = self.store.check_and_add(page.url, page.fingerprint)
+        except Exception as error:  # noqa: BLE001 (a bug or an odd page must never lose the page)
+            self._checked(Failure(error), page)
+            return
+        kept_at = len(self.store) - 1 if not dropped(match) and isinstance(self.store, SqliteStore) else None
+        self._settle(page, self._verdict(page.url, page.fingerprint, match, kept_at))
+
+    def _checked(self, result: Match | None | Failure, page: PageDecision) -> None:
+        """The store's answer for the page (Redis: when it comes back), or why there is none."""
+        url, fingerprint = page.url, page.fingerprint
+        if not isinstance(result, Failure):
+            if self._store_down:
+                self._store_down = False
+                logger.info("simhash_dedup: the Redis store answers again; items are checked again")
+            verdict = self._verdict(url, fingerprint, result)
+        elif isinstance(error := result.value, CheckedLocally):  # Redis down: checked against this crawler's replica
             self._store_failed(url, error)
             closed = self.settings.fail_mode == "closed"
             verdict = PageVerdict(url, unchecked=True) if closed else self._verdict(url, fingerprint, error.matches[0])
             self._count("checked_locally")
-        except StoreUnavailable as error:  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
+        elif isinstance(error, StoreUnavailable):  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self._store_failed(url, error)
             verdict = PageVerdict(url, unchecked=self.settings.fail_mode == "closed")
-        except Exception:  # a bug or an odd page must never lose the page
-            self._count("errors", url, exc_info=True)
+        else:  # a bug or an odd page must never lose the page
+            self._count("errors", url, exc_info=(result.type, error, result.getTracebackObject()))
             verdict = PageVerdict(url)
-        finally:
-            self._order.end(turn)
-        self._decided(verdict)
-        return self._named(verdict, declared)
+        self._settle(page, verdict)
+
+    def _settle(self, page: PageDecision, verdict: PageVerdict) -> None:
+        """The page is decided: counted, logged and learned from, a kept page named; its items go on."""
+        try:
+            self._decided(verdict)
+            verdict = self._named(verdict, page.declared)
+        except Exception:  # noqa: BLE001 (its items must never wait for ever)
+            self._count("errors", page.url, exc_info=True)
+        page.settle(verdict)
 
     def _verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
         recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
@@ -414,22 +474,6 @@ class SimhashDedupPipeline:
         if skip.kind == "request":
             self.store.record_alias(Alias(skip.time, skip.url, skip.because, RULE))
 
-    async def _check_and_add(self, url: str, fingerprint: Fingerprint, turn: int) -> tuple[Match | None, int | None]:
-        """Check and add, atomically; the next page's turn starts once this one is in the store's queue.
-        A page kept in the SQLite store waits there (at the row returned) for one of its items to get
-        past the later pipelines."""
-        if self._batcher is None:
-            match = self.store.check_and_add(url, fingerprint)
-            kept_at = len(self.store) - 1 if not dropped(match) and isinstance(self.store, SqliteStore) else None
-            return match, kept_at
-        answer = self._batcher.submit(url, fingerprint)
-        self._order.end(turn)
-        match = await maybe_deferred_to_future(answer)
-        if self._store_down:
-            self._store_down = False
-            logger.info("simhash_dedup: the Redis store answers again; items are checked again")
-        return match, None
-
     def _item_passed(self, item: Any, **_: Any) -> None:
         """``item_scraped``: the item got past every pipeline (and to the feed exports): its page may
         now be written to the store."""
@@ -480,20 +524,6 @@ class SimhashDedupPipeline:
         if closed:
             self._close_spider()
 
-    async def _fingerprint(self, url: str, html: Any, content_type: str | None) -> Fingerprint | None:
-        """The page's fingerprint, or ``None`` (counted) if it has nothing to compare."""
-        self._count("checked")
-        if not isinstance(html, (str, bytes)):
-            self._count("not_html", url)
-            return None
-        fingerprint, known = await self._recent.fingerprint(
-            RecentPages.key(html, content_type), lambda: self.fingerprints.fingerprint(html, url, content_type))
-        if known:
-            self._count("same_html")
-        for outcome in outcomes(fingerprint):
-            self._count(outcome, "" if outcome == "short_text" else url)  # the first of each kind is logged
-        return fingerprint if comparable(fingerprint) else None
-
     def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
         """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""
         if page.canonical is not None:
@@ -533,7 +563,7 @@ class SimhashDedupPipeline:
         elif self.settings.html_field in adapter:
             adapter[self.settings.html_field] = None
 
-    def _count(self, outcome: str, url: str = "", exc_info: bool = False) -> None:
+    def _count(self, outcome: str, url: str = "", exc_info: bool | tuple = False) -> None:
         self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}")
         if not url or outcome in self._logged:
             return
@@ -548,28 +578,18 @@ class SimhashDedupPipeline:
 
 
 class PageDecision:
-    """A page's decision, awaited by each of its items and, for the link guard, its links: the verdict
-    at once once it is made, else when it is."""
+    """A page being decided: fingerprinted (off the reactor thread), then decided in its turn; each of its
+    items, and for the link guard its links, await the verdict (at once once it is made)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("url", "declared", "fingerprint", "fingerprinted", "made", "_waiting")
+
+    def __init__(self, url: str, declared: str | None = None) -> None:
+        self.url = url
+        self.declared = declared  # the canonical URL its response's ``Link`` header gives
+        self.fingerprint: Fingerprint | None = None  # None: nothing to compare (kept)
+        self.fingerprinted = False  # its fingerprint is ready (or known not to be): its turn may come
         self.made: PageVerdict | None = None
         self._waiting: list[Deferred[PageVerdict]] = []
-
-    @classmethod
-    def started(cls, decide: Coroutine[Any, Any, PageVerdict]) -> PageDecision:
-        """The decision, made in the background (the page middleware): the callback's output goes on
-        meanwhile.  Scrapy hands a response's output to ``CONCURRENT_ITEMS`` tasks, each of which waits
-        on a queue when the output waits (100 parked tasks a page cost the crawl ~0.4 ms)."""
-        decision = cls()
-        deferred_from_coro(decision.make(decide))
-        return decision
-
-    async def make(self, decide: Coroutine[Any, Any, PageVerdict]) -> PageVerdict:
-        self.made = await decide  # never raises: a page that fails is kept (PageVerdict without fingerprint)
-        waiting, self._waiting = self._waiting, []
-        for waiter in waiting:
-            waiter.callback(self.made)
-        return self.made
 
     async def verdict(self) -> PageVerdict:
         """The page's verdict, at once if it is made."""
@@ -577,6 +597,12 @@ class PageDecision:
             return self.made
         self._waiting.append(Deferred())
         return await maybe_deferred_to_future(self._waiting[-1])
+
+    def settle(self, verdict: PageVerdict) -> None:
+        self.made = verdict
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            waiter.callback(verdict)
 
 
 class SameObjectPages:
@@ -589,18 +615,17 @@ class SameObjectPages:
         self.size = size
         self._pages: OrderedDict[int, tuple[object, PageDecision]] = OrderedDict()
 
-    async def page(self, html: object, decide: Callable[[], Coroutine[Any, Any, PageVerdict]]) -> PageVerdict:
-        """The verdict for the page whose HTML is ``html``: ``decide``-d here, in this item's turn (no
-        wait if the decision needs none), unless it is known or pending."""
+    def page(self, html: object, begin: Callable[[], PageDecision]) -> PageDecision:
+        """The decision for the page whose HTML is ``html``: known or pending, else ``begin``-ning now."""
         key = id(html)
         if (entry := self._pages.get(key)) is not None and entry[0] is html:
             self._pages.move_to_end(key)
-            return await entry[1].verdict()
-        decision = PageDecision()
+            return entry[1]
+        decision = begin()
         self._pages[key] = (html, decision)
         while len(self._pages) > self.size:
             self._pages.popitem(last=False)
-        return await decision.make(decide())
+        return decision
 
 
 def file_name(name: str) -> str:

@@ -32,13 +32,13 @@ import struct
 import subprocess
 import sys
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
@@ -248,14 +248,16 @@ class FingerprintPool:
             except WorkersCannotStart:
                 return  # logged; pages are fingerprinted here
 
-    async def fingerprint(self, html: str | bytes, url: str, content_type: str | None = None) -> Fingerprint:
-        if self.processes < 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):  # at once: too large
-            return self.fingerprinter.fingerprint(html, url, content_type)
+    def fingerprint(self, html: str | bytes, url: str, content_type: str | None = None) -> Deferred[Fingerprint]:
+        """The page's fingerprint, when a worker has made it (at once, fired, where there is no worker or
+        the page is too large to be worth sending); a failure if making it failed or killed the worker."""
+        if self.processes < 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):
+            return maybeDeferred(self.fingerprinter.fingerprint, html, url, content_type)
         answer: Deferred[Fingerprint] = Deferred()
         answer.addBoth(self._room_again)
         self._queue.append((html, url, content_type, answer))
         self._hand_out()
-        return await maybe_deferred_to_future(answer)
+        return answer
 
     def waiting(self) -> int:
         """Pages waiting for their fingerprints: queued, or held by a worker."""
@@ -357,32 +359,32 @@ class RecentPages:
     def __init__(self, size: int = RECENT_PAGES) -> None:
         self.size = size
         self._fingerprints: OrderedDict[bytes, Fingerprint] = OrderedDict()
-        self._waiting: dict[bytes, list[Deferred[Fingerprint]]] = {}  # pages being fingerprinted: their copies
+        self._waiting: dict[bytes, list[Deferred[tuple[Fingerprint, bool]]]] = {}  # being fingerprinted: its copies
 
-    async def fingerprint(
-        self, key: bytes, compute: Callable[[], Awaitable[Fingerprint]]
-    ) -> tuple[Fingerprint, bool]:
+    def fingerprint(self, key: bytes, compute: Callable[[], Deferred[Fingerprint]]) -> Deferred[tuple[Fingerprint, bool]]:
         """The fingerprint of the page whose ``key`` is given (by ``compute`` unless known), and whether
-        it was known."""
+        it was known; a page that fails to be fingerprinted fails its copies the same way."""
         if (known := self._fingerprints.get(key)) is not None:
             self._fingerprints.move_to_end(key)
-            return known, True
+            return succeed((known, True))
         if (copies := self._waiting.get(key)) is not None:
             copies.append(Deferred())
-            return await maybe_deferred_to_future(copies[-1]), True
+            return copies[-1]
         self._waiting[key] = []
-        try:
-            fingerprint = await compute()
-        except Exception as error:  # its copies fail the same way (kept, counted)
-            for copy in self._waiting.pop(key):
-                copy.errback(error)
-            raise
-        self._fingerprints[key] = fingerprint
+        return compute().addBoth(self._computed, key)
+
+    def _computed(self, result: Fingerprint | Failure, key: bytes) -> tuple[Fingerprint, bool] | Failure:
+        copies = self._waiting.pop(key)
+        if isinstance(result, Failure):
+            for copy in copies:
+                copy.errback(result)
+            return result
+        self._fingerprints[key] = result
         if len(self._fingerprints) > self.size:
             self._fingerprints.popitem(last=False)
-        for copy in self._waiting.pop(key):
-            copy.callback(fingerprint)
-        return fingerprint, False
+        for copy in copies:
+            copy.callback((result, True))
+        return result, False
 
     @staticmethod
     def key(html: str | bytes, content_type: str | None = None) -> bytes:
@@ -391,41 +393,3 @@ class RecentPages:
         if isinstance(html, str):
             return text_digest(html)
         return b"b" + xxhash.xxh3_128_digest(html) + (content_type or "").encode("latin-1", "replace")
-
-
-class ArrivalOrder:
-    """Items decide in the order they reached the pipeline, whatever order their fingerprints come back in.
-
-    A page of a cluster is kept because it came first, as without workers:
-    a large page fingerprinted beside a small later copy of it is still the
-    one kept.  Each item takes a turn on arrival, waits for it once its
-    fingerprint is ready, and ends it after its check-and-add has been made
-    (or has been handed to the store's queue).  A turn ended without waiting
-    (the item failed) lets the next one through.
-    """
-
-    def __init__(self) -> None:
-        self._taken = 0
-        self._next = 0  # the first turn not ended: every turn before it has decided
-        self._ended: set[int] = set()
-        self._waiting: dict[int, Deferred[None]] = {}
-
-    def take(self) -> int:
-        self._taken += 1
-        return self._taken - 1
-
-    async def wait(self, turn: int) -> None:
-        """Return once every earlier turn has ended (at once, without awaiting, when they have)."""
-        if turn != self._next:
-            self._waiting[turn] = Deferred()
-            await maybe_deferred_to_future(self._waiting[turn])
-
-    def end(self, turn: int) -> None:
-        """End ``turn`` (again: nothing happens)."""
-        if turn >= self._next:
-            self._ended.add(turn)
-        while self._next in self._ended:
-            self._ended.remove(self._next)
-            self._next += 1
-        if self._next in self._waiting:
-            self._waiting.pop(self._next).callback(None)

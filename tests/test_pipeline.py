@@ -12,6 +12,7 @@ import pytest
 import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred, succeed
 
 from itemadapter import ItemAdapter
 
@@ -560,16 +561,19 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
 def test_remembered_pages_are_bounded() -> None:
     recent = RecentPages(size=2)
 
-    def fingerprint(html: str) -> Callable[[], Coroutine[Any, Any, Fingerprint]]:
-        async def compute() -> Fingerprint:
-            return Fingerprint(len(html), 2)
-        return compute
+    def fingerprint(html: str) -> Callable[[], Deferred[Fingerprint]]:
+        return lambda: succeed(Fingerprint(len(html), 2))
+
+    def result(answer: Deferred) -> Any:
+        found = []
+        answer.addCallback(found.append)
+        return found[0]
 
     pages = [f"<p>{n}</p>" for n in range(3)]
     for html in [*pages, pages[2], pages[0]]:
-        run(recent.fingerprint(recent.key(html), fingerprint(html)))
-    assert run(recent.fingerprint(recent.key(pages[1]), fingerprint(pages[1]))) == (Fingerprint(8, 2), False)
-    assert run(recent.fingerprint(recent.key(pages[0]), fingerprint(pages[0])))[1]
+        result(recent.fingerprint(recent.key(html), fingerprint(html)))
+    assert result(recent.fingerprint(recent.key(pages[1]), fingerprint(pages[1]))) == (Fingerprint(8, 2), False)
+    assert result(recent.fingerprint(recent.key(pages[0]), fingerprint(pages[0])))[1]
     assert recent.key("<p>0</p>") != recent.key(b"<p>0</p>")  # text and bytes never share a key
 
 
