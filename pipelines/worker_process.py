@@ -10,6 +10,8 @@ cannot start is known before it is given any page.
 from __future__ import annotations
 
 import json
+import marshal
+import struct
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -52,25 +54,38 @@ class FingerprinterOptions:
                    fingerprinter.max_elements, fingerprinter.max_text_chars, fingerprinter.keep_text)
 
 
-PageMessage = tuple[int, bytes, str, str | None]
+def page_messages(html: str | bytes, url: str, content_type: str | None = None) -> tuple[bytes, bytes]:
+    """What a worker receives for a page, as two messages: what it is (how its characters are held, its URL,
+    the ``Content-Type`` bytes came with; marshalled), then the page itself, unchanged: bytes as they are (a
+    response's body, a WARC record: decoded in the worker, off the crawl's thread), a string as Python holds
+    its characters (1, 2 or 4 bytes each; ``textloops.text_payload``).  No copy, no encoding on the reactor
+    thread, where encoding and pickling a 150 KB page as UTF-8 cost ~0.4 ms."""
+    kind, data = (0, html) if isinstance(html, bytes) else text_payload(html)
+    return marshal.dumps((kind, url, content_type)), data
 
 
-def page_message(html: str | bytes, url: str, content_type: str | None = None) -> PageMessage:
-    """What a worker receives for a page: bytes as they are (kind 0), with the ``Content-Type`` header
-    they came with (a response's body, a WARC record: decoded in the worker, off the crawl's thread), a
-    string as Python holds its characters (kind 1, 2 or 4 bytes each; ``textloops.text_payload``): no
-    encoding on the reactor thread, where encoding and pickling a 150 KB page as UTF-8 cost ~0.4 ms."""
-    return (0, html, url, content_type) if isinstance(html, bytes) else (*text_payload(html), url, None)
+def page_frames(html: str | bytes, url: str, content_type: str | None = None) -> list[bytes]:
+    """``page_messages`` framed as ``multiprocessing.connection`` frames them, to be written as they are."""
+    frames = []
+    for message in page_messages(html, url, content_type):
+        frames += [frame_header(len(message)), message]
+    return frames
 
 
-def page_of(message: PageMessage) -> tuple[str | bytes, str, str | None]:
-    """The HTML, URL and content type ``page_message`` was given."""
-    kind, data, url, content_type = message
+def frame_header(size: int) -> bytes:
+    """``multiprocessing.connection``'s frame header."""
+    return struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+
+
+def read_page(connection: Connection) -> tuple[str | bytes, str, str | None]:
+    """The HTML, URL and content type ``page_messages`` sent."""
+    kind, url, content_type = marshal.loads(connection.recv_bytes())
+    data = connection.recv_bytes()
     return (data if kind == 0 else payload_text(kind, data)), url, content_type
 
 
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
-    """The loop: a page in (``page_message``), its fingerprint (or the traceback) out, until the
+    """The loop: a page in (``page_messages``), its fingerprint (or the traceback) out, until the
     crawler closes its end, or is gone (killed): then the worker exits quietly."""
     fingerprinter = Fingerprinter(**asdict(options))
     released = time.monotonic()
@@ -81,7 +96,7 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
             if not connection.poll() and time.monotonic() - released > RELEASE_EVERY:
                 release_freed_memory()
                 released = time.monotonic()
-            html, url, content_type = page_of(connection.recv())
+            html, url, content_type = read_page(connection)
             try:
                 answer = fingerprinter.fingerprint(html, url, content_type)
             except Exception:  # a bug: reported in the crawler, the page kept

@@ -11,7 +11,7 @@ from multiprocessing.connection import Connection, wait
 
 from ..document import too_large
 from ..fingerprint import Fingerprint, Fingerprinter
-from ..worker_process import FingerprinterOptions, FingerprintFailed, page_message
+from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messages
 from ..workers import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from .sources import BadInput, Page
 
@@ -49,7 +49,8 @@ class Worker:
             raise WorkersCannotStart(f"it exited with code {self.process.wait()} before it was ready") from None
 
     def send(self, page: Page) -> None:
-        self.connection.send(page_message(page.html, page.url, page.content_type))
+        for message in page_messages(page.html, page.url, page.content_type):
+            self.connection.send_bytes(message)
         self.waiting += 1
 
     def receive(self) -> bool:
