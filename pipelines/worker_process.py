@@ -14,10 +14,10 @@ import marshal
 import struct
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from multiprocessing.connection import Connection
 
-from .fingerprint import Fingerprinter
+from .fingerprint import Fingerprint, Fingerprinter
 from .memory import release_freed_memory
 from .textloops import payload_text, text_payload
 
@@ -35,6 +35,8 @@ class FingerprintFailed(RuntimeError):
 READY = "ready"
 #: The first element of the message a worker sends instead, with the error, when it cannot start.
 CANNOT_START = "cannot start"
+#: The fields of a fingerprint, in the order an answer carries them.
+_FIELDS = tuple(field.name for field in fields(Fingerprint))
 
 
 @dataclass(frozen=True)
@@ -84,13 +86,36 @@ def read_page(connection: Connection) -> tuple[str | bytes, str, str | None]:
     return (data if kind == 0 else payload_text(kind, data)), url, content_type
 
 
+def message(value: object) -> bytes:
+    """What a worker and the crawl say to each other besides pages: a worker's first message, its answers
+    (``answer_message``); marshalled (plain values: no class looked up, nothing pickled)."""
+    return marshal.dumps(value)
+
+
+def read_message(data: bytes) -> object:
+    return marshal.loads(data)
+
+
+def answer_message(answer: Fingerprint | FingerprintFailed) -> bytes:
+    """A worker's answer for a page: the fingerprint's fields, or the traceback that failed it."""
+    if isinstance(answer, FingerprintFailed):
+        return message(str(answer))
+    return message(tuple(getattr(answer, name) for name in _FIELDS))
+
+
+def read_answer(data: bytes) -> Fingerprint | FingerprintFailed:
+    """The fingerprint (or the failure) ``answer_message`` sent."""
+    value = read_message(data)
+    return FingerprintFailed(value) if isinstance(value, str) else Fingerprint(*value)
+
+
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
     """The loop: a page in (``page_messages``), its fingerprint (or the traceback) out, until the
     crawler closes its end, or is gone (killed): then the worker exits quietly."""
     fingerprinter = Fingerprinter(**asdict(options))
     released = time.monotonic()
     try:
-        connection.send(READY)
+        connection.send_bytes(message(READY))
         while True:
             # idle: give back what the last pages freed (a big page's parse), at most every RELEASE_EVERY
             if not connection.poll() and time.monotonic() - released > RELEASE_EVERY:
@@ -101,7 +126,7 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
                 answer = fingerprinter.fingerprint(html, url, content_type)
             except Exception:  # a bug: reported in the crawler, the page kept
                 answer = FingerprintFailed(traceback.format_exc())
-            connection.send(answer)
+            connection.send_bytes(answer_message(answer))
     except (EOFError, OSError):  # the end of input, or the crawler was killed (its end reset)
         return
 

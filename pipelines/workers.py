@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import socket
 import struct
 import subprocess
@@ -47,7 +46,8 @@ from twisted.python.failure import Failure
 from .document import too_large
 from .fingerprint import Fingerprint, Fingerprinter
 from .textloops import text_digest
-from .worker_process import CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames
+from .worker_process import (CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames, read_answer,
+                             read_message)
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,9 @@ try:
     spec.loader.exec_module(sys.modules[name])
     worker = importlib.import_module(name + ".worker_process")
 except BaseException as error:
+    import marshal
     from multiprocessing.connection import Connection
-    Connection(int(fd)).send(("cannot start", f"{type(error).__name__}: {error}"))
+    Connection(int(fd)).send_bytes(marshal.dumps(("cannot start", f"{type(error).__name__}: {error}")))
     raise SystemExit(1)
 worker.main(int(fd), options)
 """
@@ -152,10 +153,10 @@ class FingerprintWorker(Protocol):
     def dataReceived(self, data: bytes) -> None:
         self._received += data
         while (message := _take_message(self._received)) is not None:
-            result = pickle.loads(message)
             if not self.ready.called:
-                self._started(result)
+                self._started(read_message(message))
                 continue
+            result = read_answer(message)
             answer = self.pages.popleft()[3]
             if isinstance(result, FingerprintFailed):
                 answer.errback(result)

@@ -17,7 +17,8 @@ from typing import Callable
 import pytest
 
 from pipelines import Fingerprinter
-from pipelines.worker_process import READY, page_frames, read_page
+from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, read_answer, read_message,
+                                      read_page)
 from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
@@ -33,11 +34,11 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         process, end = start_worker_process(FingerprinterOptions.of(fingerprinter))
         connection = Connection(end.detach())
         try:
-            assert connection.recv() == READY
+            assert read_message(connection.recv_bytes()) == READY
             for html in PAGES + TEXTS:
                 with socket.socket(fileno=os.dup(connection.fileno())) as raw:  # as the crawl writes a page
                     raw.sendall(b"".join(page_frames(html, "https://a.test/")))
-                assert connection.recv() == fingerprinter.fingerprint(html)
+                assert read_answer(connection.recv_bytes()) == fingerprinter.fingerprint(html)
         finally:
             connection.close()  # end of input: the worker exits
         assert process.wait(10) == 0
@@ -78,6 +79,16 @@ def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
     assert [RecentPages.key("".join(list(html))) for html in TEXTS] == keys  # equal strings, equal keys
     assert RecentPages.key("abc") != RecentPages.key(b"abc")
     assert RecentPages.key(b"abc", "text/html; charset=gbk") != RecentPages.key(b"abc", "text/html")
+
+
+def test_an_answer_comes_back_as_it_was_sent() -> None:
+    """Fingerprints of every kind (and the failure of a page) cross as plain values."""
+    fingerprinter = Fingerprinter(keep_text=True)
+    for html in PAGES + TEXTS:
+        fingerprint = fingerprinter.fingerprint(html)
+        assert read_answer(answer_message(fingerprint)) == fingerprint
+    failed = read_answer(answer_message(FingerprintFailed("Traceback: ...")))
+    assert isinstance(failed, FingerprintFailed) and str(failed) == "Traceback: ..."
 
 
 #: Lets the huge page be read (it has more text than the default bound): a worker then takes seconds over it.

@@ -11,7 +11,7 @@ from multiprocessing.connection import Connection, wait
 
 from ..document import too_large
 from ..fingerprint import Fingerprint, Fingerprinter
-from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messages
+from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messages, read_answer, read_message
 from ..workers import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from .sources import BadInput, Page
 
@@ -44,7 +44,7 @@ class Worker:
     def wait_ready(self) -> None:
         """Return once the worker is ready; raise :class:`WorkersCannotStart` if it cannot start."""
         try:
-            started(self.connection.recv())
+            started(read_message(self.connection.recv_bytes()))
         except (EOFError, OSError):
             raise WorkersCannotStart(f"it exited with code {self.process.wait()} before it was ready") from None
 
@@ -56,7 +56,7 @@ class Worker:
     def receive(self) -> bool:
         """Take one answer; False if the worker died (each of its pages then fails)."""
         try:
-            self.answers.append(self.connection.recv())
+            self.answers.append(read_answer(self.connection.recv_bytes()))
             self.waiting -= 1
             return True
         except (EOFError, OSError):
