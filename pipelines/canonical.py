@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from typing import NamedTuple
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import lxml.etree
 
 from .content import PageText
-from .urlrules import RuleBook, cleaned, host_key, url_key
+from .urlrules import RuleBook, cleaned, host_key, split, url_key
 
 #: Kept pages whose URLs and declared canonical URLs are remembered to doubt the next ones (the most recent).
 KEPT_PAGES = 100_000
@@ -74,7 +74,7 @@ def on_its_host(url: str, declared: str | None) -> str | None:
         return None
     try:
         target = urljoin(url, declared)
-        same_host = urlsplit(target).scheme in ("http", "https") and host_key(target) == host_key(url) is not None
+        same_host = split(target).scheme in ("http", "https") and host_key(target) == host_key(url) is not None
     except ValueError:  # a broken IPv6 address
         return None
     return target if same_host else None

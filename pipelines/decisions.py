@@ -76,6 +76,12 @@ class Decision:
 DECISION_FIELDS = tuple(field.name for field in fields(Decision))[:-2]
 
 
+def row(record: Decision | Skip) -> tuple:
+    """A decision's or a skip's fields in order, as a store writes them (``dataclasses.astuple`` copies every
+    value deeply: it cost a flush of 100 decisions a millisecond and a half)."""
+    return tuple(getattr(record, field.name) for field in fields(record))
+
+
 @dataclass(frozen=True)
 class Skip:
     """A request the crawl did not make: a link of a near-duplicate page (``kind`` "link", ``because``

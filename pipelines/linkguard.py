@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl
 
 from .policy import Match
-from .urlrules import KnownUrls, RuleBook, host_key, rewritten
+from .urlrules import KnownUrls, RuleBook, host_key, rewritten, split
 
 #: Near-duplicates in a row a URL shape may lead to before the links of near-duplicate pages with that
 #: shape are skipped (``SIMHASH_DEDUP_LINK_BUDGET``).
@@ -45,7 +45,7 @@ def url_shape(url: str) -> str | None:
     host = host_key(url)
     if host is None:
         return None
-    parts = urlsplit(url)
+    parts = split(url)
     folders: list[str] = []
     for segment in parts.path.split("/")[1:-1]:
         folder = _NUMBER.sub("N", segment.split(";")[0])

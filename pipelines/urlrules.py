@@ -29,7 +29,7 @@ import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import xxhash
 
@@ -67,7 +67,7 @@ class Rule:
 
     def applies(self, url: str) -> bool:
         """Does the rule change ``url`` (has it the parameter, the segment, the ``www.``)?"""
-        parts = urlsplit(url)
+        parts = split(url)
         if self.kind == "host":
             return parts.netloc.startswith("www.")
         if self.kind == "param":
@@ -247,7 +247,7 @@ def explanations(a: str, b: str) -> list[tuple[str, str]]:
     query parameters the pair differs in."""
     if a == b or host_key(a) is None or host_key(b) is None:
         return []
-    one, other = urlsplit(a), urlsplit(b)
+    one, other = split(a), split(b)
     if one.scheme != other.scheme:
         return []
     if one.hostname != other.hostname:
@@ -308,7 +308,7 @@ def url_key(url: str, rules: Sequence[Rule] = ()) -> int:
 def _rewritten(url: str, rules: tuple[tuple[str, str], ...]) -> str:
     """``rewritten``, remembered for the URLs of the last pages: a page's URL is rewritten several times
     (the URLs known, the link guard, the rules learned from it)."""
-    parts = urlsplit(_applied(url, rules))
+    parts = split(_applied(url, rules))
     path = "/" + "/".join(_segments(parts.path))
     query = urlencode(parse_qsl(parts.query, keep_blank_values=True))
     return urlunsplit((parts.scheme, parts.netloc.lower(), path, query, ""))
@@ -318,7 +318,7 @@ def _applied(url: str, rules: tuple[tuple[str, str], ...]) -> str:
     """``url`` with each rule (kind, name) applied: the parameter, the segment or the ``www.`` removed."""
     if not rules:
         return url
-    parts = urlsplit(url)
+    parts = split(url)
     host, path, query = parts.netloc, parts.path, parts.query
     for kind, name in rules:
         if kind == "host" and host.startswith("www."):
@@ -338,13 +338,21 @@ def host_key(url: str) -> str | None:
     """The site a URL's rules belong to: its host and port, ``www.`` left out; None for a URL that cannot
     be parsed (a bad port, a broken IPv6 address), which no rule ever touches."""
     try:
-        parts = urlsplit(url)
+        parts = split(url)
         port = parts.port
     except ValueError:
         return None
     host = parts.hostname or ""
     host = host[4:] if host.startswith("www.") else host
     return f"{host}:{port}" if port else host
+
+
+@functools.lru_cache(maxsize=4096)
+def split(url: str) -> SplitResult:
+    """``urlsplit(url)``, remembered for the URLs of the last pages and requests: the rules, the link guard and
+    the canonical URLs each read a page's URL, all through this one parse (Python's own cache of ``urlsplit``
+    holds 128 URLs, once for each way it is called)."""
+    return urlsplit(url)
 
 
 def _segments(path: str) -> list[str]:

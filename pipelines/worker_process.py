@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import os
 import struct
 import time
 import traceback
@@ -81,9 +82,30 @@ def frame_header(size: int) -> bytes:
 
 def read_page(connection: Connection) -> tuple[str | bytes, str, str | None]:
     """The HTML, URL and content type ``page_messages`` sent."""
-    kind, url, content_type = marshal.loads(connection.recv_bytes())
-    data = connection.recv_bytes()
+    kind, url, content_type = marshal.loads(read_frame(connection.fileno()))
+    data = read_frame(connection.fileno())
     return (data if kind == 0 else payload_text(kind, data)), url, content_type
+
+
+def read_frame(fd: int) -> bytes:
+    """One message framed as ``multiprocessing.connection`` frames them, read from ``fd``: a page written at
+    once arrives whole, and one read gives its bytes, where ``Connection.recv_bytes`` copies them twice."""
+    (size,) = struct.unpack("!i", _read_exactly(fd, 4))
+    if size == -1:
+        (size,) = struct.unpack("!Q", _read_exactly(fd, 8))
+    return _read_exactly(fd, size)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = os.read(fd, size)
+    if len(data) == size:
+        return data
+    parts = [data]
+    while size := size - len(data):
+        if not (data := os.read(fd, size)):
+            raise EOFError
+        parts.append(data)
+    return b"".join(parts)
 
 
 def message(value: object) -> bytes:
