@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +17,7 @@ from scrapy import signals
 from scrapy.exceptions import CloseSpider, DropItem, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 from scrapy.utils.project import data_path
 
@@ -53,6 +54,8 @@ UPDATE_FIELD = "simhash_dedup_update"
 #: a value its validation refuses (a model).  The item is then kept as it is, never lost.
 FIELD_REFUSED = (KeyError, AttributeError, TypeError, ValueError)
 CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
+#: Seconds between two hand-overs of the filter's counts to the crawl's stats (``Counts``).
+STATS_EVERY = 1.0
 
 
 class SimhashDuplicate(DropItem):
@@ -127,6 +130,7 @@ class SimhashDedupPipeline:
         self._arrived: deque[PageDecision] = deque()  # pages not decided yet, in their order of arrival
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
+        self.counts = Counts(crawler)
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
         self._unconfirmed: dict[int, int] = {}  # id of a kept item on its way through later pipelines -> its row
@@ -177,6 +181,7 @@ class SimhashDedupPipeline:
         return self.settings.persist or bool(self.settings.path) or bool(self.crawler.settings.get("JOBDIR"))
 
     async def open_spider(self) -> None:
+        self.counts.start()
         await self.fingerprints.start()
         if isinstance(self.store, SqliteStore):
             if self.remembers():
@@ -234,6 +239,7 @@ class SimhashDedupPipeline:
         self.fingerprints.close()
         if self._batcher is not None:
             self._batcher.stop()
+        self.counts.stop()
         self.store.save_run(self.run_summary())
         self.store.close()
 
@@ -287,8 +293,7 @@ class SimhashDedupPipeline:
     def _warn_if_no_html(self) -> None:
         """The first ``NO_HTML_WARNING`` items had no HTML and no page was handed over: nothing is being
         deduplicated.  Said once, with the way out."""
-        stats = self.crawler.stats
-        if stats.get_value(f"{STATS_PREFIX}/no_html") == NO_HTML_WARNING and not stats.get_value(f"{STATS_PREFIX}/checked"):
+        if self.counts.get("no_html") == NO_HTML_WARNING and not self.counts.get("checked"):
             logger.warning(
                 "simhash_dedup: the first %d items carry no HTML in their %r field and came from no page the add-on "
                 "handed over, so nothing is deduplicated. Enable the add-on, which takes each page from its "
@@ -564,7 +569,7 @@ class SimhashDedupPipeline:
             adapter[self.settings.html_field] = None
 
     def _count(self, outcome: str, url: str = "", exc_info: bool | tuple = False) -> None:
-        self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}")
+        self.counts.add(outcome)
         if not url or outcome in self._logged:
             return
         self._logged.add(outcome)
@@ -575,6 +580,43 @@ class SimhashDedupPipeline:
             "counted in the stats (simhash_dedup/%s).",
             outcome, url, outcome, exc_info=exc_info,
         )
+
+
+class Counts:
+    """The filter's stats (``simhash_dedup/<outcome>``), added up here and handed to the crawl's stats
+    collector every ``STATS_EVERY`` seconds while the spider runs (``start``) and when it closes: each of
+    Scrapy's stats calls costs microseconds (its collector checks every attribute it reads), and a page
+    made five of them."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._pending: Counter[str] = Counter()
+        self._handing: LoopingCall | None = None
+
+    def add(self, outcome: str) -> None:
+        self._pending[outcome] += 1
+
+    def get(self, outcome: str) -> int:
+        """The count so far, handed over or not."""
+        return (self.crawler.stats.get_value(f"{STATS_PREFIX}/{outcome}") or 0) + self._pending[outcome]
+
+    def hand_over(self) -> None:
+        """Add what was counted since the last time to the crawl's stats."""
+        pending, self._pending = self._pending, Counter()
+        for outcome, count in pending.items():
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}", count)
+
+    def start(self, clock: Any = None) -> None:
+        """Hand the counts over every ``STATS_EVERY`` seconds (of ``clock``: the reactor's by default)."""
+        self._handing = LoopingCall(self.hand_over)
+        if clock is not None:
+            self._handing.clock = clock
+        self._handing.start(STATS_EVERY, now=False)
+
+    def stop(self) -> None:
+        if self._handing is not None and self._handing.running:
+            self._handing.stop()
+        self.hand_over()
 
 
 class PageDecision:

@@ -13,6 +13,7 @@ import scrapy
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import Clock
 
 from itemadapter import ItemAdapter
 
@@ -71,6 +72,7 @@ def fresh(html: str | bytes) -> str | bytes:
 
 
 def stat(pipeline: SimhashDedupPipeline, name: str) -> int | None:
+    pipeline.counts.hand_over()  # (a crawl hands them over every second and at the end)
     return pipeline.crawler.stats.get_value(f"simhash_dedup/{name}")
 
 
@@ -556,6 +558,20 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
     assert process(pipeline, {"url": "d", "html": OTHER_ARTICLE})
     assert fingerprinted == ["a", "b", "c", "d"]
     assert (stat(pipeline, "same_html"), stat(pipeline, "dropped"), stat(pipeline, "kept")) == (2, 4, 2)
+
+
+def test_the_counts_reach_the_crawl_s_stats_every_second_and_at_the_end() -> None:
+    pipeline = make_pipeline()
+    clock = Clock()
+    pipeline.counts.start(clock)
+    process(pipeline, {"url": "https://a.test/1", "html": ARTICLE})
+    assert pipeline.crawler.stats.get_value("simhash_dedup/checked") is None  # counted, not handed over yet
+    assert pipeline.counts.get("checked") == 1
+    clock.advance(1.0)
+    assert pipeline.crawler.stats.get_value("simhash_dedup/checked") == 1
+    process(pipeline, {"url": "https://a.test/2", "html": OTHER_ARTICLE})
+    pipeline.counts.stop()
+    assert pipeline.crawler.stats.get_value("simhash_dedup/checked") == 2
 
 
 def test_remembered_pages_are_bounded() -> None:
