@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -24,3 +25,15 @@ def release_freed_memory() -> None:
     """Return the heap's free pages to the system (a no-op where the C library is not glibc)."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
+
+
+def resident_bytes() -> int | None:
+    """The process's resident memory (Linux; None where it cannot be read)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

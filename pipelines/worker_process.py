@@ -19,13 +19,16 @@ from dataclasses import asdict, dataclass, fields
 from multiprocessing.connection import Connection
 
 from .fingerprint import Fingerprint, Fingerprinter
-from .memory import release_freed_memory
+from .memory import release_freed_memory, resident_bytes
 from .textloops import payload_text, text_payload
 
 
-#: Seconds between two returns of freed memory to the system: each costs the next page its page faults
-#: (~10 % of a page's CPU when made after every page).
+#: Seconds between two looks at the worker's resident memory, and how much it may have grown since the last
+#: return of freed memory to the system (a big page's parse) before the next: a return costs a crawl's
+#: worker ~2 ms and the next page its page faults (~10 % of a page's CPU when made after every page), so it
+#: is made only when there is much to give back.
 RELEASE_EVERY = 1.0
+RELEASE_OVER = 32 << 20
 
 
 class FingerprintFailed(RuntimeError):
@@ -135,14 +138,12 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
     """The loop: a page in (``page_messages``), its fingerprint (or the traceback) out, until the
     crawler closes its end, or is gone (killed): then the worker exits quietly."""
     fingerprinter = Fingerprinter(**asdict(options))
-    released = time.monotonic()
+    memory = FreedMemory()
     try:
         connection.send_bytes(message(READY))
         while True:
-            # idle: give back what the last pages freed (a big page's parse), at most every RELEASE_EVERY
-            if not connection.poll() and time.monotonic() - released > RELEASE_EVERY:
-                release_freed_memory()
-                released = time.monotonic()
+            if not connection.poll():  # idle: give back what the last pages freed (a big page's parse)
+                memory.release()
             html, url, content_type = read_page(connection)
             try:
                 answer = fingerprinter.fingerprint(html, url, content_type)
@@ -151,6 +152,27 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
             connection.send_bytes(answer_message(answer))
     except (EOFError, OSError):  # the end of input, or the crawler was killed (its end reset)
         return
+
+
+class FreedMemory:
+    """Gives the memory that pages freed back to the system, at most every ``RELEASE_EVERY`` seconds and only
+    when the worker's resident memory grew by ``RELEASE_OVER`` since it last did (where it cannot be read:
+    every time)."""
+
+    def __init__(self) -> None:
+        self._looked = time.monotonic()
+        self._resident = resident_bytes()  # after the last return
+
+    def release(self) -> None:
+        if time.monotonic() - self._looked < RELEASE_EVERY:
+            return
+        resident = resident_bytes()
+        if resident is None or self._resident is None or resident > self._resident + RELEASE_OVER:
+            release_freed_memory()
+            self._resident = resident_bytes()  # what is in use
+        else:
+            self._resident = min(self._resident, resident)
+        self._looked = time.monotonic()
 
 
 def main(fd: int, options: str) -> None:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pytest
 
-from pipelines import Fingerprinter
+from pipelines import Fingerprinter, worker_process
 from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, read_answer, read_message,
                                       read_page)
 from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
@@ -50,7 +50,7 @@ def test_a_worker_process_imports_no_numpy() -> None:
     script = """
 import sys
 from pipelines.worker_process import serve
-from pipelines import Fingerprinter
+from pipelines import Fingerprinter, worker_process
 from tests.pages import CHINESE_ARTICLE, real_page
 Fingerprinter().fingerprint(real_page("newspaper-syracuse.com1"))
 Fingerprinter().fingerprint(CHINESE_ARTICLE)
@@ -89,6 +89,23 @@ def test_an_answer_comes_back_as_it_was_sent() -> None:
         assert read_answer(answer_message(fingerprint)) == fingerprint
     failed = read_answer(answer_message(FingerprintFailed("Traceback: ...")))
     assert isinstance(failed, FingerprintFailed) and str(failed) == "Traceback: ..."
+
+
+def test_a_worker_gives_back_freed_memory_only_when_there_is_much_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A return of freed memory costs a worker milliseconds and its next page the page faults: it is made when
+    the worker has grown by RELEASE_OVER since the last, not every second."""
+    returns = []
+    monkeypatch.setattr(worker_process, "release_freed_memory", lambda: returns.append(1))
+    monkeypatch.setattr(worker_process, "RELEASE_EVERY", 0.0)
+    memory = worker_process.FreedMemory()
+    memory.release()
+    assert returns == []  # nothing grew
+    grown = b"x" * (2 * worker_process.RELEASE_OVER)  # written: resident
+    memory.release()
+    assert returns == [1]
+    memory.release()
+    assert returns == [1]  # what is in use is no reason to return again
+    del grown
 
 
 #: Lets the huge page be read (it has more text than the default bound): a worker then takes seconds over it.
