@@ -295,6 +295,7 @@ class FingerprintPool:
         self._options = FingerprinterOptions.of(fingerprinter)
         self._workers: list[FingerprintWorker] = []
         self._queue: deque[Page] = deque()
+        self._waiting = 0  # pages given, not answered yet: queued, or held by a worker
         self._closed = False
         self._room_waiters: list[Deferred[None]] = []  # downloads waiting for pages to be answered
 
@@ -320,13 +321,14 @@ class FingerprintPool:
             return maybeDeferred(self.fingerprinter.fingerprint, html, url, content_type)
         answer: Deferred[Fingerprint] = Deferred()
         answer.addBoth(self._room_again)
+        self._waiting += 1
         self._queue.append((html, url, content_type, answer))
         self._hand_out()
         return answer
 
     def waiting(self) -> int:
         """Pages waiting for their fingerprints: queued, or held by a worker."""
-        return len(self._queue) + sum(len(worker.pages) for worker in self._workers)
+        return self._waiting
 
     def full(self) -> bool:
         return self.processes > 0 and not self._closed and self.waiting() >= WAITING_PER_WORKER * self.processes
@@ -376,6 +378,7 @@ class FingerprintPool:
     def _room_again(self, result: Fingerprint | Failure) -> Fingerprint | Failure:
         """A page is answered: its worker takes the next one, downloads may go on (the answer passes on
         unchanged)."""
+        self._waiting -= 1
         self._hand_out()
         if not self.full():
             self._wake()
