@@ -3,6 +3,7 @@ order of arrival however concurrent the crawl, and a worker that dies loses no p
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import socket
@@ -100,12 +101,21 @@ def test_a_worker_gives_back_freed_memory_only_when_there_is_much_of_it(monkeypa
     memory = worker_process.FreedMemory()
     memory.release()
     assert returns == []  # nothing grew
-    grown = b"x" * (2 * worker_process.RELEASE_OVER)  # written: resident
+    grown = resident_pages(2 * worker_process.RELEASE_OVER)
     memory.release()
     assert returns == [1]
     memory.release()
     assert returns == [1]  # what is in use is no reason to return again
-    del grown
+    grown.close()
+
+
+def resident_pages(size: int) -> mmap.mmap:
+    """``size`` bytes of new memory, each page written so that it is resident (a bytes object of that size can
+    reuse memory the heap already holds, freed by an earlier test, and grow nothing)."""
+    pages = mmap.mmap(-1, size)
+    for offset in range(0, size, mmap.PAGESIZE):
+        pages[offset] = 1
+    return pages
 
 
 #: Lets the huge page be read (it has more text than the default bound): a worker then takes seconds over it.
