@@ -403,40 +403,52 @@ COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: crawl process + wor
            "|---|---|---|---|---|---|---|---|---|---|")
 
 
-def row(name: str, result: dict[str, Any], ratio: float, baseline: dict[str, Any], in_process: float) -> str:
-    lag = result["lag_ms"]
+def compared(result: dict[str, Any], baseline: dict[str, Any], in_process: float) -> dict[str, Any]:
+    """A variant's crawl beside the crawl without the filter and the fingerprint in one process, of the same
+    round: this machine's speed drifts between rounds, so only figures of one round are compared."""
     per_fingerprint = result.get("worker_ms_per_fingerprinted")
-    workers = f"{per_fingerprint:.2f} ({per_fingerprint / in_process:.2f}x)" if per_fingerprint else "-"
-    return (f"| {name} | {result['pages_per_s']:.1f} | {ratio:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
-            f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
-            f"({result['cpu_ms_per_page_crawl'] - baseline['cpu_ms_per_page_crawl']:+.2f} + "
-            f"{result['cpu_ms_per_page_workers']:.2f}) | {workers} | {result['startup_cpu_s']:.2f} | "
-            f"{lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
-            f"{result['pss_mb_max']:.0f} ({result['pss_mb_max'] - baseline['pss_mb_max']:+.0f}) | "
-            f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |")
-
-
-def median_result(results: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over the rounds; the ratio is the median of each round's ratio."""
-    med = statistics.median
-    per_fingerprint = [r["worker_ms_per_fingerprinted"] for r in results if r.get("worker_ms_per_fingerprinted")]
     return {
-        "pages_per_s": med(r["pages_per_s"] for r in results),
-        "ratio": med(r["pages_per_s"] / b["pages_per_s"] for r, b in zip(results, baselines)),
-        **{key: med(r[key] for r in results) for key in (
-            "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s", "fingerprinted",
-            "rss_mb_max", "pss_mb_max", "items", "dropped")},
-        "worker_ms_per_fingerprinted": med(per_fingerprint) if per_fingerprint else None,
-        "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
-        "pss_vs_no_filter": med(r["pss_mb_max"] - b["pss_mb_max"] for r, b in zip(results, baselines)),
+        "ratio": result["pages_per_s"] / baseline["pages_per_s"],
+        "crawl_ms_added": result["cpu_ms_per_page_crawl"] - baseline["cpu_ms_per_page_crawl"],
+        "workers_vs_in_process": per_fingerprint / in_process if per_fingerprint else None,
+        "pss_mb_added": result["pss_mb_max"] - baseline["pss_mb_max"],
     }
 
 
-def print_round(title: str, results: dict[str, dict[str, Any]], in_process: float) -> None:
+def row(name: str, result: dict[str, Any]) -> str:
+    lag = result["lag_ms"]
+    per_fingerprint = result.get("worker_ms_per_fingerprinted")
+    workers = f"{per_fingerprint:.2f} ({result['workers_vs_in_process']:.2f}x)" if per_fingerprint else "-"
+    return (f"| {name} | {result['pages_per_s']:.1f} | {result['ratio']:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
+            f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
+            f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | {workers} | "
+            f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
+            f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}) | "
+            f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |")
+
+
+def median_result(rounds: list[dict[str, Any]], mode: str, variant: str) -> dict[str, Any]:
+    """Medians over the rounds; what compares a variant with another (the ratios, the CPU and memory added) is
+    the median of each round's comparison, not a comparison of medians."""
+    med = statistics.median
+    results = [r[mode][variant] for r in rounds]
+    comparisons = [compared(r[mode][variant], r[mode]["no filter"], r["in_process_ms"][mode]) for r in rounds]
+    return {
+        **{key: med(r[key] for r in results) for key in (
+            "pages_per_s", "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s",
+            "fingerprinted", "rss_mb_max", "pss_mb_max", "items", "dropped")},
+        **{key: med(values) if (values := [c[key] for c in comparisons if c[key] is not None]) else None
+           for key in comparisons[0]},
+        "worker_ms_per_fingerprinted": med(values) if (values := [
+            r["worker_ms_per_fingerprinted"] for r in results if r.get("worker_ms_per_fingerprinted")]) else None,
+        "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
+    }
+
+
+def print_round(title: str, results: dict[str, dict[str, Any]]) -> None:
     print(f"{title}\n\n{COLUMNS}")
-    baseline = results["no filter"]
     for variant, result in results.items():
-        print(row(variant, result, result["pages_per_s"] / baseline["pages_per_s"], baseline, in_process))
+        print(row(variant, result))
     print(flush=True)
 
 
@@ -493,8 +505,11 @@ def main() -> None:
                 rounds.append({"in_process_ms": in_process, **{
                     mode: {variant: results[(variant, mode)] for variant in variants} for mode in args.modes}})
                 for mode in args.modes:
+                    this_round = rounds[-1][mode]
                     print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process, at this "
-                                f"crawl's pace: {in_process[mode]:.2f} ms a page)", rounds[-1][mode], in_process[mode])
+                                f"crawl's pace: {in_process[mode]:.2f} ms a page)", {
+                                    variant: {**result, **compared(result, this_round["no filter"], in_process[mode])}
+                                    for variant, result in this_round.items()})
         finally:
             server.stop()
             if args.against:
@@ -502,11 +517,10 @@ def main() -> None:
     in_process = {mode: statistics.median(r["in_process_ms"][mode] for r in rounds) for mode in args.modes}
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:
-        medians[mode] = {variant: median_result([r[mode][variant] for r in rounds],
-                                                [r[mode]["no filter"] for r in rounds]) for variant in variants}
-        print_round(f"{mode}: medians of {args.rounds} rounds (x no filter: the median of the rounds' ratios; "
-                    f"Fingerprinter.fingerprint in one process, at this crawl's pace: {in_process[mode]:.2f} ms a "
-                    f"page)", medians[mode], in_process[mode])
+        medians[mode] = {variant: median_result(rounds, mode, variant) for variant in variants}
+        print_round(f"{mode}: medians of {args.rounds} rounds (every x and every figure vs no filter: the median of "
+                    f"the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
+                    f"{in_process[mode]:.2f} ms a page)", medians[mode])
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
     written = RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS
     written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
