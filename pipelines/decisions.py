@@ -76,7 +76,7 @@ class Decision:
 DECISION_FIELDS = tuple(field.name for field in fields(Decision))[:-2]
 
 
-def row(record: Decision | Skip) -> tuple:
+def field_values(record: Decision | Skip) -> tuple:
     """A decision's or a skip's fields in order, as a store writes them (``dataclasses.astuple`` copies every
     value deeply: it cost a flush of 100 decisions a millisecond and a half)."""
     return tuple(getattr(record, field.name) for field in fields(record))

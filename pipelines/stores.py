@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .decisions import DECISION_FIELDS, Alias, Decision, Skip, row
+from .decisions import DECISION_FIELDS, Alias, Decision, Skip, field_values
 from .fingerprint import Fingerprint
 from .index import SimhashIndex, grown
 from .indexloops import scan
@@ -399,7 +399,7 @@ class SqliteStore(MemoryStore):
         added, self._decisions = self._decisions, []
         self._connection.executemany(
             f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({', '.join('?' * (len(DECISION_FIELDS) + 2))})",
-            [row(decision) for decision in added],
+            [field_values(decision) for decision in added],
         )
         (last,) = self._connection.execute("SELECT max(id) FROM decisions").fetchone()
         self._connection.execute("DELETE FROM decisions WHERE id <= ?", (last - self.decisions_kept,))
@@ -413,7 +413,7 @@ class SqliteStore(MemoryStore):
         if self._skips:
             added, self._skips = self._skips, []
             self._connection.executemany("INSERT INTO skipped (time, kind, url, because, rule) VALUES (?, ?, ?, ?, ?)",
-                                         [row(skip) for skip in added])
+                                         [field_values(skip) for skip in added])
             (last,) = self._connection.execute("SELECT max(id) FROM skipped").fetchone()
             self._connection.execute("DELETE FROM skipped WHERE id <= ?", (last - self.decisions_kept,))
         if self._rules:

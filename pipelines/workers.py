@@ -32,9 +32,9 @@ import struct
 import subprocess
 import sys
 from collections import OrderedDict, deque
-from itertools import islice
 from collections.abc import Callable
 from dataclasses import asdict
+from itertools import islice
 from pathlib import Path
 
 import xxhash
