@@ -70,20 +70,19 @@ def prepared(html: str | bytes, max_bytes: int, content_type: str | None = None)
     return Source(utf8 or text.encode("utf-8", "replace"))
 
 
-def load(html: str | bytes, max_bytes: int, base_url: str = "", content_type: str | None = None) -> Document:
+def load(html: str | bytes, max_bytes: int, content_type: str | None = None) -> Document:
     """Decode and parse ``html`` into an lxml tree (see ``prepared``)."""
     source = prepared(html, max_bytes, content_type)
     if source.utf8 is None:
         return Document(None, source.outcome)
-    root = tree(source.utf8, base_url)
+    root = tree(source.utf8)
     return Document(root) if root is not None else Document(None, EMPTY)
 
 
-def tree(utf8: bytes, base_url: str = "") -> lxml.etree._Element | None:
+def tree(utf8: bytes) -> lxml.etree._Element | None:
     """The root of the tree lxml builds of ``utf8`` with the fingerprint's parser; None if it has none."""
     try:
-        base_url = base_url.encode("utf-8", "backslashreplace").decode("utf-8")  # lxml refuses lone surrogates
-        return lxml.etree.fromstring(utf8, parser=_PARSER, base_url=base_url or None)
+        return lxml.etree.fromstring(utf8, parser=_PARSER)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return None
 
