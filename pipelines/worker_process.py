@@ -78,9 +78,14 @@ def page_frames(html: str | bytes, url: str, content_type: str | None = None) ->
     return frames
 
 
+#: ``multiprocessing.connection``'s frame header: the message's size, or -1 and then its size over 2 GB.
+_SIZE = struct.Struct("!i")
+_LARGE_SIZE = struct.Struct("!Q")
+
+
 def frame_header(size: int) -> bytes:
     """``multiprocessing.connection``'s frame header."""
-    return struct.pack("!i", size) if size <= 0x7FFFFFFF else struct.pack("!iQ", -1, size)
+    return _SIZE.pack(size) if size <= 0x7FFFFFFF else _SIZE.pack(-1) + _LARGE_SIZE.pack(size)
 
 
 def read_page(connection: Connection) -> tuple[str | bytes, str, str | None]:
@@ -93,10 +98,28 @@ def read_page(connection: Connection) -> tuple[str | bytes, str, str | None]:
 def read_frame(fd: int) -> bytes:
     """One message framed as ``multiprocessing.connection`` frames them, read from ``fd``: a page written at
     once arrives whole, and one read gives its bytes, where ``Connection.recv_bytes`` copies them twice."""
-    (size,) = struct.unpack("!i", _read_exactly(fd, 4))
+    (size,) = _SIZE.unpack(_read_exactly(fd, _SIZE.size))
     if size == -1:
-        (size,) = struct.unpack("!Q", _read_exactly(fd, 8))
+        (size,) = _LARGE_SIZE.unpack(_read_exactly(fd, _LARGE_SIZE.size))
     return _read_exactly(fd, size)
+
+
+def take_frame(received: bytearray) -> bytes | None:
+    """The first whole message framed as ``read_frame`` reads them in ``received`` (bytes that came so far;
+    the message is removed from them), or None."""
+    start = _SIZE.size
+    if len(received) < start:
+        return None
+    (size,) = _SIZE.unpack_from(received)
+    if size == -1:
+        if len(received) < start + _LARGE_SIZE.size:
+            return None
+        (size,), start = _LARGE_SIZE.unpack_from(received, start), start + _LARGE_SIZE.size
+    if len(received) < start + size:
+        return None
+    message = bytes(received[start : start + size])
+    del received[: start + size]
+    return message
 
 
 def _read_exactly(fd: int, size: int) -> bytes:

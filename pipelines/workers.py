@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import socket
-import struct
 import subprocess
 import sys
 from collections import OrderedDict, deque
@@ -47,7 +46,7 @@ from .document import too_large
 from .fingerprint import Fingerprint, Fingerprinter
 from .textloops import text_digest
 from .worker_process import (CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames, read_answer,
-                             read_message)
+                             read_message, take_frame)
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +151,7 @@ class FingerprintWorker(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         self._received += data
-        while (message := _take_message(self._received)) is not None:
+        while (message := take_frame(self._received)) is not None:
             if not self.ready.called:
                 self._started(read_message(message))
                 continue
@@ -261,23 +260,6 @@ class SocketWriter:
 
     def logPrefix(self) -> str:
         return "simhash_dedup worker"
-
-
-def _take_message(received: bytearray) -> bytes | None:
-    """The first whole message in ``received`` (removed from it), or None."""
-    if len(received) < 4:
-        return None
-    (size,) = struct.unpack_from("!i", received)
-    start = 4
-    if size == -1:
-        if len(received) < 12:
-            return None
-        (size,), start = struct.unpack_from("!Q", received, 4), 12
-    if len(received) < start + size:
-        return None
-    message = bytes(received[start : start + size])
-    del received[: start + size]
-    return message
 
 
 class FingerprintPool:
