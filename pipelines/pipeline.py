@@ -354,7 +354,7 @@ class SimhashDedupPipeline:
         """The page's fingerprint is ready (``None``: nothing to compare; a failure: kept, counted): counted,
         and the pages whose turn it is are decided."""
         if isinstance(result, Failure):  # a bug or an odd page must never lose the page
-            self._count("errors", page.url, exc_info=(result.type, result.value, result.getTracebackObject()))
+            self._count("errors", page.url, exc_info=result)
         elif result is not None:
             fingerprint, known = result
             if known:
@@ -406,7 +406,7 @@ class SimhashDedupPipeline:
             self._store_failed(url, error)
             verdict = PageVerdict(url, unchecked=self.settings.fail_mode == "closed")
         else:  # a bug or an odd page must never lose the page
-            self._count("errors", url, exc_info=(result.type, error, result.getTracebackObject()))
+            self._count("errors", url, exc_info=result)
             verdict = PageVerdict(url)
         self._settle(page, verdict)
 
@@ -568,12 +568,16 @@ class SimhashDedupPipeline:
         elif self.settings.html_field in adapter:
             adapter[self.settings.html_field] = None
 
-    def _count(self, outcome: str, url: str = "", exc_info: bool | tuple = False) -> None:
+    def _count(self, outcome: str, url: str = "", exc_info: bool | Failure = False) -> None:
+        """Count ``outcome``; the first of its kind with a URL is logged, with the exception being handled or
+        the failure given (``exc_info``) at ERROR."""
         self.counts.add(outcome)
         if not url or outcome in self._logged:
             return
         self._logged.add(outcome)
         level = logging.ERROR if exc_info else logging.INFO
+        if isinstance(exc_info, Failure):
+            exc_info = (exc_info.type, exc_info.value, exc_info.getTracebackObject())
         logger.log(
             level,
             "simhash_dedup: %s for %s; kept. Further items like this are only "
