@@ -51,7 +51,7 @@ def test_a_worker_process_imports_no_numpy() -> None:
     script = """
 import sys
 from pipelines.worker_process import serve
-from pipelines import Fingerprinter, worker_process
+from pipelines import Fingerprinter
 from tests.pages import CHINESE_ARTICLE, real_page
 Fingerprinter().fingerprint(real_page("newspaper-syracuse.com1"))
 Fingerprinter().fingerprint(CHINESE_ARTICLE)
