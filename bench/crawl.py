@@ -437,12 +437,16 @@ def median_result(rounds: list[dict[str, Any]], mode: str, variant: str) -> dict
         **{key: med(r[key] for r in results) for key in (
             "pages_per_s", "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s",
             "fingerprinted", "rss_mb_max", "pss_mb_max", "items", "dropped")},
-        **{key: med(values) if (values := [c[key] for c in comparisons if c[key] is not None]) else None
-           for key in comparisons[0]},
-        "worker_ms_per_fingerprinted": med(values) if (values := [
-            r["worker_ms_per_fingerprinted"] for r in results if r.get("worker_ms_per_fingerprinted")]) else None,
+        **{key: median_of_present([c[key] for c in comparisons]) for key in comparisons[0]},
+        "worker_ms_per_fingerprinted": median_of_present([r.get("worker_ms_per_fingerprinted") for r in results]),
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
     }
+
+
+def median_of_present(values: list[float | None]) -> float | None:
+    """The median of the values measured (None: not measured, as a crawl without workers' figures)."""
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
 
 
 def print_round(title: str, results: dict[str, dict[str, Any]]) -> None:
