@@ -247,14 +247,17 @@ def cpu_seconds(pid: int | str = "self") -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag_probe: bool = True) -> dict[str, Any]:
+def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag_probe: bool = True,
+          follow_all: bool = False) -> dict[str, Any]:
     """Crawl the site once with ``variant``'s settings in ``mode`` (and a JSON Lines feed of its items if
     ``feed``); return its figures.  Without ``lag_probe`` the reactor is not woken every 10 ms to measure
     its lag (``bench.crawl_instructions``: under valgrind, those wake-ups would be counted per second, not
-    per page)."""
+    per page).  With ``follow_all`` every page's links on the site's host are followed too, as a
+    ``CrawlSpider`` does (most lead nowhere: the pages' own relative links)."""
     import scrapy
     from scrapy import signals
     from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
 
     class SiteSpider(scrapy.Spider):
         name = "bench_site"
@@ -266,6 +269,9 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
 
         def parse_page(self, response):
             yield {"url": response.url, "html": response.text}
+            if follow_all:
+                for link in LinkExtractor(allow=[re.escape(url)]).extract_links(response):
+                    yield response.follow(link, self.parse_page)
 
     settings = {
         "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
@@ -475,10 +481,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--no-lag-probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--follow-all", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # one crawl, in this process
         args.out.write_text(json.dumps(crawl(args.one, args.mode, args.url, args.work, args.feed,
-                                                   lag_probe=not args.no_lag_probe)))
+                                                   lag_probe=not args.no_lag_probe, follow_all=args.follow_all)))
         return
     if args.in_process:
         args.out.write_text(json.dumps(fingerprint_in_one_process(args.in_process)))

@@ -1,22 +1,26 @@
 """The crawl process's work with and without the filter, counted in instructions: a figure that a
 shared host's noise does not move.
 
-    python -m bench.crawl_instructions [--pages 50 150] [--variants "no filter" defaults ...]
+    python -m bench.crawl_instructions [--pages 50 150] [--variants "no filter" defaults ...] [--follow-all]
 
 ``bench/crawl.py`` measures CPU milliseconds, which drift by up to a millisecond a page from one
 round to the next on a shared host, and differ 2.5x from one host to another.  This script runs the
 same crawl (``bench.crawl``'s site, saturated mode, its reactor-lag probe off) under valgrind's
 callgrind, which counts the instructions the crawl process executes (the fingerprint workers run
 natively and are not counted), on sites of two sizes: the difference between the two counts,
-divided by the difference in pages, is the crawl process's work per page, its start-up left out.
-Printed per variant: millions of instructions per page, what the filter adds to the crawl without
-it, and that as a share of the crawl's own (Scrapy's) work.
+divided by the difference in responses, is the crawl process's work per response (a page), its
+start-up left out.  Printed per variant: millions of instructions a response, what the filter adds
+to the crawl without it, and that as a share of the crawl's own (Scrapy's) work.
+
+``--follow-all``: the spider also follows every link of every page on the site's host, as a
+``CrawlSpider`` does (most of those links lead to pages that do not exist: a response is then a
+page or a 404); ``bench/results/crawl_instructions-follow-all.json``.
 
 Instructions are not time: the filter's code, met once a page between Scrapy's, runs with colder
 caches than Scrapy's loops (one of its store checks takes ~12 us back to back and ~30-80 us in a
 crawl), and a page's hand-over to a worker costs kernel time, which callgrind does not see.  So
 the share of CPU time (``bench/crawl.py``) is the larger; this one says whether the filter's own
-work grew or shrank, without the noise.  Counts repeat to about 0.1 M instructions a page (the
+work grew or shrank, without the noise.  Counts repeat to about 0.05 M instructions a response (the
 workers' timing still decides a few paths, such as whether a page's verdict is ready when its item
 comes).  Installs valgrind from Debian's packages when missing.
 """
@@ -46,13 +50,13 @@ def valgrind_binary() -> str:
     return shutil.which("valgrind") or sys.exit("valgrind is needed (Debian's package valgrind)")
 
 
-def counted_crawl(variant: str, url: str, work: Path) -> tuple[int, int]:
+def counted_crawl(variant: str, url: str, work: Path, follow_all: bool) -> tuple[int, int]:
     """Crawl the site at ``url`` once with ``variant``'s settings under callgrind: the responses, and the
     instructions the crawl process executed."""
     counts, out = work / "callgrind.out", work / "result.json"
     command = [valgrind_binary(), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
                sys.executable, "-m", "bench.crawl", "--one", variant, "--mode", "saturated", "--url", url,
-               "--work", str(work), "--out", str(out), "--no-lag-probe"]
+               "--work", str(work), "--out", str(out), "--no-lag-probe", *(["--follow-all"] if follow_all else [])]
     done = subprocess.run(command, cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
@@ -65,6 +69,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=PROJECT.parent / "shared" / "data")
     parser.add_argument("--pages", type=int, nargs=2, default=[50, 150], help="the two sites' distinct pages")
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
+    parser.add_argument("--follow-all", action="store_true", help="the spider follows every link of every page")
     args = parser.parse_args()
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
     per_page: dict[str, float] = {}
@@ -77,22 +82,23 @@ def main() -> None:
                 build_site(site, real_pages(args.data, size))
                 servers.append(Nginx(site, site.parent))
             for variant in variants:
-                (small, small_count), (large, large_count) = (counted_crawl(variant, server.url, Path(temp))
+                (small, small_count), (large, large_count) = (counted_crawl(variant, server.url, Path(temp), args.follow_all)
                                                               for server in servers)
                 per_page[variant] = (large_count - small_count) / (large - small)
-                print(f"{variant}: {small} pages {small_count:,} instructions, {large} pages {large_count:,}: "
-                      f"{per_page[variant] / 1e6:.2f} M a page", flush=True)
+                print(f"{variant}: {small} responses {small_count:,} instructions, {large} responses {large_count:,}: "
+                      f"{per_page[variant] / 1e6:.2f} M a response", flush=True)
         finally:
             for server in servers:
                 server.stop()
     own = per_page["no filter"]
-    print("\n| variant | M instructions a page, crawl process | added by the filter | share of the crawl's own |")
+    print("\n| variant | M instructions a response, crawl process | added by the filter | share of the crawl's own |")
     print("|---|---|---|---|")
     for variant, count in per_page.items():
         print(f"| {variant} | {count / 1e6:.2f} | {(count - own) / 1e6:+.2f} | {(count - own) / own:.1%} |")
-    command = "python -m bench.crawl_instructions " + " ".join(sys.argv[1:])
-    RESULTS.write_text(json.dumps({"command": command, "pages": args.pages, "per_page": per_page}, indent=1))
-    print(f"\nwritten {RESULTS}; reproduce with: {command}")
+    command = " ".join(["python -m bench.crawl_instructions", *sys.argv[1:]])
+    written = RESULTS.with_name("crawl_instructions-follow-all.json") if args.follow_all else RESULTS
+    written.write_text(json.dumps({"command": command, "pages": args.pages, "per_page": per_page}, indent=1))
+    print(f"\nwritten {written}; reproduce with: {command}")
 
 
 if __name__ == "__main__":
