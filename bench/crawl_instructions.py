@@ -43,8 +43,10 @@ RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
 
 
 def valgrind_binary() -> str:
+    """valgrind, installed from Debian's packages when missing."""
     if not shutil.which("valgrind"):
         sudo = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False)
         subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", "valgrind"],
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
     return shutil.which("valgrind") or sys.exit("valgrind is needed (Debian's package valgrind)")
@@ -72,7 +74,7 @@ def main() -> None:
     parser.add_argument("--follow-all", action="store_true", help="the spider follows every link of every page")
     args = parser.parse_args()
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
-    per_page: dict[str, float] = {}
+    per_response: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as temp:
         servers = []
         try:
@@ -82,22 +84,22 @@ def main() -> None:
                 build_site(site, real_pages(args.data, size))
                 servers.append(Nginx(site, site.parent))
             for variant in variants:
-                (small, small_count), (large, large_count) = (counted_crawl(variant, server.url, Path(temp), args.follow_all)
-                                                              for server in servers)
-                per_page[variant] = (large_count - small_count) / (large - small)
+                (small, small_count), (large, large_count) = (
+                    counted_crawl(variant, server.url, Path(temp), args.follow_all) for server in servers)
+                per_response[variant] = (large_count - small_count) / (large - small)
                 print(f"{variant}: {small} responses {small_count:,} instructions, {large} responses {large_count:,}: "
-                      f"{per_page[variant] / 1e6:.2f} M a response", flush=True)
+                      f"{per_response[variant] / 1e6:.2f} M a response", flush=True)
         finally:
             for server in servers:
                 server.stop()
-    own = per_page["no filter"]
+    own = per_response["no filter"]
     print("\n| variant | M instructions a response, crawl process | added by the filter | share of the crawl's own |")
     print("|---|---|---|---|")
-    for variant, count in per_page.items():
+    for variant, count in per_response.items():
         print(f"| {variant} | {count / 1e6:.2f} | {(count - own) / 1e6:+.2f} | {(count - own) / own:.1%} |")
     command = " ".join(["python -m bench.crawl_instructions", *sys.argv[1:]])
     written = RESULTS.with_name("crawl_instructions-follow-all.json") if args.follow_all else RESULTS
-    written.write_text(json.dumps({"command": command, "pages": args.pages, "per_page": per_page}, indent=1))
+    written.write_text(json.dumps({"command": command, "pages": args.pages, "per_response": per_response}, indent=1))
     print(f"\nwritten {written}; reproduce with: {command}")
 
 
