@@ -59,6 +59,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -200,6 +201,12 @@ http {{
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
+
+    @staticmethod
+    def stopped_on_sigterm() -> None:
+        """A SIGTERM (a run stopped by hand, a timeout) raises ``SystemExit``, so that the ``finally`` that
+        stops nginx runs: a killed Python process would leave nginx serving."""
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
 
     def stop(self) -> None:
         self.process.terminate()
@@ -507,6 +514,7 @@ def main() -> None:
         site = work / "site"
         site.mkdir()
         total_pages = build_site(site, real_pages(args.data, args.pages))
+        Nginx.stopped_on_sigterm()
         server = Nginx(site, work)
         print(f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
               f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n", flush=True)

@@ -77,6 +77,7 @@ def main() -> None:
     per_response: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as temp:
         servers = []
+        Nginx.stopped_on_sigterm()
         try:
             for size in args.pages:
                 site = Path(temp) / f"{size}" / "site"
