@@ -142,15 +142,16 @@ def build_site(folder: Path, pages: list[bytes]) -> int:
 
 # -- nginx ------------------------------------------------------------------------------------------
 
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
-    if found:
-        return found
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False)
-    subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", "nginx-light"],
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
-    return shutil.which("nginx") or "/usr/sbin/nginx"
+def debian_command(command: str, package: str) -> str:
+    """Where ``command`` is (on the PATH, or in the system folders a user's PATH may lack), installed from
+    Debian's ``package`` first when it is missing; exits, saying so, when it cannot be."""
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    if not shutil.which(command, path=path):
+        sudo = [] if os.geteuid() == 0 else ["sudo"]
+        subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False)
+        subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", package],
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
+    return shutil.which(command, path=path) or sys.exit(f"{command} is needed (Debian's package {package})")
 
 
 def free_port() -> int:
@@ -160,9 +161,12 @@ def free_port() -> int:
 
 
 class Nginx:
-    """nginx serving ``root`` on 127.0.0.1, started and stopped here."""
+    """nginx serving ``root`` on 127.0.0.1, started and stopped here.  A SIGTERM (a run stopped by hand, a
+    timeout) then raises ``SystemExit``, so that the ``finally`` that stops it runs: a killed Python process
+    would leave nginx serving."""
 
     def __init__(self, root: Path, work: Path) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
         self.port = free_port()
         temp = work / "nginx"
         temp.mkdir()
@@ -188,7 +192,7 @@ http {{
     server {{ listen 127.0.0.1:{self.port}; root {root}; }}
 }}
 """)
-        self.process = subprocess.Popen([nginx_binary(), "-c", str(config), "-p", str(temp)],
+        self.process = subprocess.Popen([debian_command("nginx", "nginx-light"), "-c", str(config), "-p", str(temp)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         for _ in range(100):
             try:
@@ -201,12 +205,6 @@ http {{
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/"
-
-    @staticmethod
-    def stopped_on_sigterm() -> None:
-        """A SIGTERM (a run stopped by hand, a timeout) raises ``SystemExit``, so that the ``finally`` that
-        stops nginx runs: a killed Python process would leave nginx serving."""
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped by SIGTERM"))
 
     def stop(self) -> None:
         self.process.terminate()
@@ -266,6 +264,8 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
 
+    site_links = LinkExtractor(allow=[re.escape(url)])  # the pages follow_all follows
+
     class SiteSpider(scrapy.Spider):
         name = "bench_site"
         start_urls = [url]
@@ -277,7 +277,7 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
         def parse_page(self, response):
             yield {"url": response.url, "html": response.text}
             if follow_all:
-                for link in LinkExtractor(allow=[re.escape(url)]).extract_links(response):
+                for link in site_links.extract_links(response):
                     yield response.follow(link, self.parse_page)
 
     settings = {
@@ -514,7 +514,6 @@ def main() -> None:
         site = work / "site"
         site.mkdir()
         total_pages = build_site(site, real_pages(args.data, args.pages))
-        Nginx.stopped_on_sigterm()
         server = Nginx(site, work)
         print(f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
               f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n", flush=True)

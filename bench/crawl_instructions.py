@@ -29,34 +29,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.crawl import PROJECT, VARIANTS, Nginx, build_site, real_pages
+from bench.crawl import PROJECT, VARIANTS, Nginx, build_site, debian_command, real_pages
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
-
-
-def valgrind_binary() -> str:
-    """valgrind, installed from Debian's packages when missing."""
-    if not shutil.which("valgrind"):
-        sudo = [] if os.geteuid() == 0 else ["sudo"]
-        subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False)
-        subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", "valgrind"],
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
-    return shutil.which("valgrind") or sys.exit("valgrind is needed (Debian's package valgrind)")
 
 
 def counted_crawl(variant: str, url: str, work: Path, follow_all: bool) -> tuple[int, int]:
     """Crawl the site at ``url`` once with ``variant``'s settings under callgrind: the responses, and the
     instructions the crawl process executed."""
     counts, out = work / "callgrind.out", work / "result.json"
-    command = [valgrind_binary(), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
+    command = [debian_command("valgrind", "valgrind"), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
                sys.executable, "-m", "bench.crawl", "--one", variant, "--mode", "saturated", "--url", url,
                "--work", str(work), "--out", str(out), "--no-lag-probe", *(["--follow-all"] if follow_all else [])]
     done = subprocess.run(command, cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -77,7 +65,6 @@ def main() -> None:
     per_response: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as temp:
         servers = []
-        Nginx.stopped_on_sigterm()
         try:
             for size in args.pages:
                 site = Path(temp) / f"{size}" / "site"
