@@ -21,6 +21,12 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
 - ``2 workers``: ``SIMHASH_DEDUP_WORKERS = 2`` (the default is the cores but one);
 - ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread;
+- ``hand-over floor``: no filter, only the filter's own shape: each response's body handed to a worker process
+  over a socket at its first item, and its items held in an item pipeline until a 16-byte answer comes back (the
+  worker sleeps ``FLOOR_ANSWER_SECONDS``, a fingerprint's time, without CPU): the least the filter's crawl process
+  pays for a verdict made elsewhere;
+- ``hold-response floor``: the same hand-over from a downloader middleware, which holds the response until the
+  answer comes; the spider and its items then run without waiting;
 - ``no filter, 16 items`` and ``defaults, 16 items``: ``CONCURRENT_ITEMS = 16`` (Scrapy's default is 100).
 
 Per crawl: pages/s (responses over the time from the engine's start to the
@@ -66,6 +72,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +87,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
+    "hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.HandOverFloor": 900},
+                        "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
+    "hold-response floor": {"DOWNLOADER_MIDDLEWARES": {"bench.crawl.HoldResponseFloor": 950}},
     # Scrapy's scraper starts CONCURRENT_ITEMS tasks per response (default 100), with or without the filter
     "no filter, 16 items": {"CONCURRENT_ITEMS": 16},
     "defaults, 16 items": {**ADDON, "CONCURRENT_ITEMS": 16},
@@ -231,6 +241,111 @@ class NaivePipeline:
                 raise DropItem("near-duplicate")
             self.kept.append(fingerprint)
         return item
+
+
+#: How long the floor's worker takes to answer: about a fingerprint's time on this machine, spent asleep.
+FLOOR_ANSWER_SECONDS = 0.003
+_FLOOR_WORKER = f"""
+import os, struct, sys, time
+fd = int(sys.argv[1])
+def read(size):
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise SystemExit(0)
+        data += chunk
+    return data
+while True:
+    (size,) = struct.unpack("!i", read(4))
+    read(size)
+    time.sleep({FLOOR_ANSWER_SECONDS})
+    os.write(fd, bytes(16))
+"""
+
+
+class FloorWorker:
+    """The floor variants' worker process, one per crawl: a page's body goes out over a socket (the filter's
+    own ``SocketWriter``), a 16-byte answer comes back ``FLOOR_ANSWER_SECONDS`` later."""
+
+    _the: FloorWorker | None = None
+
+    @classmethod
+    def the(cls) -> FloorWorker:
+        if cls._the is None:
+            cls._the = cls()
+        return cls._the
+
+    def __init__(self) -> None:
+        from twisted.internet import reactor
+        from twisted.internet.protocol import Factory, Protocol
+
+        from pipelines.workers import SocketWriter
+
+        mine, theirs = socket.socketpair()
+        self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno())],
+                                        pass_fds=[theirs.fileno()])
+        theirs.close()
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        mine.setblocking(False)
+        self.socket, self.writer, self.waiting, received = mine, SocketWriter(mine), deque(), bytearray()
+        waiting = self.waiting
+
+        class Answers(Protocol):
+            def dataReceived(self, data: bytes) -> None:
+                received.extend(data)
+                while len(received) >= 16:
+                    del received[:16]
+                    waiting.popleft().callback(None)
+
+        reactor.adoptStreamConnection(mine.fileno(), socket.AF_UNIX, Factory.forProtocol(Answers))
+
+    def answer(self, body: bytes) -> Any:
+        """A Deferred that fires when the worker has answered for ``body``."""
+        from twisted.internet.defer import Deferred
+
+        self.waiting.append(Deferred())
+        self.writer.write([len(body).to_bytes(4, "big"), body])
+        return self.waiting[-1]
+
+
+#: The floor's items waiting for their page's answer: id(item) -> (item, the answer).
+_FLOOR_ITEMS: dict[int, tuple[Any, Any]] = {}
+
+
+class HandOverFloor:
+    """``hand-over floor``, the filter's own shape without its work: a spider middleware hands the response's
+    body to the worker at its first item, and an item pipeline (``HandOverFloorPipeline``) makes every item
+    of the response await the answer."""
+
+    async def process_spider_output(self, response: Any, result: Any) -> Any:
+        answer = None
+        async for output in result:
+            if isinstance(output, dict):
+                answer = answer or FloorWorker.the().answer(response.body)
+                _FLOOR_ITEMS[id(output)] = (output, answer)
+            yield output
+
+
+class HandOverFloorPipeline:
+    async def process_item(self, item: Any) -> Any:
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        held, answer = _FLOOR_ITEMS.pop(id(item), (None, None))
+        if held is item:
+            await maybe_deferred_to_future(answer)
+        return item
+
+
+class HoldResponseFloor:
+    """``hold-response floor``: a downloader middleware hands each response's body to the worker and holds the
+    response until the answer comes back; the spider and the items then run without waiting."""
+
+    async def process_response(self, request: Any, response: Any) -> Any:
+        from scrapy.utils.defer import maybe_deferred_to_future
+
+        await maybe_deferred_to_future(FloorWorker.the().answer(response.body))
+        return response
 
 
 def memory_mb(pid: int | str = "self") -> tuple[float, float]:
