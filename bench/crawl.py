@@ -288,7 +288,8 @@ class FloorWorker:
         theirs.close()
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         mine.setblocking(False)
-        self.socket, self.writer, self.waiting, received = mine, SocketWriter(mine), deque(), bytearray()
+        self.socket = mine  # held: its file descriptor is the reactor's connection to the worker
+        self.writer, self.waiting, received = SocketWriter(mine), deque(), bytearray()
         waiting = self.waiting
 
         class Answers(Protocol):
@@ -328,6 +329,8 @@ class HandOverFloor:
 
 
 class HandOverFloorPipeline:
+    """``hand-over floor``'s item pipeline: an item of a page handed out waits for the worker's answer."""
+
     async def process_item(self, item: Any) -> Any:
         from scrapy.utils.defer import maybe_deferred_to_future
 
