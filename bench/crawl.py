@@ -245,6 +245,8 @@ class NaivePipeline:
 
 #: How long the floor's worker takes to answer: about a fingerprint's time on this machine, spent asleep.
 FLOOR_ANSWER_SECONDS = 0.003
+#: The floor's worker: its own few lines, not ``worker_process.read_frame``, since importing the package would
+#: load the fingerprint's modules into a process whose memory the bench counts as the crawl's.
 _FLOOR_WORKER = f"""
 import os, struct, sys, time
 fd = int(sys.argv[1])
@@ -323,7 +325,8 @@ class HandOverFloor:
         answer = None
         async for output in result:
             if isinstance(output, dict):
-                answer = answer or FloorWorker.the().answer(response.body)
+                if answer is None:  # the response's first item
+                    answer = FloorWorker.the().answer(response.body)
                 _FLOOR_ITEMS[id(output)] = (output, answer)
             yield output
 

@@ -9,8 +9,8 @@ same crawl (``bench.crawl``'s site, saturated mode, its reactor-lag probe off) u
 callgrind, which counts the instructions the crawl process executes (the fingerprint workers run
 natively and are not counted), on sites of two sizes: the difference between the two counts,
 divided by the difference in responses, is the crawl process's work per response (a page), its
-start-up left out.  Printed per variant: millions of instructions a response, what the filter adds
-to the crawl without it, and that as a share of the crawl's own (Scrapy's) work.
+start-up left out.  Printed per variant: millions of instructions a response, what a variant adds
+to the crawl without the filter, and that as a share of the crawl's own (Scrapy's) work.
 
 ``--follow-all``: the spider also follows every link of every page on the site's host, as a
 ``CrawlSpider`` does (most of those links lead to pages that do not exist: a response is then a
@@ -81,7 +81,7 @@ def main() -> None:
             for server in servers:
                 server.stop()
     own = per_response["no filter"]
-    print("\n| variant | M instructions a response, crawl process | added by the filter | share of the crawl's own |")
+    print("\n| variant | M instructions a response, crawl process | above no filter | share of the crawl's own |")
     print("|---|---|---|---|")
     for variant, count in per_response.items():
         print(f"| {variant} | {count / 1e6:.2f} | {(count - own) / 1e6:+.2f} | {(count - own) / own:.1%} |")
