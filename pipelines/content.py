@@ -42,7 +42,7 @@ import lxml.etree
 from . import treewalk
 from .document import tree
 from .structure import DEFAULT_DECAY
-from .textloops import IdfTable, only_words, tf_idf, word_counts
+from .textloops import IdfTable, alnum_runs, only_words, tf_idf, word_counts
 from .treewalk import Block, Node
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
@@ -86,8 +86,6 @@ _HAN = "".join(f"{chr(first)}-{chr(last)}" for first, last in HAN_RANGES)
 _UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
 _TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
 _NOT_SPACED = re.compile(f"[{_HAN}{_UNSPACED}]")
-_WORD = re.compile(r"[^\W_]+")  # the third kind of token, in texts without the first two
-_ASCII_WORD = re.compile(r"[a-z0-9]+")  # the same, in lower-case ASCII
 
 
 @dataclass
@@ -285,12 +283,12 @@ def tokens(text: str) -> list[str]:
     """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere; characters that show
     nothing (``_INVISIBLE``) are read as a reader sees them, as nothing."""
     if text.isascii():  # NFKC leaves ASCII as it is, and casefolds it as lower() does
-        return _ASCII_WORD.findall(text.lower())
+        return alnum_runs(text.lower())
     if _INVISIBLE.search(text):
         text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if not _NOT_SPACED.search(text):
-        return _WORD.findall(text)
+        return alnum_runs(text)
     found: list[str] = []
     for match in _TOKEN.finditer(text):
         han, unspaced, other = match.groups()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from bench.quality_sets import wrap_in_form
 from pipelines import Fingerprinter, hamming
 from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
+from pipelines.textloops import alnum_runs
 from pipelines.policy import Policy
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
@@ -154,6 +156,18 @@ def test_words_drop_numbers_and_single_letters() -> None:
     assert list(words("On 2024-05-01, 1,234 readers saw a COVID-19 update")) == [
         "on", "readers", "saw", "covid", "update",
     ]
+
+
+def test_words_are_split_where_the_regular_expression_split_them() -> None:
+    r"""``alnum_runs`` keeps a character exactly where ``[^\W_]`` matches it, over every code point, and
+    splits texts of every script, numbers, underscores and marks as ``re.findall`` does."""
+    every = "".join(chr(code) for code in range(0x110000) if not 0xD800 <= code < 0xE000)
+    kept = "".join(re.findall(r"[^\W_]", every))
+    assert "".join(alnum_runs(every)) == kept and len(kept) > 100_000
+    samples = ["", "_", "a_b c", "Ünïcödé wörds, 2024-05-01!", "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e",
+               "x\u00b2 \u2460\u2461 \u0661\u0662", "emoji\U0001f600between", "tab\there\u00a0nbsp", kept[::997]]
+    for text in samples:
+        assert alnum_runs(text) == re.findall(r"[^\W_]+", text), text
 
 
 def test_chinese_is_segmented_with_jieba() -> None:
