@@ -38,7 +38,6 @@ from pathlib import Path
 
 import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.base import DelayedCall
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
@@ -62,13 +61,6 @@ PAGES_PER_WORKER = 8
 #: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
 #: a killed crawl then loses few pages already downloaded (``SimhashDedupRequestMiddleware``).
 WAITING_PER_WORKER = PAGES_PER_WORKER
-#: An idle worker is handed pages a few at once: a core that idled since the last page runs the next one cold
-#: (its caches hold other processes' memory), and pages back to back share the warm-up.  Pages queued for an
-#: idle worker wait until this many are queued, or until the first has waited ``GATHER_SECONDS``; a busy
-#: worker gets them at once.  At a polite crawl's pace (bench/crawl.py: 48 pages a second) 4 pages at once cost
-#: the worker ~0.85x the CPU of pages one by one; a crawl slower than 40 pages a second gathers none.
-GATHER_PAGES = 4
-GATHER_SECONDS = 0.1
 #: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): the pages it holds wait there,
 #: written at once.
 SEND_BUFFER = 4 << 20
@@ -288,8 +280,6 @@ class FingerprintPool:
         self._waiting = 0  # pages given, not answered yet: queued, or held by a worker
         self._closed = False
         self._room_waiters: list[Deferred[None]] = []  # downloads waiting for pages to be answered
-        self._gathering: DelayedCall | None = None  # the clock of pages waiting for an idle worker (GATHER_PAGES)
-        self._gathered = False  # they waited long enough
 
     async def start(self) -> None:
         """Start the workers and wait until they are ready (or known not to start)."""
@@ -340,7 +330,6 @@ class FingerprintPool:
         """Stop every worker (again: nothing happens).  Scrapy closes the spider once every item is
         done, so no page is in progress; pages that come after are fingerprinted in this thread."""
         self._closed = True
-        self._stop_gathering()
         workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()
@@ -366,32 +355,7 @@ class FingerprintPool:
                 worker = self._start_worker()
             elif worker is None or len(worker.pages) >= PAGES_PER_WORKER:
                 return
-            if not worker.pages and self._gather():
-                return
             worker.send(self._queue.popleft())
-        self._stop_gathering()
-
-    def _gather(self) -> bool:
-        """Should the queued pages wait for more before an idle worker gets them (``GATHER_PAGES``)?  The
-        first one's wait starts the clock.  Once they have gathered, every page queued goes out."""
-        self._gathered = self._gathered or len(self._queue) >= GATHER_PAGES
-        if self._gathered:
-            return False
-        if self._gathering is None:
-            from twisted.internet import reactor
-
-            self._gathering = reactor.callLater(GATHER_SECONDS, self._gathering_over)
-        return True
-
-    def _gathering_over(self) -> None:
-        self._gathering, self._gathered = None, True
-        self._hand_out()
-
-    def _stop_gathering(self) -> None:
-        """The queue is empty (or the pool closed): the next page queued for an idle worker starts a new wait."""
-        if self._gathering is not None and self._gathering.active():
-            self._gathering.cancel()
-        self._gathering, self._gathered = None, False
 
     def _room_again(self, result: Fingerprint | Failure) -> Fingerprint | Failure:
         """A page is answered: its worker takes the next one, downloads may go on (the answer passes on

@@ -20,7 +20,7 @@ import pytest
 from pipelines import Fingerprinter, worker_process
 from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, read_answer, read_message,
                                       read_page)
-from pipelines.workers import GATHER_PAGES, FingerprinterOptions, RecentPages, start_worker_process
+from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -90,49 +90,6 @@ def test_an_answer_comes_back_as_it_was_sent() -> None:
         assert read_answer(answer_message(fingerprint)) == fingerprint
     failed = read_answer(answer_message(FingerprintFailed("Traceback: ...")))
     assert isinstance(failed, FingerprintFailed) and str(failed) == "Traceback: ..."
-
-
-def test_an_idle_worker_is_handed_pages_a_few_at_once_and_a_lone_page_in_the_end() -> None:
-    """Pages for an idle worker wait until ``GATHER_PAGES`` are queued (then go out together), or until the
-    first has waited long enough: a lone page is answered too, and every answer is the page's fingerprint."""
-    script = """
-from twisted.internet import task
-from twisted.internet.defer import ensureDeferred, gatherResults
-from pipelines import Fingerprinter
-from pipelines.workers import GATHER_PAGES, FingerprintPool
-from tests.pages import CHINESE_ARTICLE, real_page
-
-async def main(reactor):
-    fingerprinter = Fingerprinter()
-    pool = FingerprintPool(fingerprinter, 1)
-    await pool.start()
-    htmls = [real_page("newspaper-syracuse.com1"), real_page("gne-163-1"), CHINESE_ARTICLE, CHINESE_ARTICLE.encode(),
-             real_page("newspaper-syracuse.com1").decode()] * GATHER_PAGES
-    pages = [(html, f"https://a.test/{n}") for n, html in enumerate(htmls[:GATHER_PAGES + 1])]
-    answers = []
-    for n, (html, url) in enumerate(pages[:GATHER_PAGES]):
-        print("held by the worker before page", n, [held for _, held in pool.workers()])
-        answers.append(pool.fingerprint(html, url))
-    print("held by the worker once gathered", [held for _, held in pool.workers()])
-    got = await gatherResults(answers)
-    print("answers as in this process", got == [fingerprinter.fingerprint(html) for html, _ in pages[:GATHER_PAGES]])
-    lone = pool.fingerprint(*pages[-1])
-    print("held by the worker with a lone page", [held for _, held in pool.workers()], pool.waiting())
-    print("the lone page answered", await lone == fingerprinter.fingerprint(pages[-1][0]))
-    pool.close()
-
-task.react(lambda reactor: ensureDeferred(main(reactor)))
-"""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=Path(__file__).parents[1],
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        *(f"held by the worker before page {n} [None]" for n in range(GATHER_PAGES)),
-        "held by the worker once gathered ['https://a.test/0']",
-        "answers as in this process True",
-        "held by the worker with a lone page [None] 1",
-        "the lone page answered True",
-    ]
 
 
 def test_a_worker_gives_back_freed_memory_only_when_there_is_much_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
