@@ -84,6 +84,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
+    # what the crawl process pays for beyond the check: the decision log (and its texts), the link guard, URL rules
+    "no decision log": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
+    "check only": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
+                   "SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
