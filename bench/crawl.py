@@ -18,6 +18,8 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 - ``no filter``: no item pipeline;
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
+- ``no decision log``: ``SIMHASH_DEDUP_DECISIONS = 0`` and ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (no text leaves
+  the worker); ``check only``: also no link guard nor URL rules: what the crawl process pays beyond the check;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
 - ``2 workers``: ``SIMHASH_DEDUP_WORKERS = 2`` (the default is the cores but one);
 - ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread;
@@ -84,7 +86,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
-    # what the crawl process pays for beyond the check: the decision log (and its texts), the link guard, URL rules
     "no decision log": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
     "check only": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
                    "SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},

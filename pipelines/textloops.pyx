@@ -15,8 +15,8 @@ the reactor thread ~0.1 ms, and pickling it (which encodes it again) ~0.3 ms.
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport (
-    Py_UNICODE_ISALNUM, Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize, PyUnicode_DATA, PyUnicode_FromKindAndData, PyUnicode_GET_LENGTH,
-    PyUnicode_KIND, PyUnicode_READ,
+    Py_UNICODE_ISALNUM, Py_UNICODE_ISDIGIT, PyUnicode_AsUTF8AndSize, PyUnicode_DATA, PyUnicode_FromKindAndData,
+    PyUnicode_GET_LENGTH, PyUnicode_KIND, PyUnicode_READ,
 )
 from cpython cimport array
 from libc.math cimport nearbyint
@@ -155,8 +155,8 @@ cdef class IdfTable:
     cdef readonly double default
     cdef const uint64_t[::1] _hashes  # the same, read in the compiled loop
     cdef const double[::1] _values
-    cdef vector[uint32_t] _starts  # run r (hashes whose top ``_bits`` bits are r) is _hashes[_starts[r]:_starts[r + 1]]
-    cdef int _shift  # 64 - _bits
+    cdef vector[uint32_t] _starts  # the run of hashes whose top bits are r: _hashes[_starts[r]:_starts[r + 1]]
+    cdef int _shift  # a hash shifted right by this many bits is its run's number
 
     def __init__(self, array.array hashes, array.array values, double default):
         if hashes.typecode != "Q" or values.typecode != "d" or len(hashes) != len(values):
@@ -168,6 +168,7 @@ cdef class IdfTable:
         self._index()
 
     cdef void _index(self):
+        """Where each run starts: as many runs as make ~8 hashes a run (a power of two, 2 at least)."""
         cdef Py_ssize_t count = self._hashes.shape[0], n = 0
         cdef int bits = 1
         while bits < 32 and (count >> bits) > 8:

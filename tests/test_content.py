@@ -13,8 +13,8 @@ from bench.quality_sets import wrap_in_form
 from pipelines import Fingerprinter, hamming
 from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
-from pipelines.textloops import alnum_runs
 from pipelines.policy import Policy
+from pipelines.textloops import alnum_runs
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
