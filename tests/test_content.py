@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
 from pipelines.policy import Policy
 from pipelines.textloops import alnum_runs
+from pipelines.treewalk import AD_HINTS, AD_NAMES, MAYBE_CONTENT_NAMES, UNLIKELY_NAMES, Words
 
-from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
+from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
 
 
 def root(html: str | bytes):
@@ -93,6 +95,27 @@ def test_names_are_answered_the_same_after_a_crawl_has_met_more_of_them_than_are
 def test_names_that_merely_contain_ad_are_not_ads(name: str) -> None:
     page = f"<html><body><article><div {name}>{paragraphs('story')}</div></article></body></html>"
     assert "story0word0" in own_text(page)
+
+
+def test_word_lists_find_what_their_regular_expressions_find() -> None:
+    """``Words`` answers as ``re.search(words, text, re.IGNORECASE)`` on every class and id of real pages,
+    in any case, and on names outside ASCII (where case folding maps ``ſ`` to ``s`` and ``K`` to ``k``);
+    every name ``AD_NAMES`` finds an ad in holds one of ``AD_HINTS``, the names it is searched in."""
+    names = set()
+    for path in sorted(DATA.glob("*.html.gz")):
+        names.update(map(str, load(gzip.decompress(path.read_bytes()), 1 << 24).root.xpath("//@class | //@id")))
+    assert len(names) > 500
+    names |= {name.upper() for name in names} | {name.title() for name in names}
+    names |= {"", "ſidebar", "MENU", "Header-Kontakt", "Cömment-list", "ad", "-AD-", "lead", "read", "main-ſponsor"}
+    for listed in (UNLIKELY_NAMES, MAYBE_CONTENT_NAMES, AD_HINTS):
+        pattern = re.compile(listed.pattern.pattern, re.IGNORECASE)
+        found = {name for name in names if listed.search(name)}
+        assert found == {name for name in names if pattern.search(name)}
+        assert found and found != names
+    ads = {name for name in names if AD_NAMES.search(name)}
+    assert ads and all(AD_HINTS.search(name) for name in ads)
+    with pytest.raises(ValueError):
+        Words("a.b|c")
 
 
 def test_blocks_split_at_block_elements_not_inline_ones() -> None:
