@@ -34,36 +34,17 @@ import functools
 import importlib.resources
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import lxml.etree
 
-from . import treewalk
+from . import readability, treewalk
 from .document import tree
 from .structure import DEFAULT_DECAY
 from .textloops import IdfTable, alnum_runs, only_words, tf_idf, word_counts
 from .treewalk import Block, Node
 
-#: Names that make an element a likelier or an unlikelier home of the main content (Readability's).
-POSITIVE_NAMES = re.compile(r"article|body|content|entry|hentry|h-entry|main|page|pagination|post|text|blog|story",
-                            re.IGNORECASE)
-NEGATIVE_NAMES = re.compile(
-    r"-ad-|hidden|^hid$| hid$| hid |^hid |banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta"
-    r"|outbrain|promo|related|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget",
-    re.IGNORECASE,
-)
-_COMMAS = re.compile("[,\u060c\ufe50\ufe10\ufe11\u2e41\u2e34\u2e32\uff0c\u3001]")
-
-#: How a candidate's tag sets its starting score (Readability's).
-TAG_SCORES = {
-    "div": 5, "pre": 3, "td": 3, "blockquote": 3, "address": -3, "ol": -3, "ul": -3, "dl": -3, "dd": -3,
-    "dt": -3, "li": -3, "form": -3, "h1": -5, "h2": -5, "h3": -5, "h4": -5, "h5": -5, "h6": -5, "th": -5,
-}
-#: A block scores the elements above it to this many levels, divided by these.
-SCORE_DIVIDERS = (1, 2, 6, 9, 12)
-#: Blocks with fewer characters (links included) score nothing.
-MIN_SCORED_CHARS = 25
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
 MIN_BLOCK_WORDS = 8
 #: Own text with fewer distinct words is read again, letting named furniture hold the main content.
@@ -172,38 +153,9 @@ class PageText:
         return " ".join([self.title, *(block.prose for block in self.blocks)])
 
     def main_content(self, read_named: bool) -> list[int]:
-        """The elements holding the main content, found as Mozilla Readability does.
-
-        Every block of at least ``MIN_SCORED_CHARS`` characters scores 1, plus
-        its commas, plus one per 100 characters (at most 3), to each of the five
-        elements above it, divided by ``SCORE_DIVIDERS``; an element starts from
-        a score set by its tag and name, and ends multiplied by the share of its
-        text that is not links.  The best one is taken, or the element above it
-        when several good ones share it or when it scores higher; then the
-        siblings that score at least a fifth of it, and sibling paragraphs of
-        text.
-        """
-        scores: dict[int, float] = {}
-        for block in self.blocks:
-            length = len(block.text) + len(block.link_text)
-            if length < MIN_SCORED_CHARS or block.ad >= 0 or (block.named_furniture >= 0 and not read_named):
-                continue
-            points = 1 + len(_COMMAS.findall(block.text)) + len(_COMMAS.findall(block.link_text)) + min(length // 100, 3)
-            node = self.nodes[block.owner].parent if block.leaf else block.owner
-            for divider in SCORE_DIVIDERS:
-                if node < 0:
-                    break
-                if node not in scores:
-                    scores[node] = self._starting_score(node)
-                scores[node] += points / divider
-                node = self.nodes[node].parent
-        if not scores:
-            return []
-        for node in scores:
-            scores[node] *= 1 - self._link_density(node)
-        top = self._climb(max(scores, key=scores.__getitem__), scores)
-        scores.setdefault(top, self._starting_score(top))  # an element above the candidates
-        return self._with_siblings(top, scores)
+        """The elements holding the main content, found as Mozilla Readability does (compiled:
+        ``readability.main_content``)."""
+        return readability.main_content(self.blocks, self.nodes, read_named)
 
     def _blocks_inside(self, containers: list[int], read_named: bool) -> list[int]:
         """The blocks in one of ``containers`` and outside the furniture inside it (but the named
@@ -216,67 +168,6 @@ class PageText:
                 if c <= block.owner < end and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
             )
         return sorted(inside)
-
-    def _starting_score(self, node: int) -> float:
-        node_ = self.nodes[node]
-        return TAG_SCORES.get(node_.tag, 0) + _name_weight(node_.class_, node_.id_)
-
-    def _link_density(self, node: int) -> float:
-        total = self.nodes[node].chars + self.nodes[node].link_chars
-        return self.nodes[node].link_chars / total if total else 0.0
-
-    def _climb(self, top: int, scores: dict[int, float]) -> int:
-        """Readability's steps up from the best element: to an element above it that at least three
-        other good candidates share, else to the first one above it that scores higher."""
-        best = scores[top]
-        others = sorted((n for n in scores if n != top and scores[n] >= 0.75 * best), key=scores.__getitem__)[-4:]
-        if len(others) >= 3:
-            ancestors = [set(self._ancestors(n)) for n in others]
-            for node in self._ancestors(top):
-                if sum(node in above for above in ancestors) >= 3:
-                    return node
-        last = best
-        for node in self._ancestors(top):
-            if node not in scores:
-                continue
-            if scores[node] < best / 3:
-                break
-            if scores[node] > last:
-                return node
-            last = scores[node]
-        return top
-
-    def _ancestors(self, node: int) -> Iterator[int]:
-        """The block-level elements above ``node``, nearest first, below ``body``."""
-        node = self.nodes[node].parent
-        while node >= 0 and self.nodes[node].tag not in ("body", "html"):
-            yield node
-            node = self.nodes[node].parent
-
-    def _with_siblings(self, top: int, scores: dict[int, float]) -> list[int]:
-        """``top`` and the siblings that belong with it: those scoring at least a fifth of it (its class
-        counting for a fifth), and sibling paragraphs of text with few links; never an advertisement."""
-        parent, best = self.nodes[top].parent, scores[top]
-        name = self.nodes[top].class_
-        chosen = []
-        for number in range(parent + 1, self.nodes[parent].end if parent >= 0 else len(self.nodes)):
-            node = self.nodes[number]
-            if node.parent != parent or node.ad == number:
-                continue  # not a sibling, or an advertisement
-            bonus = 0.2 * best if name and node.class_ == name else 0.0
-            if (
-                number == top
-                or scores.get(number, -1e9) + bonus >= max(10.0, 0.2 * best)
-                or (node.tag == "p" and node.chars + node.link_chars > 80 and self._link_density(number) < 0.25)
-            ):
-                chosen.append(number)
-        return chosen
-
-
-@functools.lru_cache(maxsize=4096)
-def _name_weight(class_: str | None, id_: str | None) -> int:
-    """+25 for each of class and id that names the main content's likely home, -25 for each that names furniture."""
-    return sum(25 * (bool(POSITIVE_NAMES.search(name)) - bool(NEGATIVE_NAMES.search(name))) for name in (class_, id_) if name)
 
 
 def tokens(text: str) -> list[str]:

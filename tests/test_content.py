@@ -16,6 +16,7 @@ from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
 from pipelines.policy import Policy
 from pipelines.textloops import alnum_runs
+from pipelines.readability import HID_ALONE, NEGATIVE_NAMES, POSITIVE_NAMES, negative_name
 from pipelines.treewalk import AD_HINTS, AD_NAMES, MAYBE_CONTENT_NAMES, UNLIKELY_NAMES, Words
 
 from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
@@ -100,18 +101,22 @@ def test_names_that_merely_contain_ad_are_not_ads(name: str) -> None:
 def test_word_lists_find_what_their_regular_expressions_find() -> None:
     """``Words`` answers as ``re.search(words, text, re.IGNORECASE)`` on every class and id of real pages,
     in any case, and on names outside ASCII (where case folding maps ``ſ`` to ``s`` and ``K`` to ``k``);
-    every name ``AD_NAMES`` finds an ad in holds one of ``AD_HINTS``, the names it is searched in."""
+    ``negative_name`` as Readability's negative pattern; every name ``AD_NAMES`` finds an ad in holds one
+    of ``AD_HINTS``, the names it is searched in."""
     names = set()
     for path in sorted(DATA.glob("*.html.gz")):
         names.update(map(str, load(gzip.decompress(path.read_bytes()), 1 << 24).root.xpath("//@class | //@id")))
     assert len(names) > 500
     names |= {name.upper() for name in names} | {name.title() for name in names}
-    names |= {"", "ſidebar", "MENU", "Header-Kontakt", "Cömment-list", "ad", "-AD-", "lead", "read", "main-ſponsor"}
-    for listed in (UNLIKELY_NAMES, MAYBE_CONTENT_NAMES, AD_HINTS):
+    names |= {"", "ſidebar", "MENU", "Header-Kontakt", "Cömment-list", "ad", "-AD-", "lead", "read", "main-ſponsor",
+              "hid", "box hid", "HID box", "a hid b", "hid\n", "x hid\n", "hıd", "xhid", "hidden", "Hid-den"}
+    for listed in (UNLIKELY_NAMES, MAYBE_CONTENT_NAMES, AD_HINTS, POSITIVE_NAMES, NEGATIVE_NAMES):
         pattern = re.compile(listed.pattern.pattern, re.IGNORECASE)
         found = {name for name in names if listed.search(name)}
         assert found == {name for name in names if pattern.search(name)}
         assert found and found != names
+    negative = re.compile(f"{NEGATIVE_NAMES.pattern.pattern}|{HID_ALONE.pattern}", re.IGNORECASE)  # Readability's
+    assert {name for name in names if negative_name(name)} == {name for name in names if negative.search(name)}
     ads = {name for name in names if AD_NAMES.search(name)}
     assert ads and all(AD_HINTS.search(name) for name in ads)
     with pytest.raises(ValueError):
