@@ -38,7 +38,6 @@ setup(
                 "pipelines.treewalk", ["pipelines/treewalk.pyx"], include_dirs=lxml.get_include(),
                 extra_compile_args=["-O2", "-Wno-unused-function"],  # lxml's header defines helpers we do not call
             ),
-            Extension("pipelines.readability", ["pipelines/readability.pyx"], extra_compile_args=["-O2"]),
             Extension("pipelines.indexloops", ["pipelines/indexloops.pyx"], extra_compile_args=["-O3", *POPCOUNT]),
             Extension("pipelines.textloops", ["pipelines/textloops.pyx"], include_dirs=["pipelines"],
                       extra_compile_args=["-O3"]),

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import lxml.etree
 
-from . import readability, treewalk
+from . import treewalk
 from .document import tree
 from .structure import DEFAULT_DECAY
 from .textloops import IdfTable, alnum_runs, only_words, tf_idf, word_counts
@@ -154,8 +154,8 @@ class PageText:
 
     def main_content(self, read_named: bool) -> list[int]:
         """The elements holding the main content, found as Mozilla Readability does (compiled:
-        ``readability.main_content``)."""
-        return readability.main_content(self.blocks, self.nodes, read_named)
+        ``readability.pxi``)."""
+        return treewalk.main_content(self.blocks, self.nodes, read_named)
 
     def _blocks_inside(self, containers: list[int], read_named: bool) -> list[int]:
         """The blocks in one of ``containers`` and outside the furniture inside it (but the named

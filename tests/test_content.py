@@ -16,8 +16,8 @@ from pipelines.content import PageText, content_features, own_blocks, words
 from pipelines.document import load
 from pipelines.policy import Policy
 from pipelines.textloops import alnum_runs
-from pipelines.readability import HID_ALONE, NEGATIVE_NAMES, POSITIVE_NAMES, negative_name
-from pipelines.treewalk import AD_HINTS, AD_NAMES, MAYBE_CONTENT_NAMES, UNLIKELY_NAMES, Words
+from pipelines.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES, NEGATIVE_NAMES, POSITIVE_NAMES,
+                                UNLIKELY_NAMES, Words, negative_name)
 
 from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
 

@@ -1,28 +1,18 @@
-# cython: language_level=3, boundscheck=False, wraparound=False
-# distutils: language = c++
-"""Where a page's main content is: Mozilla Readability's scores of the block-level elements, compiled.
-
-Every block of at least ``MIN_SCORED_CHARS`` characters scores 1, plus its
-commas, plus one per 100 characters (at most 3), to each of the five elements
-above it, divided by ``SCORE_DIVIDERS``; an element starts from a score set by
-its tag and name, and ends multiplied by the share of its text that is not
-links.  The best one is taken, or the element above it when several good ones
-share it or when it scores higher; then the siblings that score at least a
-fifth of it, and sibling paragraphs of text.
-
-It was Python (``PageText.main_content``), a tenth of a page's fingerprint; the
-same doubles are summed and multiplied in the same order, and ties go to the
-element scored first, as a ``dict`` kept them (``tests/test_scheme.py`` holds
-the digests of every shared page).
-"""
-
-import functools
-import re
-
-from libcpp.vector cimport vector
-
-from .treewalk cimport Block, Node
-from .treewalk import Words
+# Where a page's main content is: Mozilla Readability's scores of the block-level elements, compiled
+# (included in treewalk.pyx, which says why).
+#
+# Every block of at least ``MIN_SCORED_CHARS`` characters scores 1, plus its
+# commas, plus one per 100 characters (at most 3), to each of the five elements
+# above it, divided by ``SCORE_DIVIDERS``; an element starts from a score set by
+# its tag and name, and ends multiplied by the share of its text that is not
+# links.  The best one is taken, or the element above it when several good ones
+# share it or when it scores higher; then the siblings that score at least a
+# fifth of it, and sibling paragraphs of text.
+#
+# It was Python (``PageText.main_content``), a tenth of a page's fingerprint; the
+# same doubles are summed and multiplied in the same order, and ties go to the
+# element scored first, as a ``dict`` kept them (``tests/test_scheme.py`` holds
+# the digests of every shared page).
 
 #: Names that make an element a likelier or an unlikelier home of the main content (Readability's): its
 #: ``NEGATIVE_NAMES`` are these words, or the word "hid" alone (``^hid$| hid$| hid |^hid ``).
