@@ -21,8 +21,8 @@ NEGATIVE_NAMES = Words(
     "-ad-|hidden|banner|combx|comment|com-|contact|footer|gdpr|masthead|media|meta|outbrain|promo|related"
     "|scroll|share|shoutbox|sidebar|skyscraper|sponsor|shopping|tags|widget"
 )
-HID = Words("hid")  # where the word may be, to search for it:
 HID_ALONE = re.compile(r"^hid$| hid$| hid |^hid ", re.IGNORECASE)
+HID = Words("hid")  # the names worth searching for it
 #: How a candidate's tag sets its starting score (Readability's).
 TAG_SCORES = {
     "div": 5, "pre": 3, "td": 3, "blockquote": 3, "address": -3, "ol": -3, "ul": -3, "dl": -3, "dd": -3,
