@@ -123,7 +123,7 @@ READ_HUGE_PAGES = {"SIMHASH_DEDUP_MAX_TEXT_CHARS": 100_000_000}
 
 
 def huge_page() -> str:
-    """6 MB of paragraphs: with ``READ_HUGE_PAGES``, a worker takes seconds over it."""
+    """6 MB of paragraphs: with ``READ_HUGE_PAGES``, a worker takes ~0.4 s over it."""
     return "<html><body>" + "".join(
         f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
     ) + "</body></html>"
@@ -248,6 +248,15 @@ def running(pid: int) -> bool:
         return False
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_path: Path) -> None:
     """kill -9 of the crawl while its workers fingerprint: they exit, without a traceback."""
     import json
@@ -255,10 +264,10 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
     import time
 
     root, base_url = site
-    for n in range(6):  # distinct pages, seconds of work each
+    for n in range(12):  # distinct pages, ~6 per worker
         (root / f"huge-{n}.html").write_text(huge_page().replace("paragraph", f"paragraph {n}"))
     config = tmp_path / "crawl.json"
-    config.write_text(json.dumps({"urls": [f"{base_url}huge-{n}.html" for n in range(6)], "all_at_once": True, "settings": {
+    config.write_text(json.dumps({"urls": [f"{base_url}huge-{n}.html" for n in range(12)], "all_at_once": True, "settings": {
         "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
         "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **READ_HUGE_PAGES}}))
     crawl = subprocess.Popen([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
@@ -268,7 +277,8 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
     while len(children) < 2 and time.monotonic() < deadline:  # both workers started
         time.sleep(0.1)
         children = [int(pid) for pid in Path(f"/proc/{crawl.pid}/task/{crawl.pid}/children").read_text().split()]
-    time.sleep(1.5)  # both on a 6 MB page
+    while not all(cpu_seconds(pid) >= 0.5 for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.02)  # until both are well into their pages (start-up: ~0.2 s of CPU; the pages: ~2.4 s each)
     crawl.send_signal(signal.SIGKILL)
     _, stderr = crawl.communicate(timeout=60)  # ends when the workers, which share the pipe, close it
     deadline = time.monotonic() + 10  # closing it is the last thing an exiting worker does before it is gone
