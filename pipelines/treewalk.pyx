@@ -83,9 +83,9 @@ cdef class Words:
     """Words found anywhere in a text, case ignored: whether ``re.search("w1|w2|...", text, re.IGNORECASE)``
     finds a match.  A crawl of many sites meets ~70 new class and id names a page, more than the walk's
     answers remember; searched by regular expression, they were ~30% of the parse's instructions:
-    scanned so, the parse takes 27% fewer (callgrind, 116 pages).  An ASCII text (nearly every name) is lowered and scanned with ``strstr``; any other
-    is searched by the regular expression, whose case folding knows more than ASCII's (``ſ`` is an
-    ``s`` to it)."""
+    scanned so, the parse takes 27% fewer (callgrind, 116 pages).  An ASCII text (nearly every name)
+    is lowered and scanned with ``strstr``; any other is searched by the regular expression, whose
+    case folding knows more than ASCII's (``ſ`` is an ``s`` to it)."""
 
     cdef vector[string] words
     cdef readonly object pattern  # the regular expression, for texts outside ASCII
@@ -164,7 +164,6 @@ cdef class Block:
     cdef readonly int named_furniture  # the innermost element named as furniture (class, id or role), -1 if none
     cdef readonly int ad  # the innermost element named as an advertisement around it, -1 if none
     cdef readonly bint leaf  # the owner holds no other block: the block is its paragraph, scored from its parent up
-
 
 
 cdef class Node:
@@ -872,7 +871,8 @@ cdef bint _is_named_furniture(Names* names) except -1:
         return False
     cdef string lowered  # "class id"
     cdef Words unlikely = UNLIKELY_NAMES, maybe_content = MAYBE_CONTENT_NAMES
-    if _append_lowered(&lowered, names.class_) and _append_lowered(&lowered, b" ") and _append_lowered(&lowered, names.id_):
+    if (_append_lowered(&lowered, names.class_) and _append_lowered(&lowered, b" ")
+            and _append_lowered(&lowered, names.id_)):
         return unlikely.in_lowered(lowered.c_str()) and not maybe_content.in_lowered(lowered.c_str())
     return furniture_names(f"{_value(names.class_) or ''} {_value(names.id_) or ''}")
 
