@@ -1,6 +1,6 @@
 """A real crawl with and without the filter: pages/s, CPU, reactor lag and memory, side by side.
 
-    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--against REF] [--feed]
+    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--against REF] [--feed] [--results FILE]
 
 Builds a site from real pages of ``../shared/data`` (``--pages`` distinct
 news pages, each also served under three more URLs: an exact copy, a copy
@@ -18,11 +18,14 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 - ``no filter``: no item pipeline;
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
+- ``no review texts``: ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (decisions logged without the pages' texts);
 - ``no decision log``: ``SIMHASH_DEDUP_DECISIONS = 0`` and ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (no text leaves
   the worker); ``check only``: also no link guard nor URL rules: what the crawl process pays beyond the check;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
 - ``2 workers``: ``SIMHASH_DEDUP_WORKERS = 2`` (the default is the cores but one);
 - ``naive``: a naive SimHash pipeline: the whole visible text, jieba TF-IDF top words, on the reactor thread;
+- ``pass-through pipeline``: an item pipeline whose ``async def process_item`` returns the item: what any item
+  pipeline costs Scrapy (``no filter`` has none);
 - ``hand-over floor``: no filter, only the filter's own shape: each response's body handed to a worker process
   over a socket at its first item, and its items held in an item pipeline until a 16-byte answer comes back (the
   worker sleeps ``FLOOR_ANSWER_SECONDS``, a fingerprint's time, without CPU): the least the filter's crawl process
@@ -46,7 +49,7 @@ this script, not in the crawl): resident (RSS, summed over the processes,
 so pages they share, such as libraries, count once per process) and
 proportional (PSS: shared pages divided among the processes that map them,
 the memory the crawl really takes).  Prints every round and the medians with their ratios to ``no
-filter``; writes ``bench/results/crawl.json``.
+filter``; writes ``bench/results/crawl.json`` (or ``--results``).
 
 ``--against REF``: the filter's variants also run with the plugin of another
 commit (a temporary git worktree, this script copied into it), as
@@ -86,12 +89,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
+    "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
     "no decision log": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
     "check only": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
                    "SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
+    "pass-through pipeline": {"ITEM_PIPELINES": {"bench.crawl.PassThroughPipeline": 300}},
     "hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.HandOverFloor": 900},
                         "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
     "hold-response floor": {"DOWNLOADER_MIDDLEWARES": {"bench.crawl.HoldResponseFloor": 950}},
@@ -227,6 +232,13 @@ http {{
 
 
 # -- one crawl, in its own process ------------------------------------------------------------------
+
+class PassThroughPipeline:
+    """``pass-through pipeline``: returns every item as it is."""
+
+    async def process_item(self, item: Any) -> Any:
+        return item
+
 
 class NaivePipeline:
     """The naive design: SimHash of the whole visible text's jieba TF-IDF top words, on the reactor
@@ -606,6 +618,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
+    parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/crawl.json, "
+                        "crawl-feed.json with --feed)")
     parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
@@ -671,7 +685,7 @@ def main() -> None:
                     f"the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
                     f"{in_process[mode]:.2f} ms a page)", medians[mode])
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
-    written = RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS
+    written = args.results or (RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS)
     written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
                                    "rounds": rounds, "medians": medians}, indent=1))
     print(f"written {written}; reproduce with: {command}")

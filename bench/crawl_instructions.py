@@ -2,6 +2,7 @@
 shared host's noise does not move.
 
     python -m bench.crawl_instructions [--pages 50 150] [--variants "no filter" defaults ...] [--follow-all]
+                                       [--results FILE]
 
 ``bench/crawl.py`` measures CPU milliseconds, which drift by up to a millisecond a page from one
 round to the next on a shared host, and differ 2.5x from one host to another.  This script runs the
@@ -60,6 +61,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, nargs=2, default=[50, 150], help="the two sites' distinct pages")
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--follow-all", action="store_true", help="the spider follows every link of every page")
+    parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/"
+                        "crawl_instructions.json, crawl_instructions-follow-all.json with --follow-all)")
     args = parser.parse_args()
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
     per_response: dict[str, float] = {}
@@ -86,7 +89,7 @@ def main() -> None:
     for variant, count in per_response.items():
         print(f"| {variant} | {count / 1e6:.2f} | {(count - own) / 1e6:+.2f} | {(count - own) / own:.1%} |")
     command = " ".join(["python -m bench.crawl_instructions", *sys.argv[1:]])
-    written = RESULTS.with_name("crawl_instructions-follow-all.json") if args.follow_all else RESULTS
+    written = args.results or (RESULTS.with_name("crawl_instructions-follow-all.json") if args.follow_all else RESULTS)
     written.write_text(json.dumps({"command": command, "pages": args.pages, "per_response": per_response}, indent=1))
     print(f"\nwritten {written}; reproduce with: {command}")
 
