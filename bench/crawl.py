@@ -1,6 +1,7 @@
 """A real crawl with and without the filter: pages/s, CPU, reactor lag and memory, side by side.
 
-    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--against REF] [--feed] [--results FILE]
+    python -m bench.crawl [--rounds 3] [--pages 450] [--modes polite saturated] [--variants ...] [--against REF] [--feed]
+                          [--results FILE]
 
 Builds a site from real pages of ``../shared/data`` (``--pages`` distinct
 news pages, each also served under three more URLs: an exact copy, a copy

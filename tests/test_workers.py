@@ -17,6 +17,7 @@ from typing import Callable
 
 import pytest
 
+from bench.crawl import cpu_seconds
 from pipelines import Fingerprinter, worker_process
 from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, read_answer, read_message,
                                       read_page)
@@ -248,15 +249,6 @@ def running(pid: int) -> bool:
         return False
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time a process has used so far (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-
 def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_path: Path) -> None:
     """kill -9 of the crawl while its workers fingerprint: they exit, without a traceback."""
     import json
@@ -278,7 +270,7 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
         time.sleep(0.1)
         children = [int(pid) for pid in Path(f"/proc/{crawl.pid}/task/{crawl.pid}/children").read_text().split()]
     while not all(cpu_seconds(pid) >= 0.5 for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.02)  # until both are well into their pages (start-up: ~0.2 s of CPU; the pages: ~2.4 s each)
+        time.sleep(0.02)  # until both are well into their pages (start-up: ~0.2 s of CPU; 6 pages: ~2.4 s)
     crawl.send_signal(signal.SIGKILL)
     _, stderr = crawl.communicate(timeout=60)  # ends when the workers, which share the pipe, close it
     deadline = time.monotonic() + 10  # closing it is the last thing an exiting worker does before it is gone
