@@ -18,6 +18,10 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 
 - ``no filter``: no item pipeline;
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
+- ``defaults, GC not frozen``: ``SIMHASH_DEDUP_GC_FREEZE = False`` (the objects that exist when the spider opens
+  stay in Python's full garbage collections, as before the filter froze them);
+- ``no filter, frozen GC``: no filter, but those objects frozen as the filter freezes them (``pipelines.gcfreeze``):
+  what the filter costs a crawl that freezes them itself;
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``no review texts``: ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (decisions logged without the pages' texts);
 - ``no decision log``: ``SIMHASH_DEDUP_DECISIONS = 0`` and ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (no text leaves
@@ -89,6 +93,8 @@ ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
 VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
+    "defaults, GC not frozen": {**ADDON, "SIMHASH_DEDUP_GC_FREEZE": False},
+    "no filter, frozen GC": {"EXTENSIONS": {"bench.crawl.FrozenStartupObjects": 0}},
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
     "no decision log": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
@@ -233,6 +239,30 @@ http {{
 
 
 # -- one crawl, in its own process ------------------------------------------------------------------
+
+class FrozenStartupObjects:
+    """``no filter, frozen GC``: the objects that exist when the spider opens are frozen out of full garbage
+    collections by the filter's own ``StartupObjects``, and thawed when it closes."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> FrozenStartupObjects:
+        from scrapy import signals
+
+        extension = cls()
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self) -> None:
+        from pipelines.gcfreeze import StartupObjects
+
+        StartupObjects.freeze()
+
+    def spider_closed(self) -> None:
+        from pipelines.gcfreeze import StartupObjects
+
+        StartupObjects.thaw()
+
 
 class PassThroughPipeline:
     """``pass-through pipeline``: returns every item as it is."""

@@ -24,6 +24,7 @@ from scrapy.utils.project import data_path
 from .canonical import CanonicalUrls, declared_in_header
 from .decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
 from .fingerprint import Fingerprint, comparable, outcomes
+from .gcfreeze import StartupObjects
 from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
@@ -133,6 +134,7 @@ class SimhashDedupPipeline:
         self.counts = Counts(crawler)
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
+        self._frozen = False  # this crawl froze the process's objects (``gcfreeze``) and thaws them at close
         self._unconfirmed: dict[int, int] = {}  # id of a kept item on its way through later pipelines -> its row
         self._assigned: OrderedDict[int, tuple[Any, PageDecision]] = OrderedDict()  # id(item) -> item, its page
         self._item_pages = SameObjectPages()
@@ -194,6 +196,10 @@ class SimhashDedupPipeline:
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
         if self.rules is not None and not self._closing:
             await self._load_rules()
+        if self.settings.gc_freeze:
+            self._frozen = True
+            frozen = StartupObjects.freeze()  # last: the store, the workers and the rules are loaded
+            self.crawler.stats.set_value(f"{STATS_PREFIX}/gc_frozen", frozen)
 
     async def _load_rules(self) -> None:
         try:
@@ -236,6 +242,9 @@ class SimhashDedupPipeline:
         logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
 
     async def close_spider(self) -> None:
+        if self._frozen:
+            self._frozen = False
+            StartupObjects.thaw()
         self.fingerprints.close()
         if self._batcher is not None:
             self._batcher.stop()

@@ -55,6 +55,7 @@ class DedupSettings:
     url_rules: bool = True  # URL rules are learned and requests they show to be copies skipped
     rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
     link_budget: int = DEFAULT_BUDGET  # near-duplicates in a row a URL shape leads to before its links are skipped
+    gc_freeze: bool = True  # the objects that exist when the spider opens are left out of full collections
 
     @property
     def scheme(self) -> str:
@@ -123,6 +124,7 @@ class DedupSettings:
             url_rules=_flag(settings, "SIMHASH_DEDUP_URL_RULES", default.url_rules),
             rule_support=_integer(settings, "SIMHASH_DEDUP_RULE_SUPPORT", default.rule_support, 1),
             link_budget=_integer(settings, "SIMHASH_DEDUP_LINK_BUDGET", default.link_budget, 1),
+            gc_freeze=_flag(settings, "SIMHASH_DEDUP_GC_FREEZE", default.gc_freeze),
         )
 
 

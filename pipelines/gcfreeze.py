@@ -1,0 +1,41 @@
+"""The objects a crawl starts with, kept out of Python's full garbage collections while it runs.
+
+Once Scrapy, the filter and the project are loaded, a crawl process holds some
+100,000 objects that Python's cyclic garbage collector tracks (functions,
+classes, their dictionaries...).  Every full collection walks all of them, one
+every ~100 pages of a crawl: about a quarter of a saturated Scrapy crawl
+process's CPU, and the walk evicts from the caches what the crawl's own code
+then reads again (``bench/crawl.py``, variant "no filter, frozen GC").
+``gc.freeze`` when a spider opens moves them to a permanent generation that
+collections skip, after a full collection, so that no garbage is frozen.  When
+the last crawl of the process closes, ``gc.unfreeze`` hands them back: what
+became cyclic garbage meanwhile is collected then, as it would have been.
+Reference counting frees everything else as always; only when cycles among
+those objects are found changes (``SIMHASH_DEDUP_GC_FREEZE``).
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+class StartupObjects:
+    """Freezes the process's objects while any crawl that asked for it is open (crawls of one process may
+    overlap: the first to open freezes, a later one freezes what was made since, the last to close thaws)."""
+
+    open_crawls = 0
+
+    @classmethod
+    def freeze(cls) -> int:
+        """Freeze every object tracked now; the number frozen in all."""
+        cls.open_crawls += 1
+        gc.collect()
+        gc.freeze()
+        return gc.get_freeze_count()
+
+    @classmethod
+    def thaw(cls) -> None:
+        """A crawl that froze closed: the objects go back to the collector once no such crawl is open."""
+        cls.open_crawls = max(0, cls.open_crawls - 1)
+        if cls.open_crawls == 0:
+            gc.unfreeze()
