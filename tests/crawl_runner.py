@@ -112,12 +112,14 @@ def main(config_path: str, result_path: str) -> None:
     kept: list[str] = []
     dropped: list[dict[str, Any]] = []
     canonical: dict[str, str | None] = {}  # a kept item's URL -> its canonical_url field
+    frozen: dict[str, int] = {"during": 0}  # objects frozen out of the garbage collector while items passed, and after
 
     kept_log = open(config["kept_log"], "a") if config.get("kept_log") else None  # noqa: SIM115
 
     def on_scraped(item: Any, **_: Any) -> None:
         kept.append(item["url"])
         canonical[item["url"]] = item.get("canonical_url")
+        frozen["during"] = max(frozen["during"], gc.get_freeze_count())
         if kept_log:  # survives a kill: one flushed line per kept item
             kept_log.write(item["url"] + "\n")
             kept_log.flush()
@@ -146,10 +148,11 @@ def main(config_path: str, result_path: str) -> None:
     )
     process.start()
     stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
+    frozen["after"] = gc.get_freeze_count()
     gc.collect()
     garbage = sorted({type(thing).__name__ for thing in gc.garbage})  # (only with keep_garbage)
     Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats,
-                                                   "canonical": canonical, "garbage": garbage}))
+                                                   "canonical": canonical, "garbage": garbage, "frozen": frozen}))
 
 
 if __name__ == "__main__":
