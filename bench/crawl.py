@@ -42,7 +42,8 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 Per crawl: pages/s (responses over the time from the engine's start to the
 spider's idle), CPU per page in that window (start-up left out, printed
 apart as seconds per crawl), of the crawl process and of its worker
-processes separately, the pages the workers fingerprinted (those not
+processes separately, what the crawl process's cyclic garbage collector
+took of it (all its collections, and the full ones), the pages the workers fingerprinted (those not
 known by identical HTML) and the workers' CPU per fingerprinted page beside
 ``Fingerprinter.fingerprint``'s own cost in one process on the same pages
 at the crawl's pace (``fingerprint in one process``, measured in the same
@@ -54,7 +55,8 @@ this script, not in the crawl): resident (RSS, summed over the processes,
 so pages they share, such as libraries, count once per process) and
 proportional (PSS: shared pages divided among the processes that map them,
 the memory the crawl really takes).  Prints every round and the medians with their ratios to ``no
-filter``; writes ``bench/results/crawl.json`` (or ``--results``).
+filter`` (or to ``--baseline``: ``"no filter, frozen GC"`` compares the filter with a crawl that
+freezes its start-up objects itself); writes ``bench/results/crawl.json`` (or ``--results``).
 
 ``--against REF``: the filter's variants also run with the plugin of another
 commit (a temporary git worktree, this script copied into it), as
@@ -68,6 +70,7 @@ to ``bench/results/crawl-feed.json``.
 from __future__ import annotations
 
 import argparse
+import gc
 import gzip
 import json
 import os
@@ -421,6 +424,25 @@ def cpu_seconds(pid: int | str = "self") -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class CollectorTime:
+    """CPU this process's cyclic garbage collector spends, in all its collections and in its full ones (each
+    collection timed on the thread's CPU clock, from ``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = {"all": 0.0, "full": 0.0}
+        self._started = 0.0
+        gc.callbacks.append(self._collecting)
+
+    def _collecting(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+            return
+        spent = time.thread_time() - self._started
+        self.seconds["all"] += spent
+        if info["generation"] == 2:  # the oldest of Python's three generations: a full collection
+            self.seconds["full"] += spent
+
+
 def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag_probe: bool = True,
           follow_all: bool = False) -> dict[str, Any]:
     """Crawl the site once with ``variant``'s settings in ``mode`` (and a JSON Lines feed of its items if
@@ -461,6 +483,8 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
     lags: list[float] = []
     clock: dict[str, float] = {}
     cpu: dict[str, dict[int | str, float]] = {}  # at the engine's start and the spider's idle: per process
+    collector = CollectorTime()
+    collected: dict[str, dict[str, float]] = {}  # the collector's CPU so far, at the same two moments
 
     def probe(due: float) -> None:
         from twisted.internet import reactor  # the one Scrapy installed
@@ -474,6 +498,7 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
         pool = getattr(dedup_pipeline(), "fingerprints", None)
         workers = [pid for pid, _ in pool.workers()] if pool is not None else []
         cpu[when] = {"crawl": cpu_seconds(), **{pid: cpu_seconds(pid) for pid in workers}}
+        collected[when] = dict(collector.seconds)
 
     def dedup_pipeline() -> Any:
         return next((m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ())
@@ -517,6 +542,8 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
         "fingerprinted": fingerprinted,
         "worker_ms_per_fingerprinted": 1000 * worker_cpu / fingerprinted if fingerprinted and worker_cpu else None,
         "startup_cpu_s": total_cpu - crawl_cpu - worker_cpu,
+        **{f"{kind}_gc_ms_per_page": 1000 * (collected["end"][kind] - collected["start"][kind]) / max(1, pages)
+           for kind in ("all", "full")},
         "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
                    "max": 1000 * ordered[-1]} if ordered else None,
         "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
@@ -582,10 +609,12 @@ def children(pid: int) -> list[int]:
         return []
 
 
-COLUMNS = ("| variant | pages/s | x no filter | CPU ms/page: crawl process + workers (vs no filter) "
-           "| workers: ms per fingerprinted page (x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
-           "| PSS MB peak (vs no filter) | RSS MB peak | kept / dropped |\n"
-           "|---|---|---|---|---|---|---|---|---|---|")
+def columns(baseline: str) -> str:
+    return (f"| variant | pages/s | x {baseline} | CPU ms/page: crawl process + workers (vs {baseline}) "
+            "| of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
+            "(x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
+            f"| PSS MB peak (vs {baseline}) | RSS MB peak | kept / dropped |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def compared(result: dict[str, Any], baseline: dict[str, Any], in_process: float) -> dict[str, Any]:
@@ -606,22 +635,24 @@ def row(name: str, result: dict[str, Any]) -> str:
     workers = f"{per_fingerprint:.2f} ({result['workers_vs_in_process']:.2f}x)" if per_fingerprint else "-"
     return (f"| {name} | {result['pages_per_s']:.1f} | {result['ratio']:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
             f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
-            f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | {workers} | "
+            f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | "
+            f"{result['all_gc_ms_per_page']:.2f} ({result['full_gc_ms_per_page']:.2f}) | {workers} | "
             f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
             f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}) | "
             f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |")
 
 
-def median_result(rounds: list[dict[str, Any]], mode: str, variant: str) -> dict[str, Any]:
+def median_result(rounds: list[dict[str, Any]], mode: str, variant: str, baseline: str) -> dict[str, Any]:
     """Medians over the rounds; what compares a variant with another (the ratios, the CPU and memory added) is
     the median of each round's comparison, not a comparison of medians."""
     med = statistics.median
     results = [r[mode][variant] for r in rounds]
-    comparisons = [compared(r[mode][variant], r[mode]["no filter"], r["in_process_ms"][mode]) for r in rounds]
+    comparisons = [compared(r[mode][variant], r[mode][baseline], r["in_process_ms"][mode]) for r in rounds]
     return {
         **{key: med(r[key] for r in results) for key in (
             "pages_per_s", "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s",
-            "fingerprinted", "rss_mb_max", "pss_mb_max", "items", "dropped")},
+            "fingerprinted", "rss_mb_max", "pss_mb_max", "items", "dropped", "all_gc_ms_per_page",
+            "full_gc_ms_per_page")},
         **{key: median_of_present([c[key] for c in comparisons]) for key in comparisons[0]},
         "worker_ms_per_fingerprinted": median_of_present([r.get("worker_ms_per_fingerprinted") for r in results]),
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
@@ -634,8 +665,8 @@ def median_of_present(values: list[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def print_round(title: str, results: dict[str, dict[str, Any]]) -> None:
-    print(f"{title}\n\n{COLUMNS}")
+def print_round(title: str, results: dict[str, dict[str, Any]], baseline: str) -> None:
+    print(f"{title}\n\n{columns(baseline)}")
     for variant, result in results.items():
         print(row(variant, result))
     print(flush=True)
@@ -652,6 +683,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/crawl.json, "
                         "crawl-feed.json with --feed)")
     parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
+    parser.add_argument("--baseline", default="no filter", choices=list(VARIANTS),
+                        help="the variant the others are compared with (run too)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)
@@ -668,7 +701,8 @@ def main() -> None:
     if args.in_process:
         args.out.write_text(json.dumps(fingerprint_in_one_process(args.in_process)))
         return
-    variants = ["no filter", *(v for v in args.variants if v != "no filter")]
+    baseline = args.baseline
+    variants = list(dict.fromkeys(["no filter", baseline, *args.variants]))
     trees = {variant: PROJECT for variant in variants}
     if args.against:
         from bench.fingerprint import worktree
@@ -702,8 +736,8 @@ def main() -> None:
                     this_round = rounds[-1][mode]
                     print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process, at this "
                                 f"crawl's pace: {in_process[mode]:.2f} ms a page)", {
-                                    variant: {**result, **compared(result, this_round["no filter"], in_process[mode])}
-                                    for variant, result in this_round.items()})
+                                    variant: {**result, **compared(result, this_round[baseline], in_process[mode])}
+                                    for variant, result in this_round.items()}, baseline)
         finally:
             server.stop()
             if args.against:
@@ -711,13 +745,14 @@ def main() -> None:
     in_process = {mode: statistics.median(r["in_process_ms"][mode] for r in rounds) for mode in args.modes}
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:
-        medians[mode] = {variant: median_result(rounds, mode, variant) for variant in variants}
-        print_round(f"{mode}: medians of {args.rounds} rounds (every x and every figure vs no filter: the median of "
-                    f"the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
-                    f"{in_process[mode]:.2f} ms a page)", medians[mode])
+        medians[mode] = {variant: median_result(rounds, mode, variant, baseline) for variant in variants}
+        print_round(f"{mode}: medians of {args.rounds} rounds (every x and every figure vs {baseline}: the median "
+                    f"of the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
+                    f"{in_process[mode]:.2f} ms a page)", medians[mode], baseline)
     command = "python -m bench.crawl " + " ".join(sys.argv[1:])
     written = args.results or (RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS)
     written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
+                                   "baseline": baseline,
                                    "rounds": rounds, "medians": medians}, indent=1))
     print(f"written {written}; reproduce with: {command}")
 
