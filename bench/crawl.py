@@ -37,6 +37,9 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
   pays for a verdict made elsewhere;
 - ``hold-response floor``: the same hand-over from a downloader middleware, which holds the response until the
   answer comes; the spider and its items then run without waiting;
+- ``working hand-over floor``: the hand-over floor whose worker fingerprints each page
+  (``Fingerprinter.fingerprint``) before it answers, as the filter's workers do: the floor with a fingerprint
+  running beside the crawl process, sharing the machine's caches and memory with it;
 - ``no filter, 16 items`` and ``defaults, 16 items``: ``CONCURRENT_ITEMS = 16`` (Scrapy's default is 100).
 
 Per crawl: pages/s (responses over the time from the engine's start to the
@@ -110,6 +113,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.HandOverFloor": 900},
                         "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
     "hold-response floor": {"DOWNLOADER_MIDDLEWARES": {"bench.crawl.HoldResponseFloor": 950}},
+    "working hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.WorkingHandOverFloor": 900},
+                                "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
     # Scrapy's scraper starts CONCURRENT_ITEMS tasks per response (default 100), with or without the filter
     "no filter, 16 items": {"CONCURRENT_ITEMS": 16},
     "defaults, 16 items": {**ADDON, "CONCURRENT_ITEMS": 16},
@@ -297,10 +302,14 @@ class NaivePipeline:
 #: How long the floor's worker takes to answer: about a fingerprint's time on this machine, spent asleep.
 FLOOR_ANSWER_SECONDS = 0.003
 #: The floor's worker: its own few lines, not ``worker_process.read_frame``, since importing the package would
-#: load the fingerprint's modules into a process whose memory the bench counts as the crawl's.
+#: load the fingerprint's modules into a process whose memory the bench counts as the crawl's.  Its second
+#: argument, ``fingerprint``, makes it fingerprint each page instead of sleeping (``working hand-over floor``).
 _FLOOR_WORKER = f"""
 import os, struct, sys, time
-fd = int(sys.argv[1])
+fd, working = int(sys.argv[1]), sys.argv[2] == "fingerprint"
+if working:
+    from pipelines.fingerprint import Fingerprinter
+    fingerprinter = Fingerprinter(keep_text=True)
 def read(size):
     data = bytearray()
     while len(data) < size:
@@ -311,32 +320,37 @@ def read(size):
     return data
 while True:
     (size,) = struct.unpack("!i", read(4))
-    read(size)
-    time.sleep({FLOOR_ANSWER_SECONDS})
+    page = read(size)
+    if working:
+        fingerprinter.fingerprint(bytes(page))
+    else:
+        time.sleep({FLOOR_ANSWER_SECONDS})
     os.write(fd, bytes(16))
 """
 
 
 class FloorWorker:
     """The floor variants' worker process, one per crawl: a page's body goes out over a socket (the filter's
-    own ``SocketWriter``), a 16-byte answer comes back ``FLOOR_ANSWER_SECONDS`` later."""
+    own ``SocketWriter``), a 16-byte answer comes back ``FLOOR_ANSWER_SECONDS`` later (``working``: once the
+    page is fingerprinted)."""
 
     _the: FloorWorker | None = None
 
     @classmethod
-    def the(cls) -> FloorWorker:
+    def the(cls, working: bool = False) -> FloorWorker:
         if cls._the is None:
-            cls._the = cls()
+            cls._the = cls(working)
         return cls._the
 
-    def __init__(self) -> None:
+    def __init__(self, working: bool) -> None:
         from twisted.internet import reactor
         from twisted.internet.protocol import Factory, Protocol
 
         from pipelines.workers import SocketWriter
 
         mine, theirs = socket.socketpair()
-        self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno())],
+        self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno()),
+                                         "fingerprint" if working else "sleep"], cwd=PROJECT,
                                         pass_fds=[theirs.fileno()])
         theirs.close()
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -372,14 +386,22 @@ class HandOverFloor:
     body to the worker at its first item, and an item pipeline (``HandOverFloorPipeline``) makes every item
     of the response await the answer."""
 
+    working = False  # the worker sleeps instead of fingerprinting
+
     async def process_spider_output(self, response: Any, result: Any) -> Any:
         answer = None
         async for output in result:
             if isinstance(output, dict):
                 if answer is None:  # the response's first item
-                    answer = FloorWorker.the().answer(response.body)
+                    answer = FloorWorker.the(self.working).answer(response.body)
                 _FLOOR_ITEMS[id(output)] = (output, answer)
             yield output
+
+
+class WorkingHandOverFloor(HandOverFloor):
+    """``working hand-over floor``: ``hand-over floor`` whose worker fingerprints each page before it answers."""
+
+    working = True
 
 
 class HandOverFloorPipeline:
