@@ -121,7 +121,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 MODES: dict[str, dict[str, Any]] = {
     "polite": {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0.02,
-               "RANDOMIZE_DOWNLOAD_DELAY": False},
+               "DOWNLOAD_DELAY_JITTER": 0},
     "saturated": {"CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32, "DOWNLOAD_DELAY": 0},
 }
 #: Not a crawl: ``Fingerprinter.fingerprint`` called in one process on the pages the workers fingerprint.
