@@ -15,12 +15,12 @@ import io
 import json
 import multiprocessing
 import statistics
-import sys
 import tempfile
 import time
 from itertools import islice
 from pathlib import Path
 
+from bench import command_line
 from pipelines.batch import dedup, read_inputs
 from pipelines.batch.sources import write_warc
 from pipelines.fingerprint import Fingerprinter
@@ -129,8 +129,8 @@ def main() -> None:
     print()
     for name, ratio in ratios.items():
         print(f"{name}: {ratio:.2f}x")
-    command = "python -m bench.batch " + " ".join(sys.argv[1:])
-    print(f"\nreproduce with: {command.strip()}")
+    command = command_line("bench.batch")
+    print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"pages": pages, "warc_bytes": size, "rounds": options.rounds,
                                    "pages_per_second": rates, "ratios": ratios, "command": command.strip()}, indent=1))

@@ -92,6 +92,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from bench import command_line
+
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS = PROJECT / "bench" / "results" / "crawl.json"
 
@@ -771,7 +773,7 @@ def main() -> None:
         print_round(f"{mode}: medians of {args.rounds} rounds (every x and every figure vs {baseline}: the median "
                     f"of the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
                     f"{in_process[mode]:.2f} ms a page)", medians[mode], baseline)
-    command = "python -m bench.crawl " + " ".join(sys.argv[1:])
+    command = command_line("bench.crawl")
     written = args.results or (RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS)
     written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
                                    "baseline": baseline,

@@ -36,6 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import command_line
 from bench.crawl import PROJECT, VARIANTS, Nginx, build_site, debian_command, real_pages
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
@@ -88,7 +89,7 @@ def main() -> None:
     print("|---|---|---|---|")
     for variant, count in per_response.items():
         print(f"| {variant} | {count / 1e6:.2f} | {(count - own) / 1e6:+.2f} | {(count - own) / own:.1%} |")
-    command = " ".join(["python -m bench.crawl_instructions", *sys.argv[1:]])
+    command = command_line("bench.crawl_instructions")
     written = args.results or (RESULTS.with_name("crawl_instructions-follow-all.json") if args.follow_all else RESULTS)
     written.write_text(json.dumps({"command": command, "pages": args.pages, "per_response": per_response}, indent=1))
     print(f"\nwritten {written}; reproduce with: {command}")

@@ -31,6 +31,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from bench import command_line
 from bench.crawl import PROJECT, Nginx, build_site, real_pages
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_probe.json"
@@ -162,8 +163,7 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> None:
     labels = {f"{cls}.{method}" for _, cls, method in ENTRY_POINTS + PARTS}
     us = {label: med(r["us_per_page"].get(label, 0.0) for r in rounds) for label in labels}
     calls = {label: med(r["calls_per_page"].get(label, 0.0) for r in rounds) for label in labels}
-    command = (f"python -m bench.crawl_probe --rounds {args.rounds} --pages {args.pages} --mode {args.mode}"
-               f"{'' if args.results == RESULTS else f' --results {args.results}'}")
+    command = command_line("bench.crawl_probe")
     entries = [f"{cls}.{method}" for _, cls, method in ENTRY_POINTS]
     print(f"\n{args.mode} crawl, defaults; the crawl process {med(r['crawl_ms_per_page'] for r in rounds):.2f} ms a "
           f"page (medians of {len(rounds)} rounds); thread CPU, us a crawled page\n")

@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import command_line
 from bench.anchors import language_of, visible_text
 from bench.quality_sets import news_test_pages
 
@@ -143,7 +144,7 @@ def main() -> None:
     finally:
         if tree:
             subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
-    command = "python -m bench.fingerprint " + " ".join(sys.argv[1:])
+    command = command_line("bench.fingerprint")
     print(f"{len(pages['en'])} English and {len(pages['zh'])} Chinese pages, {args.rounds} interleaved rounds; "
           f"CPU ms per page (median of the rounds per page)\n")
     print("| variant | language | p50 | mean | p90 | mean vs lxml parse |")

@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
+
+from bench import command_line
 
 HAN = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行"
        "学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天")
@@ -69,7 +70,7 @@ def main() -> None:
     for name, page in pages.items():
         size = len(page.encode("utf-8") if isinstance(page, str) else page) / 1e6
         print(f"| {name} | {size:.1f} | {statistics.median(seconds[name]):.2f} | {outcomes[name]} |")
-    print(f"\nreproduce with: python -m bench.hostile {' '.join(sys.argv[1:])}".rstrip())
+    print(f"\nreproduce with: {command_line('bench.hostile')}")
 
 
 if __name__ == "__main__":

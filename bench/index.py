@@ -17,12 +17,13 @@ import argparse
 import json
 import logging
 import multiprocessing
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from bench import command_line
 
 QUERIES = 20_000
 
@@ -154,7 +155,7 @@ def main() -> None:
     store = in_child(reopen, max(args.sizes))
     print(f"\nstore of {store['size']:,} pages: written in {store['write_seconds']} s, reopened in "
           f"{store['reopen_seconds']} s, {store['file_bytes_per_page']} bytes per page on disk")
-    command = "python -m bench.index " + " ".join(sys.argv[1:])
+    command = command_line("bench.index")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "ratios": ratios, "store": store, "command": command}, indent=1))
     print(f"written {args.out}; reproduce with: {command}")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import xxhash
 
+from bench import command_line
 import pipelines
 from bench import quality_sets as sets
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
@@ -446,7 +447,7 @@ def main() -> None:
     started = time.time()
     scored, notes = labelled_pairs(args.data, args.workers, args.cache)
     out = report(scored, notes)
-    out["command"] = "python -m bench.quality " + " ".join(sys.argv[1:])
+    out["command"] = command_line("bench.quality")
     out["seconds"] = round(time.time() - started)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))

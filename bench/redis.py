@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import redis
 
+from bench import command_line
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_record
 from pipelines.sketch import SKETCH_BITS, SMALL_SKETCH_BYTES, fixed_width
@@ -174,7 +174,7 @@ def main() -> None:
         for kind in (k for k in args.kinds if k != "atomic"):
             other = next(r for r in rows if r["kind"] == kind and r["clients"] == 4)["per_second"]
             print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
-    command = "python -m bench.redis " + " ".join(sys.argv[1:])
+    command = command_line("bench.redis")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"stored": kept, "load_seconds": round(load_seconds), "distance": args.content_distance,
                                     "batch": args.batch, "redis_bytes_per_page": round(bytes_per_page, 1),

@@ -42,6 +42,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench import command_line
 from bench.traps import lost
 from crawler.local_site import serve_directory
 from pipelines.fingerprint import Fingerprinter, comparable
@@ -179,8 +180,8 @@ def main() -> None:
         cells = [" / ".join(str(row[column]) for row in group) if column in group[0] else ""
                  for column in ("kept", "near-duplicates kept", "exported", "lost", "in Redis, in no output")]
         print(f"| {scenario} | {variant} | {len(group)} | " + " | ".join(cells) + " |")
-    command = "python -m bench.redis_crawl " + " ".join(sys.argv[1:])
-    print(f"\nreproduce with: {command.strip()}")
+    command = command_line("bench.redis_crawl")
+    print(f"\nreproduce with: {command}")
     RESULTS.write_text(json.dumps({"rows": rows, "site pages": len(site),
                                    "medians": {f"{r['scenario']}, {r['variant']}": statistics.median(
                                        x["lost" if r["scenario"] == "kill" else "near-duplicates kept"]

@@ -22,7 +22,6 @@ import json
 import pickle
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import urllib.request
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import command_line
 from pipelines.batch import dedup
 from pipelines.batch.sources import read_inputs, write_warc
 from pipelines.fingerprint import Fingerprinter
@@ -192,7 +192,7 @@ def main() -> None:
         print(f"| {row['pages']:.0e} | {row['shard_pages']:,} | {row['shards']:,} | {row['tasks']:,} | "
               f"{row['fingerprint_core_hours']:,.0f} | {row['candidate_core_hours']:,.0f} | {row['shuffle_bytes'] / 1e12:.1f} TB | "
               f"{row['shard_bytes_shipped'] / 1e12:,.1f} TB | {row['task_memory_bytes'] / 1e9:.1f} GB |")
-    command = ("python -m bench.spark " + " ".join(sys.argv[1:])).strip()
+    command = command_line("bench.spark")
     print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({

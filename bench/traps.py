@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+from bench import command_line
 from crawler.local_site import serve_directory
 from crawler.trap_site import articles_from_html, serve_trap_site
 from pipelines.canonical import declared_in_html
@@ -204,11 +205,11 @@ def main() -> None:
         if row["variant"] != "no guard":
             row["fewer requests"] = 1 - row["requests"] / base[row["site"]]
             print(f"{row['site']}, {row['variant']}: {row['fewer requests']:.0%} fewer requests than no guard")
-    command = "python -m bench.traps " + " ".join(sys.argv[1:])
-    print(f"\nreproduce with: {command.strip()}")
+    command = command_line("bench.traps")
+    print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"rows": rows, "articles": len(articles), "cap": options.cap,
-                                   "command": command.strip()}, indent=1))
+                                   "command": command}, indent=1))
 
 
 if __name__ == "__main__":
