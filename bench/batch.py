@@ -133,7 +133,7 @@ def main() -> None:
     print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps({"pages": pages, "warc_bytes": size, "rounds": options.rounds,
-                                   "pages_per_second": rates, "ratios": ratios, "command": command.strip()}, indent=1))
+                                   "pages_per_second": rates, "ratios": ratios, "command": command}, indent=1))
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import xxhash
 
-from bench import command_line
 import pipelines
+from bench import command_line
 from bench import quality_sets as sets
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
 from pipelines import SCHEME_VERSION, Fingerprinter, hamming

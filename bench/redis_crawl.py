@@ -187,7 +187,7 @@ def main() -> None:
                                        x["lost" if r["scenario"] == "kill" else "near-duplicates kept"]
                                        for x in rows if (x["scenario"], x["variant"]) == (r["scenario"], r["variant"]))
                                        for r in rows},
-                                   "command": command.strip()}, indent=1))
+                                   "command": command}, indent=1))
 
 
 if __name__ == "__main__":

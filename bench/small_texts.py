@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench import command_line
 from bench import quality_sets as sets
 from pipelines import Fingerprinter, hamming
 from pipelines.simhash import feature_hashes
@@ -73,7 +74,7 @@ def main() -> None:
             print(f"with {name} >= {t}: recall {caught / len(positives):.3f}, false drops {wrong}")
     errors = sorted(abs(r[4] - r[3]) for r in rows if features[r[0].a] and features[r[0].b])
     print(f"sketch estimate - weighted Jaccard: median {errors[len(errors) // 2]:.3f}, largest {errors[-1]:.3f}")
-    print("\nreproduce with: python -m bench.small_texts")
+    print(f"\nreproduce with: {command_line('bench.small_texts')}")
 
 
 if __name__ == "__main__":
