@@ -31,7 +31,7 @@ from .settings import DedupSettings
 from .startup import crawl_settings, refuse, shadowed_module
 from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .urlrules import KnownUrls, RuleBook
-from .workers import FingerprintPool, RecentPages
+from .workers import FingerprintPool, RecentPages, WorkerTimedOut
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -126,7 +126,7 @@ class SimhashDedupPipeline:
         self.fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
         self.reviewer = Reviewer(settings.keep_texts)  # makes the decision log's entries
         self._started = time.time()
-        self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers)  # off the reactor thread
+        self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers, settings.worker_timeout)
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once
         self._arrived: deque[PageDecision] = deque()  # pages not decided yet, in their order of arrival
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
@@ -362,7 +362,9 @@ class SimhashDedupPipeline:
     def _fingerprinted(self, result: tuple[Fingerprint, bool] | Failure | None, page: PageDecision) -> None:
         """The page's fingerprint is ready (``None``: nothing to compare; a failure: kept, counted): counted,
         and the pages whose turn it is are decided."""
-        if isinstance(result, Failure):  # a bug or an odd page must never lose the page
+        if isinstance(result, Failure) and result.check(WorkerTimedOut):  # kept (the pool logged the first)
+            self._count("fingerprint_timeouts")
+        elif isinstance(result, Failure):  # a bug or an odd page must never lose the page
             self._count("errors", page.url, exc_info=result)
         elif result is not None:
             fingerprint, known = result

@@ -22,6 +22,7 @@ from .fingerprint import (
 from .linkguard import DEFAULT_BUDGET
 from .policy import Mode, Policy
 from .structure import DEFAULT_DECAY
+from .workers import DEFAULT_PAGE_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class DedupSettings:
     expire_days: float = 0.0
     fail_mode: str = "open"  # when the shared store is unreachable: "open" keeps items, "closed" stops
     workers: int = 1  # fingerprint worker processes; 0: none, pages fingerprinted on the reactor thread
+    worker_timeout: float = DEFAULT_PAGE_TIMEOUT  # seconds a worker may spend on a page before it is replaced
     decisions: int = 100_000  # drops and borderline keeps kept in the store's decision log; 0: no log
     review_texts: int = 1_000  # the most recent decisions that keep both pages' texts
     skip_links: bool = True  # the links of a near-duplicate page are not followed
@@ -118,6 +120,8 @@ class DedupSettings:
             expire_days=_number(settings, "SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days, 0),
             fail_mode=fail_mode,
             workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", default_workers(), 0),
+            worker_timeout=_number(settings, "SIMHASH_DEDUP_WORKER_TIMEOUT", default.worker_timeout, 0,
+                                   above_low=True),
             decisions=_integer(settings, "SIMHASH_DEDUP_DECISIONS", default.decisions, 0),
             review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
             skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),

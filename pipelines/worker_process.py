@@ -106,11 +106,14 @@ def read_frame(fd: int) -> bytes:
 
 def take_frame(received: bytearray) -> bytes | None:
     """The first whole message framed as ``read_frame`` reads them in ``received`` (bytes that came so far;
-    the message is removed from them), or None."""
+    the message is removed from them), or None.  A size no frame has raises ``ValueError``: a caller that
+    looped on it would take nothing from ``received`` at each turn."""
     start = _SIZE.size
     if len(received) < start:
         return None
     (size,) = _SIZE.unpack_from(received)
+    if size < -1:
+        raise ValueError(f"a frame of {size} bytes")
     if size == -1:
         if len(received) < start + _LARGE_SIZE.size:
             return None

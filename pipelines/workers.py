@@ -12,7 +12,10 @@ Scrapy's limits on items in progress (``CONCURRENT_ITEMS``, the scraper's
 active size) bound that queue.  A page that kills its worker is known: it
 fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
 ``simhash_dedup/errors``), the pages it had not started go to another
-worker, and the next page starts a new worker.  A worker
+worker, and the next page starts a new worker.  A worker that takes more
+than the page timeout over one page (stopped, or stuck: the bounds on a
+page's work keep any page under ~1 s) is killed and replaced, and the page
+fails with :class:`WorkerTimedOut` (kept, counted).  A worker
 is a fresh interpreter that loads this package from its folder: it
 imports the fingerprint's modules only, never the crawler's ``__main__`` nor
 a copy of its memory.
@@ -30,6 +33,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import asdict
@@ -40,6 +44,7 @@ import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from .document import too_large
@@ -64,10 +69,21 @@ WAITING_PER_WORKER = PAGES_PER_WORKER
 #: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): the pages it holds wait there,
 #: written at once.
 SEND_BUFFER = 4 << 20
+#: Seconds a worker may take over one page before it is killed and replaced (``SIMHASH_DEDUP_WORKER_TIMEOUT``):
+#: far above any page's work (the bounds keep a page under ~1 s of CPU; ``bench/hostile.py``), so that only a
+#: stopped or stuck worker meets it, even on a host whose cores are shared.
+DEFAULT_PAGE_TIMEOUT = 30.0
+#: Seconds a worker may take to start (import the fingerprint's modules, load its tables: ~0.3 s) before it is
+#: killed, and pages are fingerprinted in the crawl process, as for a worker that cannot start.
+START_TIMEOUT = 60.0
 
 
 class WorkerCrashed(RuntimeError):
     """The worker process died while fingerprinting this page."""
+
+
+class WorkerTimedOut(WorkerCrashed):
+    """The worker process took longer than the page timeout over this page: it was killed and replaced."""
 
 
 #: How a worker process starts: this package loaded from its own folder under the name the crawl knows it by
@@ -136,6 +152,8 @@ class FingerprintWorker(Protocol):
         self.pages: deque[Page] = deque()  # sent, not answered
         self.ready: Deferred[None] = Deferred()  # fires once it is ready, fails if it cannot start
         self.cannot_start: WorkersCannotStart | None = None
+        self.since: float | None = time.monotonic()  # when the page it is on (or its start) began; None: idle
+        self.abandoned = False  # killed for taking too long: what it still sends is ignored
         self._received = bytearray()
         self._on_lost = on_lost
         reactor.adoptStreamConnection(self._socket.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: self))
@@ -146,21 +164,33 @@ class FingerprintWorker(Protocol):
         return self.pages[0][1] if self.pages else None
 
     def send(self, page: Page) -> None:
+        if not self.pages and self.ready.called:
+            self.since = time.monotonic()
         self.pages.append(page)
         self._writer.write(page_frames(*page[:3]))
 
     def dataReceived(self, data: bytes) -> None:
+        if self.abandoned:
+            return
         self._received += data
-        while (message := take_frame(self._received)) is not None:
-            if not self.ready.called:
-                self._started(read_message(message))
-                continue
-            result = read_answer(message)
-            answer = self.pages.popleft()[3]
-            if isinstance(result, FingerprintFailed):
-                answer.errback(result)
-            else:
-                answer.callback(result)
+        try:
+            while (message := take_frame(self._received)) is not None:
+                if not self.ready.called:
+                    self._started(read_message(message))
+                    continue
+                if not self.pages:
+                    raise ValueError("an answer for no page")
+                result = read_answer(message)
+                answer = self.pages.popleft()[3]
+                self.since = time.monotonic() if self.pages else None
+                if isinstance(result, FingerprintFailed):
+                    answer.errback(result)
+                else:
+                    answer.callback(result)
+        except (ValueError, TypeError, EOFError) as error:  # not what a worker sends: it is broken, lost as if it died
+            logger.error("simhash_dedup: a fingerprint worker sent what no worker sends (%s); it is replaced", error)
+            self._received.clear()
+            self.process.kill()
 
     def _started(self, first_message: object) -> None:
         try:
@@ -168,7 +198,24 @@ class FingerprintWorker(Protocol):
         except WorkersCannotStart as error:
             self.cannot_start = error  # the process exits: connectionLost hands its pages back
             return
+        self.since = time.monotonic() if self.pages else None
         self.ready.callback(None)
+
+    def late(self, now: float, page_timeout: float) -> bool:
+        """Has it been on its page (or its start) for longer than it may?"""
+        limit = page_timeout if self.ready.called else max(page_timeout, START_TIMEOUT)
+        return self.since is not None and now - self.since > limit
+
+    def abandon(self) -> list[Page]:
+        """Kill the process (stopped or stuck) and take its pages back at once, whatever it does meanwhile; its
+        connection's loss follows, with no page left to fail."""
+        self.abandoned = True
+        self.since = None
+        pages, self.pages = list(self.pages), deque()
+        self.process.kill()
+        if self.transport is not None:
+            self.transport.abortConnection()
+        return pages
 
     def connectionLost(self, reason: Failure) -> None:
         self._writer.stop()
@@ -204,6 +251,42 @@ class FingerprintWorker(Protocol):
             self.transport.abortConnection()
 
 
+class UnsentBytes:
+    """Buffers on their way to a non-blocking socket, in order, never copied: each write takes what the
+    socket takes now.  Empty buffers are never queued (an empty page's body): a write of nothing writes 0
+    bytes, which would look like no progress for ever."""
+
+    def __init__(self) -> None:
+        self._buffers: deque[memoryview] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._buffers)
+
+    def add(self, buffers: list[bytes]) -> None:
+        self._buffers.extend(memoryview(buffer) for buffer in buffers if len(buffer))
+
+    def clear(self) -> None:
+        self._buffers.clear()
+
+    def send(self, sock: socket.socket) -> None:
+        """Write what ``sock`` takes until it would block (or took nothing: tried again when writable); an
+        ``OSError`` other than blocking (the peer is gone) is raised."""
+        while self._buffers:
+            try:
+                written = sock.sendmsg(list(islice(self._buffers, 64)))
+            except BlockingIOError:
+                return
+            if not written:
+                return
+            while written:
+                first = self._buffers[0]
+                if len(first) > written:
+                    self._buffers[0] = first[written:]
+                    break
+                written -= len(first)
+                self._buffers.popleft()
+
+
 class SocketWriter:
     """Writes to a non-blocking socket at once, as much as it takes, and the rest whenever the reactor finds
     it writable again (an ``IWriteDescriptor``).  A page goes to its worker without being copied (its
@@ -213,11 +296,11 @@ class SocketWriter:
 
     def __init__(self, sock: socket.socket) -> None:
         self._socket = sock
-        self._unsent: deque[memoryview] = deque()
+        self._unsent = UnsentBytes()
         self._waiting = False  # registered with the reactor, for the rest
 
     def write(self, buffers: list[bytes]) -> None:
-        self._unsent.extend(memoryview(buffer) for buffer in buffers)
+        self._unsent.add(buffers)
         if not self._waiting:
             self.doWrite()
 
@@ -225,21 +308,10 @@ class SocketWriter:
         """Write what the socket takes; wait for the reactor for the rest, if any."""
         from twisted.internet import reactor
 
-        while self._unsent:
-            try:
-                written = self._socket.sendmsg(list(islice(self._unsent, 64)))
-            except BlockingIOError:
-                break
-            except OSError:  # the worker is gone: its connection's loss says so (connectionLost)
-                self._unsent.clear()
-                break
-            while written:
-                first = self._unsent[0]
-                if len(first) > written:
-                    self._unsent[0] = first[written:]
-                    break
-                written -= len(first)
-                self._unsent.popleft()
+        try:
+            self._unsent.send(self._socket)
+        except OSError:  # the worker is gone: its connection's loss says so (connectionLost)
+            self._unsent.clear()
         if self._unsent and not self._waiting:
             reactor.addWriter(self)
         elif not self._unsent and self._waiting:
@@ -271,23 +343,29 @@ class FingerprintPool:
     in this process from then on.
     """
 
-    def __init__(self, fingerprinter: Fingerprinter, processes: int) -> None:
+    def __init__(self, fingerprinter: Fingerprinter, processes: int, page_timeout: float = DEFAULT_PAGE_TIMEOUT
+                 ) -> None:
         self.fingerprinter = fingerprinter
         self.processes = processes
+        self.page_timeout = page_timeout
         self._options = FingerprinterOptions.of(fingerprinter)
         self._workers: list[FingerprintWorker] = []
         self._queue: deque[Page] = deque()
         self._waiting = 0  # pages given, not answered yet: queued, or held by a worker
         self._closed = False
         self._room_waiters: list[Deferred[None]] = []  # downloads waiting for pages to be answered
+        self._watch = LoopingCall(self._replace_late_workers)
+        self._timeout_logged = False
 
     async def start(self) -> None:
-        """Start the workers and wait until they are ready (or known not to start)."""
+        """Start the workers and wait until they are ready (or known not to start, or killed for taking
+        longer than ``START_TIMEOUT``)."""
         if self.processes < 1:
             return
         from twisted.internet import reactor
 
         reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
+        self._watch.start(min(1.0, self.page_timeout / 4), now=False)
         while len(self._workers) < self.processes:
             self._start_worker()
         for worker in list(self._workers):
@@ -298,8 +376,9 @@ class FingerprintPool:
 
     def fingerprint(self, html: str | bytes, url: str, content_type: str | None = None) -> Deferred[Fingerprint]:
         """The page's fingerprint, when a worker has made it (at once, fired, where there is no worker or
-        the page is too large to be worth sending); a failure if making it failed or killed the worker."""
-        if self.processes < 1 or self._closed or too_large(html, self.fingerprinter.max_bytes):
+        the page is not worth sending: empty, or too large); a failure if making it failed, killed the worker
+        or took it too long."""
+        if self.processes < 1 or self._closed or not html or too_large(html, self.fingerprinter.max_bytes):
             return maybeDeferred(self.fingerprinter.fingerprint, html, url, content_type)
         answer: Deferred[Fingerprint] = Deferred()
         answer.addBoth(self._room_again)
@@ -330,32 +409,66 @@ class FingerprintPool:
         """Stop every worker (again: nothing happens).  Scrapy closes the spider once every item is
         done, so no page is in progress; pages that come after are fingerprinted in this thread."""
         self._closed = True
+        if self._watch.running:
+            self._watch.stop()
         workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()
         self._fail(list(self._queue))
         self._wake()
 
-    def _start_worker(self) -> FingerprintWorker:
-        worker = FingerprintWorker(self._options, self._lost)
+    def _start_worker(self) -> FingerprintWorker | None:
+        """A new worker; None if no process can be started (the system refused: pages are then
+        fingerprinted here, as when a worker cannot start)."""
+        try:
+            worker = FingerprintWorker(self._options, self._lost)
+        except OSError as error:  # no more processes or file descriptors
+            self._cannot_start(Failure(WorkersCannotStart(f"{type(error).__name__}: {error}")))
+            return None
         worker.ready.addErrback(self._cannot_start)
         self._workers.append(worker)
         return worker
 
     def _hand_out(self) -> None:
         """Give queued pages to the least busy workers, starting workers up to ``processes``; with no
-        worker (they cannot start), fingerprint them here."""
+        worker (they cannot start), fingerprint them here.  Each turn of the loop takes a page off the
+        queue, or returns."""
         while self._queue and not self._closed:
             if self.processes < 1:
                 html, url, content_type, answer = self._queue.popleft()
-                answer.callback(self.fingerprinter.fingerprint(html, url, content_type))
+                maybeDeferred(self.fingerprinter.fingerprint, html, url, content_type).chainDeferred(answer)
                 continue
             worker = min(self._workers, key=lambda w: len(w.pages), default=None)
             if (worker is None or worker.pages) and len(self._workers) < self.processes:
-                worker = self._start_worker()
+                if (worker := self._start_worker()) is None:
+                    continue  # none can start: fingerprinted here
             elif worker is None or len(worker.pages) >= PAGES_PER_WORKER:
                 return
             worker.send(self._queue.popleft())
+
+    def _replace_late_workers(self) -> None:
+        """(Every ``page_timeout`` / 4 s, at most 1 s.)  A worker on one page for longer than ``page_timeout``
+        (stopped, stuck) is killed: its page fails with :class:`WorkerTimedOut` (kept, counted) and the pages
+        behind it go to the others and a new worker; one that takes longer than ``START_TIMEOUT`` to start is
+        killed, and pages are fingerprinted here as when workers cannot start."""
+        now = time.monotonic()
+        for worker in [worker for worker in self._workers if worker.late(now, self.page_timeout)]:
+            if not worker.ready.called:  # its connection's loss says it cannot start
+                worker.cannot_start = WorkersCannotStart(f"not ready after {START_TIMEOUT:.0f} s")
+                worker.since = None
+                worker.process.kill()
+                continue
+            self._workers.remove(worker)
+            url, pages = worker.url, worker.abandon()
+            if not self._timeout_logged:
+                self._timeout_logged = True
+                logger.warning("simhash_dedup: a fingerprint worker spent more than %g s on %s; it was killed and "
+                               "replaced, and the page is kept unchecked (SIMHASH_DEDUP_WORKER_TIMEOUT; further ones "
+                               "are only counted in the stats: simhash_dedup/fingerprint_timeouts).",
+                               self.page_timeout, url)
+            self._queue.extendleft(reversed(pages[1:]))
+            pages[0][3].errback(WorkerTimedOut(f"the fingerprint worker took more than {self.page_timeout:g} s"))
+        self._hand_out()
 
     def _room_again(self, result: Fingerprint | Failure) -> Fingerprint | Failure:
         """A page is answered: its worker takes the next one, downloads may go on (the answer passes on

@@ -36,19 +36,40 @@ def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:
 def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
     """Run a real crawl of ``urls`` in order with ``settings``; return kept, dropped, stats."""
 
-    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True, **spider: Any) -> CrawlResult:
-        """``spider``: more of ``tests.crawl_runner``'s options (``all_at_once``, ``repeat``)."""
+    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True, timeout: float = 600,
+            **spider: Any) -> CrawlResult:
+        """``spider``: more of ``tests.crawl_runner``'s options (``all_at_once``, ``repeat``, ``html_as``)."""
         config, result = tmp_path / "crawl.json", tmp_path / "result.json"
         settings = {"SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **settings}  # nothing in the project
         config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html, **spider}))
         done = subprocess.run(
             [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
-            cwd=PROJECT, capture_output=True, text=True, timeout=600,
+            cwd=PROJECT, capture_output=True, text=True, timeout=timeout,
         )
         assert done.returncode == 0, done.stderr[-5000:]
         outcome = json.loads(result.read_text())
         outcome["log"] = done.stderr
         return outcome
+
+    return run
+
+
+@pytest.fixture
+def crawls(tmp_path: Path) -> Callable[..., list[CrawlResult]]:
+    """Run several real crawls at once in one process (``tests.crawl_runner``'s ``crawls``), each a dict of
+    ``urls``, ``settings`` and spider options; returns each one's kept, dropped and stats, and their one log."""
+
+    def run(configs: list[dict[str, Any]], timeout: float = 600) -> tuple[list[CrawlResult], str]:
+        config, result = tmp_path / "crawls.json", tmp_path / "crawls-result.json"
+        for n, one in enumerate(configs):  # nothing in the project
+            one["settings"] = {"SIMHASH_DEDUP_PATH": str(tmp_path / f"seen-{n}.sqlite"), **one["settings"]}
+        config.write_text(json.dumps({"crawls": configs}))
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
+            cwd=PROJECT, capture_output=True, text=True, timeout=timeout,
+        )
+        assert done.returncode == 0, done.stderr[-5000:]
+        return json.loads(result.read_text())["crawls"], done.stderr
 
     return run
 

@@ -35,15 +35,16 @@ BASE_SETTINGS = {
 
 
 class InOrderSpider(scrapy.Spider):
-    """Requests ``urls`` one at a time; yields ``{"url", "html"}`` (or only url)."""
+    """Requests ``urls`` one at a time; yields ``{"url", "html"}`` (or only url), ``repeat`` items a page."""
 
     name = "in_order"
 
     def __init__(self, urls: list[str], yield_html: bool = True, repeat: int = 1, all_at_once: bool = False,
-                 **kwargs: Any) -> None:
+                 html_as: str = "text", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.urls = urls
         self.yield_html = yield_html
+        self.html_as = html_as  # "text": ``response.text`` (the body of a response that has no text); "bytes"
         self.repeat = repeat  # items per page, yielded together (``url#n``): processed concurrently
         self.all_at_once = all_at_once  # request every URL at start: pages arrive concurrently, in any order
 
@@ -58,7 +59,8 @@ class InOrderSpider(scrapy.Spider):
         for n in range(self.repeat):
             item = {"url": response.url if n == 0 else f"{response.url}#{n}"}
             if self.yield_html:
-                item["html"] = response.text
+                text = self.html_as == "text" and isinstance(response, scrapy.http.TextResponse)
+                item["html"] = response.text if text else response.body
             yield item
         if not self.all_at_once and index + 1 < len(self.urls):
             yield self._request(index + 1)
@@ -82,77 +84,140 @@ class DropSomeItems:
         return item
 
 
-class KillFingerprintWorkers:
-    """Kills the filter's worker process that fingerprints the page whose URL holds ``TEST_KILL_WORKERS_AT``,
-    0.3 s after the page passes by (enable it before the filter)."""
+class WorkerFault:
+    """A pipeline enabled before the filter that acts on the filter's worker process once the page whose URL
+    holds the setting ``TEST_<NAME>_AT`` passes by (``act``)."""
+
+    setting = ""
 
     def __init__(self, crawler: Any) -> None:
         self.crawler = crawler
-        self.at = crawler.settings.get("TEST_KILL_WORKERS_AT")
+        self.at = crawler.settings.get(self.setting)
 
     @classmethod
-    def from_crawler(cls, crawler: Any) -> KillFingerprintWorkers:
+    def from_crawler(cls, crawler: Any) -> WorkerFault:
         return cls(crawler)
 
     async def process_item(self, item: Any) -> Any:
         if self.at in item["url"]:
-            from twisted.internet import reactor
-
             from pipelines import SimhashDedupPipeline
 
             dedup = next(p for p in self.crawler.engine.scraper.itemproc.middlewares
                          if isinstance(p, SimhashDedupPipeline))
-            reactor.callLater(0.3, lambda: [os.kill(pid, signal.SIGKILL) for pid, url in dedup.fingerprints.workers()
-                                            if url == item["url"]])
+            self.act(dedup, item["url"])
         return item
 
+    def act(self, dedup: Any, url: str) -> None:
+        raise NotImplementedError
 
-def main(config_path: str, result_path: str) -> None:
-    config = json.loads(Path(config_path).read_text())
-    kept: list[str] = []
-    dropped: list[dict[str, Any]] = []
-    canonical: dict[str, str | None] = {}  # a kept item's URL -> its canonical_url field
-    frozen: dict[str, int] = {"during": 0}  # objects frozen out of the garbage collector while items passed, and after
 
-    kept_log = open(config["kept_log"], "a") if config.get("kept_log") else None  # noqa: SIM115
+class KillFingerprintWorkers(WorkerFault):
+    """Kills the worker process that fingerprints the page whose URL holds ``TEST_KILL_WORKERS_AT``, 0.3 s after
+    the page passes by."""
 
-    def on_scraped(item: Any, **_: Any) -> None:
-        kept.append(item["url"])
-        canonical[item["url"]] = item.get("canonical_url")
-        frozen["during"] = max(frozen["during"], gc.get_freeze_count())
-        if kept_log:  # survives a kill: one flushed line per kept item
-            kept_log.write(item["url"] + "\n")
-            kept_log.flush()
+    setting = "TEST_KILL_WORKERS_AT"
 
-    def on_dropped(item: Any, exception: Exception, **_: Any) -> None:
+    def act(self, dedup: Any, url: str) -> None:
+        from twisted.internet import reactor
+
+        reactor.callLater(0.3, lambda: [os.kill(pid, signal.SIGKILL) for pid, on in dedup.fingerprints.workers()
+                                        if on == url])
+
+
+class StopFingerprintWorkers(WorkerFault):
+    """Stops (SIGSTOP) the worker process while it fingerprints the page whose URL holds ``TEST_STOP_WORKERS_AT``:
+    looks every 5 ms from the moment the page passes by; logs the stopped process's pid."""
+
+    setting = "TEST_STOP_WORKERS_AT"
+
+    def act(self, dedup: Any, url: str) -> None:
+        from twisted.internet.task import LoopingCall
+
+        def stop_it() -> None:
+            for pid, on in dedup.fingerprints.workers():
+                if on == url:
+                    os.kill(pid, signal.SIGSTOP)
+                    self.crawler.spider.logger.info("test: worker %d stopped on %s", pid, url)
+                    looking.stop()
+
+        looking = LoopingCall(stop_it)
+        looking.start(0.005)
+
+
+class CrawlRecord:
+    """What one crawler kept and dropped, from its signals; ``kept_log``: a file that gets one flushed line per
+    kept item (it survives a kill)."""
+
+    def __init__(self, crawler: Any, kept_log: str | None = None) -> None:
+        self.crawler = crawler
+        self.kept: list[str] = []
+        self.dropped: list[dict[str, Any]] = []
+        self.canonical: dict[str, str | None] = {}  # a kept item's URL -> its canonical_url field
+        self.frozen: dict[str, int] = {"during": 0}  # objects frozen out of the collector while items passed, and after
+        self.kept_log = open(kept_log, "a") if kept_log else None  # noqa: SIM115
+        crawler.signals.connect(self.on_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self.on_dropped, signal=signals.item_dropped)
+
+    def on_scraped(self, item: Any, **_: Any) -> None:
+        self.kept.append(item["url"])
+        self.canonical[item["url"]] = item.get("canonical_url")
+        self.frozen["during"] = max(self.frozen["during"], gc.get_freeze_count())
+        if self.kept_log:
+            self.kept_log.write(item["url"] + "\n")
+            self.kept_log.flush()
+
+    def on_dropped(self, item: Any, exception: Exception, **_: Any) -> None:
         match = getattr(exception, "match", None)
         if match is None:  # not a duplicate: dropped unchecked (fail mode "closed")
-            dropped.append({"url": item["url"], "unchecked": True})
+            self.dropped.append({"url": item["url"], "unchecked": True})
             return
-        dropped.append({
+        self.dropped.append({
             "url": item["url"], "duplicate_of": match.url, "reason": match.reason,
             "content_distance": match.content_distance, "structure_distance": match.structure_distance,
         })
 
+    def result(self) -> dict[str, Any]:
+        stats = {key: value for key, value in self.crawler.stats.get_stats().items()
+                 if isinstance(value, (int, float, str))}
+        return {"kept": self.kept, "dropped": self.dropped, "stats": stats, "canonical": self.canonical,
+                "frozen": self.frozen}
+
+
+def start_crawl(process: CrawlerProcess, config: dict[str, Any], spider: type[InOrderSpider]) -> CrawlRecord:
+    crawler = process.create_crawler(spider)
+    record = CrawlRecord(crawler, config.get("kept_log"))
+    process.crawl(
+        crawler, urls=config["urls"], yield_html=config.get("yield_html", True), repeat=config.get("repeat", 1),
+        all_at_once=config.get("all_at_once", False), html_as=config.get("html_as", "text"),
+        **config.get("spider_args", {}),
+    )
+    return record
+
+
+def main(config_path: str, result_path: str) -> None:
+    """One crawl (``settings``, ``urls``...), or with ``crawls`` several at once in this process, each with its
+    own settings (its spider's ``custom_settings``), urls and options; the result holds one record each."""
+    config = json.loads(Path(config_path).read_text())
     if config.get("keep_garbage"):  # what the collector finds unreachable is kept, to be counted at the end
         gc.set_debug(gc.DEBUG_SAVEALL)
+    if "crawls" in config:
+        process = CrawlerProcess(BASE_SETTINGS)
+        records = [start_crawl(process, one, type(f"Crawl{n}", (InOrderSpider,), {
+            "name": one.get("spider_name", f"crawl{n}"), "custom_settings": one["settings"]}))
+            for n, one in enumerate(config["crawls"])]
+        process.start()
+        Path(result_path).write_text(json.dumps({"crawls": [record.result() for record in records]}))
+        return
     process = CrawlerProcess({**BASE_SETTINGS, **config["settings"]})
     spider = InOrderSpider if "spider_name" not in config else type(
         "NamedSpider", (InOrderSpider,), {"name": config["spider_name"]})
-    crawler = process.create_crawler(spider)
-    crawler.signals.connect(on_scraped, signal=signals.item_scraped)
-    crawler.signals.connect(on_dropped, signal=signals.item_dropped)
-    process.crawl(
-        crawler, urls=config["urls"], yield_html=config.get("yield_html", True), repeat=config.get("repeat", 1),
-        all_at_once=config.get("all_at_once", False), **config.get("spider_args", {}),
-    )
+    record = start_crawl(process, config, spider)
     process.start()
-    stats = {key: value for key, value in crawler.stats.get_stats().items() if isinstance(value, (int, float, str))}
-    frozen["after"] = gc.get_freeze_count()
+    result = record.result()
+    result["frozen"]["after"] = gc.get_freeze_count()
     gc.collect()
-    garbage = sorted({type(thing).__name__ for thing in gc.garbage})  # (only with keep_garbage)
-    Path(result_path).write_text(json.dumps({"kept": kept, "dropped": dropped, "stats": stats,
-                                                   "canonical": canonical, "garbage": garbage, "frozen": frozen}))
+    result["garbage"] = sorted({type(thing).__name__ for thing in gc.garbage})  # (only with keep_garbage)
+    Path(result_path).write_text(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import mmap
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -19,9 +20,9 @@ import pytest
 
 from bench.crawl import cpu_seconds
 from pipelines import Fingerprinter, worker_process
-from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, read_answer, read_message,
-                                      read_page)
-from pipelines.workers import FingerprinterOptions, RecentPages, start_worker_process
+from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, page_messages, read_answer,
+                                      read_message, read_page, take_frame)
+from pipelines.workers import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -81,6 +82,127 @@ def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
     assert [RecentPages.key("".join(list(html))) for html in TEXTS] == keys  # equal strings, equal keys
     assert RecentPages.key("abc") != RecentPages.key(b"abc")
     assert RecentPages.key(b"abc", "text/html; charset=gbk") != RecentPages.key(b"abc", "text/html")
+
+
+def pages_of(html: str | bytes) -> tuple[list[bytes], bytes]:
+    """Two pages back to back as the crawl writes them, ``html`` then an empty one: their buffers, and the bytes a
+    worker must read."""
+    buffers = page_frames(html, "https://a.test/") + page_frames(b"", "https://a.test/empty")
+    return buffers, b"".join(buffers)
+
+
+def read_pages(received: bytes) -> list[tuple[str | bytes, str, str | None]]:
+    """The pages a worker reads from ``received`` (with its own reader), all of it."""
+    reader, writer = socket.socketpair()
+    with reader, writer, Connection(reader.detach()) as connection:
+        writer.sendall(received)
+        writer.shutdown(socket.SHUT_WR)
+        pages = []
+        while connection.poll():
+            try:
+                pages.append(read_page(connection))
+            except EOFError:
+                break
+    return pages
+
+
+class CutWrites:
+    """A real socket whose writes the test cuts: each ``sendmsg`` takes at most the next of ``takes`` bytes
+    (``"full"``: it would block, as a full socket does; once they are used up, what the socket takes), or one
+    byte each with ``one_byte``."""
+
+    def __init__(self, sock: socket.socket, takes: list[int | str], one_byte: bool = False,
+                 most_calls: int = 10_000) -> None:
+        self.sock, self.takes, self.one_byte, self.most_calls = sock, iter(takes), one_byte, most_calls
+        self.calls = 0
+
+    def sendmsg(self, buffers: list[memoryview]) -> int:
+        self.calls += 1
+        if self.calls > self.most_calls:  # a writer that spins without progress fails here, never hangs the tests
+            raise AssertionError(f"{self.calls} writes of {sum(map(len, buffers))} bytes left: the writer loops")
+        take = 1 if self.one_byte else next(self.takes, None)
+        if take == "full":
+            raise BlockingIOError
+        if take is not None:
+            kept, room = [], take
+            for buffer in buffers:
+                if room <= 0:
+                    break
+                kept.append(buffer[:room])
+                room -= len(kept[-1])
+            buffers = kept  # 0: a real write of nothing, which takes 0 bytes
+        return self.sock.sendmsg(buffers)
+
+
+def drain(sock: socket.socket) -> bytes:
+    """What has come to ``sock`` so far."""
+    parts = []
+    while True:
+        try:
+            parts.append(sock.recv(1 << 20, socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return b"".join(parts)
+
+
+def test_pages_of_every_size_reach_the_worker_whole_however_the_socket_cuts_the_writes() -> None:
+    """The crawl's writer (``UnsentBytes``) over a real non-blocking socket whose buffer is the smallest the system
+    allows: every page size from 0 to a few bytes over what the socket holds, the writes cut where the kernel cuts
+    them; and up to 300 bytes cut at every point, by one byte at a time and at each single point.  Each time the
+    worker reads both pages as they were sent, and a write that takes nothing (an empty page once made the
+    writer loop for ever) never stalls it."""
+    crawl_end, worker_end = socket.socketpair()
+    with crawl_end, worker_end:
+        crawl_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1)  # the system's smallest
+        crawl_end.setblocking(False)
+        holds = crawl_end.send(bytes(1 << 20))  # what one write into the empty socket takes
+        drain(worker_end)
+        for size in range(holds + 9):
+            html = bytes(n % 251 for n in range(size))
+            buffers, expected = pages_of(html)
+            unsent, received, counted = UnsentBytes(), b"", CutWrites(crawl_end, [])
+            unsent.add(buffers)
+            while unsent:  # write until it would block, the worker reads, and so on
+                unsent.send(counted)
+                received += drain(worker_end)
+            assert received == expected, size
+            assert read_pages(received) == [(html, "https://a.test/", None), (b"", "https://a.test/empty", None)]
+        checked = 0
+        for size in range(301):
+            html = "é" * (size // 2) if size % 2 else bytes(range(256)) * (size // 256) + bytes(size % 256)
+            buffers, expected = pages_of(html)
+            assert read_pages(expected) == [(html, "https://a.test/", None), (b"", "https://a.test/empty", None)]
+            for cut in range(len(expected) + 1):
+                unsent = UnsentBytes()
+                unsent.add(buffers)
+                cutting = CutWrites(crawl_end, [*([cut, "full"] if cut else [0]), "full", 0])
+                unsent.send(cutting)  # the first write cut at ``cut``, then it would block (0: it takes nothing)
+                assert drain(worker_end) == expected[:cut], (size, cut)
+                unsent.send(cutting)  # would block: nothing more
+                unsent.send(cutting)  # takes nothing: no progress, and no loop
+                assert bool(unsent) == (cut < len(expected))
+                unsent.send(cutting)  # the rest
+                assert not unsent and drain(worker_end) == expected[cut:], (size, cut)
+                checked += 1
+            unsent, cutting = UnsentBytes(), CutWrites(crawl_end, [], one_byte=True)
+            unsent.add(buffers)
+            received = b""
+            while unsent:  # cut after every byte (and where the socket, full of one-byte writes, would block)
+                unsent.send(cutting)
+                received += drain(worker_end)
+            assert received == expected and cutting.calls >= len(expected)
+        assert checked > 50_000
+
+
+def test_a_frame_no_worker_sends_is_refused_not_looped_on() -> None:
+    """Answers are read in a loop on the reactor thread, a frame at a time: a size no frame has (a broken worker)
+    raises, where taking nothing from the bytes at each turn would spin for ever."""
+    for size in (-2, -4, -(2**31)):
+        with pytest.raises(ValueError, match=f"a frame of {size} bytes"):
+            take_frame(bytearray(struct.pack("!i", size) + b"rest"))
+    received = bytearray(b"".join(page_frames(b"<p>x</p>", "https://a.test/")) + b"\x00\x00")
+    assert [take_frame(received), take_frame(received), take_frame(received)] == [
+        *page_messages(b"<p>x</p>", "https://a.test/"), None]
+    assert received == b"\x00\x00"  # the start of a frame still coming
 
 
 def test_an_answer_comes_back_as_it_was_sent() -> None:
@@ -158,6 +280,15 @@ def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Pa
     assert result["stats"]["simhash_dedup/same_html"] == 11 * len(CLUSTERS)
 
 
+def article_and_huge_pages(root: Path, base_url: str) -> list[str]:
+    """An article, the huge page, another article, a copy of the first: their URLs in that order."""
+    (root / "huge.html").write_text(huge_page())
+    (root / "a.html").write_bytes(real_page("newspaper-syracuse.com1"))
+    (root / "b.html").write_bytes(real_page("newspaper-syracuse.com2"))
+    (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
+    return [f"{base_url}{name}.html" for name in ("a", "huge", "b", "a-copy")]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
     site: tuple[Path, str], crawl: Callable, workers: int
@@ -165,21 +296,38 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
     """The workers are killed while they fingerprint a 6 MB page: that page is kept and counted as an
     error; the next pages are fingerprinted by new workers and decided as always.  One worker is a
     worker process too (none is ``SIMHASH_DEDUP_WORKERS = 0``)."""
-    root, base_url = site
-    (root / "huge.html").write_text(huge_page())
-    (root / "a.html").write_bytes(real_page("newspaper-syracuse.com1"))
-    (root / "b.html").write_bytes(real_page("newspaper-syracuse.com2"))
-    (root / "a-copy.html").write_bytes(real_page("newspaper-syracuse.com1"))
+    urls = article_and_huge_pages(*site)
     settings = {
         "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
         "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": workers, **READ_HUGE_PAGES,
     }
-    urls = [f"{base_url}{name}.html" for name in ("a", "huge", "b", "a-copy")]
     result = crawl(urls, settings)
     assert sorted(result["kept"]) == sorted(urls[:3])  # the page that failed is kept without waiting its turn
     assert [(drop["url"], drop["duplicate_of"]) for drop in result["dropped"]] == [(urls[3], urls[0])]
     assert result["stats"]["simhash_dedup/errors"] == 1
     assert "the fingerprint worker died" in result["log"]
+
+
+def test_a_worker_stopped_mid_page_is_replaced_and_the_page_decided_anyway(site: tuple[Path, str], crawl: Callable
+                                                                              ) -> None:
+    """SIGSTOP of the worker while it fingerprints the 6 MB page: the crawl does not wait for ever.  Past
+    ``SIMHASH_DEDUP_WORKER_TIMEOUT`` the worker is killed and replaced, the page kept and counted (logged once),
+    and the pages behind it are fingerprinted and decided as always."""
+    urls = article_and_huge_pages(*site)
+    settings = {
+        "ITEM_PIPELINES": {"tests.crawl_runner.StopFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "TEST_STOP_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 1, "SIMHASH_DEDUP_WORKER_TIMEOUT": 3,
+        **READ_HUGE_PAGES,
+    }
+    result = crawl(urls, settings, timeout=120)
+    stopped = re.search(r"test: worker (\d+) stopped on (\S+)", result["log"])
+    assert stopped is not None and stopped[2] == urls[1], result["log"][-3000:]
+    assert sorted(result["kept"]) == sorted(urls[:3])
+    assert [(drop["url"], drop["duplicate_of"]) for drop in result["dropped"]] == [(urls[3], urls[0])]
+    assert result["stats"]["simhash_dedup/fingerprint_timeouts"] == 1
+    assert "simhash_dedup/errors" not in result["stats"]
+    assert result["log"].count("a fingerprint worker spent more than 3 s on") == 1
+    assert not running(int(stopped[1]))  # killed, not left stopped
 
 
 def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_another(
