@@ -38,7 +38,7 @@ import redis
 from bench import command_line
 from pipelines.fingerprint import Fingerprint
 from pipelines.redis_store import CHUNK, RECORD, RedisStore, pack_record
-from pipelines.sketch import SKETCH_BITS, SMALL_SKETCH_BYTES, fixed_width
+from pipelines.sketch import SKETCH_BITS, SKETCH_BYTES, fixed_width
 from pipelines.policy import Match, Policy
 from tests.redis_server import RedisServer
 
@@ -71,7 +71,7 @@ class CheckThenInsertStore(RedisStore):
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
                 pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
-                pipe.setrange(f"{self.key}:sk:{chunk}", offset * SMALL_SKETCH_BYTES, fixed_width(page.sketch))
+                pipe.setrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, fixed_width(page.sketch))
                 pipe.rpush(f"{self.key}:pages:{chunk}", url)
                 pipe.execute()
         return results

@@ -9,16 +9,16 @@ import zlib
 import xxhash
 
 from .canonical import declared_link
-from .content import SHINGLE_SIZE, PageText, content_features, tokens
+from .content import SHINGLE_SIZE, VISIBLE_SHINGLE_SIZE, PageText, content_features, tokens
 from .document import EMPTY, TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, prepared
-from .simhash import feature_hashes, simhash
-from .sketch import small_text_sketch
+from .simhash import simhash
+from .sketch import page_sketch
 from .structure import DEFAULT_DECAY
 from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 6
+SCHEME_VERSION = 7
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):
@@ -89,9 +89,9 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if features := content_features(blocks):
-            words = feature_hashes(features)
-            sketch = small_text_sketch(shingle_hashes(blocks, SHINGLE_SIZE), words, features.values())
-            return Fingerprint(simhash(features, hashes=words), structure, sketch=sketch, short=len(features) < self.min_features,
+            sketch = page_sketch(shingle_hashes(blocks, SHINGLE_SIZE), name_hash(text.name()),
+                                 shingle_hashes([text.visible_tokens()], VISIBLE_SHINGLE_SIZE), text.link_share())
+            return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
                                text=self._text(blocks), canonical=canonical)
         visible = tokens(text.visible_text())
         if not visible:
@@ -106,6 +106,11 @@ class Fingerprinter:
         if len(features) < self.min_features:
             return None
         return simhash(features)
+
+
+def name_hash(name: str) -> int:
+    """A page's name (``PageText.name``) as a sketch holds it: 64 bits, 0 for none (and never for a name)."""
+    return (xxhash.xxh3_64_intdigest(name.encode("utf-8", "surrogatepass")) or 1) if name else 0
 
 
 def text_hash(words: list[str]) -> int:

@@ -30,6 +30,7 @@ from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
 from .startup import crawl_settings, refuse, shadowed_module
 from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
+from .summary import CrawlSummary
 from .urlrules import KnownUrls, RuleBook
 from .workers import FingerprintPool, RecentPages, WorkerTimedOut
 
@@ -132,6 +133,7 @@ class SimhashDedupPipeline:
         self._batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
         self._logged: set[str] = set()
         self.counts = Counts(crawler)
+        self.summary = CrawlSummary()  # said at close: pages kept and dropped by rule, sites mostly dropped
         self._store_down = False  # the Redis store failed and has not answered since
         self._closing = False
         self._frozen = False  # this crawl froze the process's objects (``gcfreeze``) and thaws them at close
@@ -249,8 +251,21 @@ class SimhashDedupPipeline:
         if self._batcher is not None:
             self._batcher.stop()
         self.counts.stop()
+        self.summary.log(self._report_hint())
         self.store.save_run(self.run_summary())
         self.store.close()
+
+    def _report_hint(self) -> str:
+        """The command that shows this crawl's decisions side by side."""
+        if self.settings.decisions == 0:
+            return "set SIMHASH_DEDUP_DECISIONS to keep the decision log, then run simhash-dedup report"
+        if isinstance(self.store, SqliteStore):
+            return f"simhash-dedup report {self.store.path} -o report.html"
+        if self.settings.backend == "redis":
+            key = self.settings.redis_key % {"spider": self.crawler.spider.name}
+            where = re.sub(r"//[^@/]*@", "//", self.settings.redis_url or "")  # no password in the log
+            return f"simhash-dedup report {where} --key {key} -o report.html"
+        return "the Dropped lines of this log (the memory store keeps no decision log)"
 
     def run_summary(self) -> dict[str, Any]:
         """This crawl, for the report: the spider, when, the decision's settings and the counts."""
@@ -441,6 +456,7 @@ class SimhashDedupPipeline:
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self._count("pages_dropped" if page.duplicate else "pages_kept")
+        self.summary.add(page.url, page.match, page.fingerprint is not None)
         if page.duplicate:
             self.store.record(self.reviewer.dropped(page.url, page.fingerprint, page.match))
             self.store.record_alias(Alias(time.time(), page.url, page.match.url, page.match.reason))

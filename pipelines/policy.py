@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from .sketch import SMALL_TEXT_SHINGLES, similarity, sketch_size, weighted_similarity
+from .sketch import link_share, own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity
 
 
 class Mode(str, Enum):
@@ -22,24 +22,23 @@ class Mode(str, Enum):
     EITHER = "either"  # content or structure, of any earlier page
 
 
-#: Shingles one changed sentence of a short text may replace (a sentence of about 40 words).
-SENTENCE_SHINGLES = 40
-#: The least sketch similarity ever taken for a content match, however short the text.
-MIN_SIMILARITY_FLOOR = 0.4
-#: Two small texts (``sketch.SMALL_TEXT_SHINGLES``, both) are also compared ``SMALL_TEXT_EXTRA_BITS`` beyond the
-#: content distance, where their sketches must agree on ``SMALL_TEXT_FAR_SIMILARITY`` (or their word weights on
-#: ``SMALL_TEXT_WEIGHTED_SIMILARITY``): SimHash estimates an angle, and one reworded sentence of a three-sentence
-#: stub turns it as far as 12 bits.  ``bench/quality.py``'s small-text table: 4 is the fewest bits at which
-#: every kind of change is caught at 0.98 or more (3: author stubs 0.978), with 0 same-site false drops up to 5;
-#: each bit more costs every page's index query (at 1M pages, 12 bits against 11: ~1.5x).
-SMALL_TEXT_EXTRA_BITS = 4
-SMALL_TEXT_FAR_SIMILARITY = 0.6
-#: Two small texts (not both short) within the search distance also match when the weights of their words agree
-#: on this much (``sketch.weighted_similarity``): a reworded sentence of a stub replaces most of its shingles but
-#: few of its weighted words.  ``python -m bench.small_texts``: reworded stubs agree on 0.74 and more, different
-#: small pages of one template within 12 bits on 0.62 at most, and the sketch's estimate (±0.05) at 0.6 drops 7
-#: of them; 0.65 and 0.7 catch the same pairs in ``bench/quality.py``, 0.7 with the wider margin.
-SMALL_TEXT_WEIGHTED_SIMILARITY = 0.7
+#: Two pages whose names differ (``sketch.same_name``: their titles or first headings say they are about different
+#: things) are one document only when nearly all their text is.  Sibling pages of one template (two classes of a
+#: reference, two commands of a manual, two letters of an index) share most of their words beside the few that
+#: say what each is about; an untranslated chapter whose heading alone was translated shares all the others.
+#: ``bench/real_sites.py``: see the README, "What counts as the same page".
+NAMED_APART_SIMILARITY = 0.85
+#: Own text of fewer than ``SMALL_OWN_TEXT`` shingles (a few sentences, or a title and a footer), or less than
+#: ``OWN_SHARE_LINE`` of the shingles of a page whose characters are mostly links (``LINK_SHARE_LINE``: a table
+#: of contents, an index of terms, a listing), is not evidence enough on its own: the pages' visible texts must
+#: agree as well.  (Not a page whose other text is prose: an article under a long comment thread.)
+SMALL_OWN_TEXT = 60
+OWN_SHARE_LINE = 0.25
+LINK_SHARE_LINE = 0.5
+#: Two small texts (both own texts under ``SMALL_TEXT_SHINGLES`` shingles) are also compared
+#: ``Policy.small_text_extra_bits`` beyond the content distance, at the same ``min_similarity``: SimHash estimates
+#: an angle, and one sentence changed in a text of three turns it by up to 12 bits.
+SMALL_TEXT_SHINGLES = 150
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,10 @@ class Policy:
     """When is a page a duplicate of a kept one.
 
     Content matches when the SimHash distance is within ``content_distance``
-    and the pages' shingle sketches agree on at least ``min_similarity``
-    (estimated Jaccard similarity of word 3-grams).  With ``updates``, a page
+    and the pages' sketches agree (``evidence``: estimated Jaccard similarity
+    of word 3-grams of at least ``min_similarity``, more when the pages' names
+    differ, the visible texts' too where the own text is a small part of the
+    page).  With ``updates``, a page
     that matches a page kept by an earlier crawl under the same URL, but whose
     text changed, is kept as an update (see ``decided``).
     """
@@ -58,7 +59,7 @@ class Policy:
     structure_distance: int = 3
     min_similarity: float = 0.65
     updates: bool = False
-    small_text_extra_bits: int = SMALL_TEXT_EXTRA_BITS  # how much further small texts are searched (not a setting)
+    small_text_extra_bits: int = 4  # how much further two small texts are compared (not a setting)
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -73,79 +74,75 @@ class Policy:
                       other_short: bool) -> bool:
         """Are two pages' contents the same, given their content distance and sketches?
 
-        Two short pages (``Fingerprint.short``) only when their words are the
-        same: content distance 0 and equal sketches (a page without own text
-        has none: its content is a hash of its visible words).  Any other pair,
-        a short page and a longer one included, when within
-        ``content_distance`` and their sketches agree on at least
-        ``similarity_needed``: the line between short and long is drawn on the
-        pair, so a page just under it and its copy with a few words more meet.
+        Two short pages (``Fingerprint.short``) only when their own words are
+        the same (content distance 0, the same own-text sketch; a page without
+        own text has no sketch: its content is a hash of its visible words) and
+        the rest of the evidence agrees.  Any other pair, a short page and a
+        longer one included, when within ``content_distance`` and the evidence
+        (``evidence``) reaches what it must: the line between short and long is
+        drawn on the pair, so a page just under it and its copy with a few words
+        more meet.
         """
         a, b = sketches
-        if short and other_short:
-            return distance == 0 and a == b
         if a is None or b is None:
+            return short and other_short and distance == 0 and a is b
+        if short and other_short and (distance or not same_own_text(a, b)):
             return False
         evidence = self.evidence(distance, a, b)
         return evidence is not None and evidence[0] >= evidence[1]
 
     def content_verdict(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
                         other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
-        """How a page stands to a kept page within the content search distance: ``(reason, True)`` a
-        duplicate, ``(reason, False)`` a borderline candidate (what failed: "similarity", or the
-        "structure" of mode "both"), ``None`` neither (two short texts that differ, a page
-        without own text, or a pair no rule compares at this distance: two texts not both small
-        beyond the content distance).  Symmetric: it serves the stores, which meet the pair in arrival order,
-        and batch jobs, which meet it in any order."""
+        """How a page stands to a kept page within the content distance: ``(reason, True)`` a duplicate,
+        ``(reason, False)`` a borderline candidate (what failed: "similarity"; "name", the pages' names
+        differ where their texts alone would match; or the "structure" of mode "both"), ``None`` neither (two
+        short texts that differ, a page without own text, a pair beyond the content distance).  Symmetric: it
+        serves the stores, which meet the pair in arrival order, and batch jobs, which meet it in any order."""
         both_short = short and other_short
         if both_short and distance:
             return None
         if not both_short and (None in sketches or self.evidence(distance, *sketches) is None):
-            return None  # beyond every rule: not even a candidate to review
+            return None
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
             return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH else "content"), True
         if both_short:
             return None
-        return ("structure" if content else "similarity"), False
+        return ("structure" if content else "name" if self.named_apart(distance, *sketches) else "similarity"), False
+
+    def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
+        """The similarity a content match of two sketches at this distance rests on, and what it must reach;
+        ``None`` beyond the content distance (for two small texts, the search distance).  The similarity is the own texts' shingles' (estimated Jaccard),
+        or the visible texts' when that is lower and an own text is thin evidence (``thin``); it must reach
+        ``min_similarity``.  Pages whose names differ
+        must agree on both texts at ``NAMED_APART_SIMILARITY``.  A ``min_similarity`` of -1 turns every check
+        off (SimHash alone)."""
+        if distance > self.content_distance and (distance > self.search_distance or max(
+                sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES):
+            return None
+        named_apart = self.min_similarity > -1 and not same_name(a, b)
+        found = similarity(a, b)
+        if named_apart or thin(a) or thin(b):
+            found = min(found, visible_similarity(a, b))
+        return found, max(self.min_similarity, NAMED_APART_SIMILARITY) if named_apart else self.min_similarity
 
     @property
     def search_distance(self) -> int:
         """How far a store's index looks for content candidates: small texts are compared further."""
         return min(64, self.content_distance + self.small_text_extra_bits)
 
-    def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
-        """The similarity a content match of two sketches at this distance rests on, and what it must reach:
-        their shingles' (``pair_similarity_needed``), or, when that falls short, two small texts' word
-        weights within the search distance (``SMALL_TEXT_WEIGHTED_SIMILARITY``).  ``None`` beyond both."""
-        needed = self.pair_similarity_needed(distance, a, b)
-        shingles = None if needed is None else (similarity(a, b), needed)
-        if shingles is not None and shingles[0] >= needed:
-            return shingles
-        weighted = weighted_similarity(a, b) if distance <= self.search_distance else None
-        if weighted is not None and (weighted >= SMALL_TEXT_WEIGHTED_SIMILARITY or shingles is None):
-            return weighted, SMALL_TEXT_WEIGHTED_SIMILARITY
-        return shingles
+    def named_apart(self, distance: int, a: bytes, b: bytes) -> bool:
+        """Did the names alone keep two pages apart (their texts reach ``min_similarity``, not what pages of
+        different names need)?"""
+        evidence = self.evidence(distance, a, b)
+        return evidence is not None and self.min_similarity <= evidence[0] < evidence[1]
 
-    def pair_similarity_needed(self, distance: int, a: bytes, b: bytes) -> float | None:
-        """What two pages' sketches must agree on at this content distance, ``None`` beyond it: within
-        ``content_distance``, ``similarity_needed`` of the shorter text; up to ``search_distance`` for two
-        small texts, at least ``SMALL_TEXT_FAR_SIMILARITY``."""
-        sizes = sketch_size(a), sketch_size(b)
-        needed = self.similarity_needed(min(sizes))
-        if distance <= self.content_distance:
-            return needed
-        if distance <= self.search_distance and max(sizes) < SMALL_TEXT_SHINGLES:
-            return max(needed, SMALL_TEXT_FAR_SIMILARITY)
-        return None
 
-    def similarity_needed(self, shingles: int) -> float:
-        """``min_similarity``, less for short texts: on a text of n shingles, one sentence of
-        ``SENTENCE_SHINGLES`` changed leaves a Jaccard similarity of (n - S) / (n + S); never
-        less than ``MIN_SIMILARITY_FLOOR``."""
-        loss = (shingles - SENTENCE_SHINGLES) / (shingles + SENTENCE_SHINGLES)
-        return min(self.min_similarity, max(MIN_SIMILARITY_FLOOR, loss))
+def thin(sketch: bytes) -> bool:
+    """Is the page's own text thin evidence of what it shows: small, or a small part of a page of links?"""
+    return sketch_size(sketch) < SMALL_OWN_TEXT or (own_share(sketch) < OWN_SHARE_LINE
+                                                    and link_share(sketch) >= LINK_SHARE_LINE)
 
 
 #: The reason of a match kept as an update (``Policy.updates``).
@@ -161,7 +158,7 @@ class Match:
     page was kept by an earlier crawl (remembered by the store when this one started)."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure" or "exact_text"; else "similarity", "structure", UPDATE
+    reason: str  # a duplicate: "both", "content", "structure", "exact_text"; else "similarity", "name", "structure", UPDATE
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None

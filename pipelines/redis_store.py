@@ -3,7 +3,7 @@
 Redis holds every kept page once, in order, as a log cut into chunks of
 ``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 24-byte records: both
 fingerprints, the time kept, which parts exist), ``<key>:sk:<n>`` (a string of
-the pages' sketches, 130 bytes each: ``sketch.fixed_width``) and ``<key>:pages:<n>`` (a list of their URLs),
+the pages' sketches, 140 bytes each: ``sketch.fixed_width``) and ``<key>:pages:<n>`` (a list of their URLs),
 with ``<key>:meta`` (epoch, count, scheme).
 
 Each process reads the log's fingerprints and sketches at open into a replica:
@@ -47,7 +47,7 @@ from .fingerprint import Fingerprint
 from .index import grown
 from .indexloops import near_any
 from .policy import Match, Mode, Policy, dropped
-from .sketch import SMALL_SKETCH_BYTES, fixed_width, from_fixed_width
+from .sketch import SKETCH_BYTES, fixed_width, from_fixed_width
 from .stores import CheckedLocally, MemoryStore, StoreUnavailable, fingerprint_rows
 from .urlrules import FETCHED_URLS, Rule
 
@@ -106,7 +106,7 @@ class RedisStore(MemoryStore):
         """An empty replica: rows, their stamps, sketches and the URLs met."""
         MemoryStore.__init__(self, self.policy)
         self._stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
-        self._sketch_rows = np.zeros((0, SMALL_SKETCH_BYTES), dtype=np.uint8)  # per replica row: its sketch (or zeros)
+        self._sketch_rows = np.zeros((0, SKETCH_BYTES), dtype=np.uint8)  # per replica row: its sketch (or zeros)
         self._known_urls: OrderedDict[int, str] = OrderedDict()  # row -> URL, for the rows this process met
 
     def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
@@ -263,7 +263,7 @@ class RedisStore(MemoryStore):
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(self._meta, "epoch", "count")
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
-            pipe.getrange(f"{self.key}:sk:{chunk}", offset * SMALL_SKETCH_BYTES, -1)
+            pipe.getrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, -1)
             pipe.time()
             (epoch, count), data, sketches, (seconds, _) = pipe.execute()
             self._set_clock(seconds)
@@ -275,7 +275,7 @@ class RedisStore(MemoryStore):
             count = int(count or 0)
             missing = min(count, (chunk + 1) * CHUNK) - rows
             if missing > 0:  # a chunk that expired reads short: its pages become rows that never match
-                read.append((_fixed(data, missing, RECORD.itemsize), _fixed(sketches, missing, SMALL_SKETCH_BYTES)))
+                read.append((_fixed(data, missing, RECORD.itemsize), _fixed(sketches, missing, SKETCH_BYTES)))
                 rows += missing
             if rows >= count:
                 break
@@ -356,7 +356,7 @@ class RedisStore(MemoryStore):
         self._stamps.extend(records["stamp"].tolist())
         if self._rows > len(self._sketch_rows):
             self._sketch_rows = grown(self._sketch_rows, first, max(self._rows, len(self._sketch_rows) * 9 // 8 + 1024))
-        self._sketch_rows[first : self._rows] = np.frombuffer(sketches, dtype=np.uint8).reshape(-1, SMALL_SKETCH_BYTES)
+        self._sketch_rows[first : self._rows] = np.frombuffer(sketches, dtype=np.uint8).reshape(-1, SKETCH_BYTES)
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
         """Pages matched in the replica or earlier in the batch; the others appended through the
@@ -374,7 +374,7 @@ class RedisStore(MemoryStore):
             if not kept:
                 break
             args = [self.key, self._epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *self._limits.tolist(),
-                    SMALL_SKETCH_BYTES]
+                    SKETCH_BYTES]
             args += [pack_record(pages[i][1]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
                      for i in kept]
             status, *reply = self._script(keys=[self._meta], args=args)

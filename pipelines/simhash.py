@@ -24,14 +24,14 @@ _ALL_BITS = (1 << 64) - 1
 
 def feature_hashes(features: Mapping[str, float]) -> array:
     """XXH3-64 of each feature's UTF-8 bytes, in the mapping's order (an ``array("Q")``): what ``simhash``
-    hashes them to by default, for callers that use the hashes again (``sketch.weighted_bits``)."""
+    hashes them to by default."""
     return xxh3_hashes(list(features))
 
 
-def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = None, hashes: array | None = None) -> int:
+def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = None) -> int:
     """Return the 64-bit SimHash of ``features`` (feature -> weight).  Each feature is hashed by
     ``feature_hash`` over its UTF-8 bytes; by default XXH3-64 (fast, stable across platforms and
-    versions; compiled, see :mod:`pipelines.textloops`), or given: ``hashes``, ``feature_hashes(features)``.
+    versions; compiled, see :mod:`pipelines.textloops`).
 
     Features with a weight that rounds to zero do not vote.  An empty mapping
     gives 0xFFFF...: callers must not fingerprint pages with too few features
@@ -39,9 +39,9 @@ def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = No
     """
     if not features:
         return _ALL_BITS
-    if hashes is None and feature_hash is None:
+    if feature_hash is None:
         hashes = feature_hashes(features)
-    elif hashes is None:
+    else:
         hashes = array("Q", (feature_hash(feature.encode("utf-8")) for feature in features))
     return simhash_bits(hashes, features.values(), WEIGHT_SCALE)
 

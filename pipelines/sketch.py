@@ -1,23 +1,29 @@
-"""A 512-bit sketch of a page's word shingles, for checking SimHash candidates.
+"""A page's sketch: what a content candidate is checked against, 140 bytes.
 
 SimHash estimates the angle between weighted word vectors; near its threshold
 that is too coarse to tell "the same article, edited" from "another article on
-the same template".  The sketch estimates the Jaccard similarity of the pages'
-word 3-gram sets: one-permutation MinHash (Li, Owen and Zhang 2012) into 512
-bins, each empty bin filled from the first full one among a fixed random
-sequence of bins of its own (optimal densification, Shrivastava 2017), and
-only the lowest bit of each bin's minimum kept (b-bit MinHash, Li and König
-2010).  Filling from the *next* full bin instead (Shrivastava and Li 2014)
-copies one bin into a whole run of empty ones: for a short text (150
-shingles) its estimate scatters twice as widely (±0.08 against ±0.04).  64 bytes per page; comparing two is an XOR and a popcount.  Two more
-bytes hold how many shingles the set has (at most 65,535): how much one
-changed sentence weighs depends on it (see ``Policy.similarity_needed``).
+the same template".  The sketch holds three things a candidate must agree on
+(``Policy.evidence``):
 
-A small text (under ``SMALL_TEXT_SHINGLES`` shingles) carries 64 bytes more: the same sketch of its words
-weighted as the content SimHash weighs them (``weighted_bits``).  One reworded sentence of a three-sentence
-stub replaces most of its shingles, so shingles cannot tell it from another page of the same template; the
-weights of its words still can (their weighted Jaccard: 0.74 to 0.90 for reworded stubs, 0.14 to 0.60 for
-different small pages of one template, ``python -m bench.small_texts``).
+- the own text's word 3-gram set, sketched so that two sketches estimate the
+  sets' Jaccard similarity: one-permutation MinHash (Li, Owen and Zhang 2012)
+  into 512 bins, each empty bin filled from the first full one among a fixed
+  random sequence of bins of its own (optimal densification, Shrivastava
+  2017), and only the lowest bit of each bin's minimum kept (b-bit MinHash, Li
+  and König 2010); filling from the *next* full bin instead (Shrivastava and Li
+  2014) copies one bin into a whole run of empty ones: for a short text (150
+  shingles) its estimate scatters twice as widely (±0.08 against ±0.04).  64
+  bytes, then two that hold how many shingles the set has (at most 65,535);
+- the page's name: a 64-bit hash of what its title and first heading say it
+  is about (0: it has neither), 8 bytes;
+- the whole visible text's 3-gram set (the title, links and page furniture
+  included), sketched the same way, 64 + 2 bytes, and the share of its
+  characters that are links (1 byte, in 255ths): when the own text is small, or
+  a small part of a page of links (a table of contents, an index), what the
+  page shows must agree too.
+
+Comparing two sketches is an XOR and a popcount.  The sketch holds measures, not
+decisions: the thresholds are the policy's (``pipelines.policy``).
 """
 
 from __future__ import annotations
@@ -27,16 +33,14 @@ from collections.abc import Iterable
 
 import xxhash
 
-from .textloops import distinct, sketch_bits, weighted_copies, xxh3_hashes
+from .textloops import distinct, sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
-SKETCH_BYTES = SKETCH_BITS // 8 + 2  # the bits, then the set's size (little-endian)
-#: A sketch with its weighted bits (a small text's), and the width a fixed-width store keeps every sketch at.
-SMALL_SKETCH_BYTES = SKETCH_BYTES + SKETCH_BITS // 8
-#: Texts with fewer shingles are small: their sketch carries weighted bits (``weighted_bits``).
-SMALL_TEXT_SHINGLES = 150
-#: Copies of a word per unit of its weight in ``weighted_bits`` (the weight quantised to 1 / WEIGHT_QUANTUM).
-WEIGHT_QUANTUM = 2
+_BITS_BYTES = SKETCH_BITS // 8
+#: Where each part of a sketch lies: the own text's bits and set size, the name, the visible text's bits and size,
+#: its link share.
+_OWN, _OWN_SIZE, _NAME, _VISIBLE, _VISIBLE_SIZE, _LINKS = 0, 64, 66, 74, 138, 140
+SKETCH_BYTES = 141
 _MAX_SIZE = (1 << 16) - 1
 _VALUE_BITS = 55  # the top 9 bits choose one of 512 bins, the other 55 are the value
 _PROBES = 64  # bins an empty bin tries in turn; when none is full (under ~16 full bins), the next full one
@@ -51,66 +55,72 @@ _PROBE_TABLE = array("q", [probe for b in range(SKETCH_BITS) for probe in _probe
 
 
 def shingle_sketch(shingles: Iterable[str]) -> bytes:
-    """The sketch of a set of shingles (duplicates do not matter)."""
+    """The bits and set size of a set of shingles (duplicates do not matter): a sketch's own-text part."""
     return hashes_sketch(xxh3_hashes(list(shingles)))
 
 
 def hashes_sketch(hashes: array) -> bytes:
-    """The sketch of a set of shingles given by their XXH3-64 hashes (an ``array("Q")``; duplicates do
-    not matter: the set's size is the number of distinct hashes).  The bins are filled in a compiled
-    loop (``textloops.sketch_bits``)."""
-    return _bits(hashes) + min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
-
-
-def _bits(hashes: array) -> bytes:
-    """The sketch's bits alone (no set size: weighted bits need none)."""
+    """The bits and set size of a set of shingles given by their XXH3-64 hashes (an ``array("Q")``;
+    duplicates do not matter: the set's size is the number of distinct hashes).  The bins are filled in a
+    compiled loop (``textloops.sketch_bits``)."""
     bits = sketch_bits(hashes, _PROBE_TABLE, SKETCH_BITS, _VALUE_BITS)
-    return bits if bits is not None else bytes(SKETCH_BITS // 8)
+    return (bits if bits is not None else bytes(_BITS_BYTES)) + min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
 
 
-def weighted_bits(word_hashes: array, weights: Iterable[float]) -> bytes:
-    """The bits of a sketch whose similarity estimates the weighted Jaccard similarity of two texts' word
-    weights (sum of minima over sum of maxima): each word (its ``simhash.feature_hashes`` hash, beside its
-    weight) counted as many times as its weight, quantised (Haeupler, Manasse and Talwar 2014), then
-    sketched as a set (``textloops.weighted_copies``)."""
-    return _bits(weighted_copies(word_hashes, weights, WEIGHT_QUANTUM))
-
-
-def small_text_sketch(shingles: array, word_hashes: array, weights: Iterable[float]) -> bytes:
-    """A text's sketch (``hashes_sketch`` of its shingle hashes), with the weighted bits of its words
-    when it is small (``SMALL_TEXT_SHINGLES``)."""
-    sketch = hashes_sketch(shingles)
-    return sketch + weighted_bits(word_hashes, weights) if sketch_size(sketch) < SMALL_TEXT_SHINGLES else sketch
-
-
-def weighted_similarity(a: bytes, b: bytes) -> float | None:
-    """Estimated weighted Jaccard similarity of two small texts' word weights; ``None`` unless both are small."""
-    if len(a) < SMALL_SKETCH_BYTES or len(b) < SMALL_SKETCH_BYTES:
-        return None
-    return similarity(a[SKETCH_BYTES:], b[SKETCH_BYTES:])
+def page_sketch(own_shingles: array, name: int, visible_shingles: array, link_share: float) -> bytes:
+    """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``PageText.name``, as a 64-bit
+    hash; 0 for none), its visible text's shingles and the share of its characters in links (0 to 1)."""
+    return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + hashes_sketch(visible_shingles)
+            + bytes([round(255 * min(1.0, max(0.0, link_share)))]))
 
 
 def fixed_width(sketch: bytes | None) -> bytes:
-    """A sketch as a fixed-width store keeps it: ``SMALL_SKETCH_BYTES``, zeros for what it lacks."""
-    return (sketch or b"").ljust(SMALL_SKETCH_BYTES, b"\0")
+    """A sketch as a fixed-width store keeps it: ``SKETCH_BYTES``, zeros for none."""
+    return sketch or bytes(SKETCH_BYTES)
 
 
 def from_fixed_width(stored: bytes) -> bytes | None:
-    """The sketch ``fixed_width`` stored: ``None`` for none (no shingle: a size of 0), the weighted bits only
-    for a small text."""
-    size = sketch_size(stored)
-    if size == 0:
-        return None
-    return stored if size < SMALL_TEXT_SHINGLES else stored[:SKETCH_BYTES]
+    """The sketch ``fixed_width`` stored: ``None`` for none (no shingle: a size of 0)."""
+    return stored if sketch_size(stored) else None
 
 
 def similarity(a: bytes, b: bytes) -> float:
-    """Estimated Jaccard similarity of the two shingle sets (about ±0.04 near 0.6 for large sets)."""
-    bits = SKETCH_BITS // 8
-    differing = int.from_bytes(a[:bits], "little") ^ int.from_bytes(b[:bits], "little")
+    """Estimated Jaccard similarity of the two own texts' shingle sets (about ±0.04 near 0.6 for large sets)."""
+    return _bits_similarity(a, b, _OWN)
+
+
+def visible_similarity(a: bytes, b: bytes) -> float:
+    """Estimated Jaccard similarity of the two pages' visible texts' shingle sets."""
+    return _bits_similarity(a, b, _VISIBLE)
+
+
+def _bits_similarity(a: bytes, b: bytes, at: int) -> float:
+    differing = int.from_bytes(a[at : at + _BITS_BYTES], "little") ^ int.from_bytes(b[at : at + _BITS_BYTES], "little")
     return 1.0 - 2.0 * differing.bit_count() / SKETCH_BITS
 
 
 def sketch_size(sketch: bytes) -> int:
-    """How many distinct shingles the sketched set has (65,535 for any more)."""
-    return int.from_bytes(sketch[SKETCH_BITS // 8 : SKETCH_BYTES], "little")
+    """How many distinct shingles the own text has (65,535 for any more)."""
+    return int.from_bytes(sketch[_OWN_SIZE:_NAME], "little")
+
+
+def own_share(sketch: bytes) -> float:
+    """The own text's share of the page's visible text, in shingles (1 when the visible text has none)."""
+    visible = int.from_bytes(sketch[_VISIBLE_SIZE:_LINKS], "little")
+    return min(1.0, sketch_size(sketch) / visible) if visible else 1.0
+
+
+def link_share(sketch: bytes) -> float:
+    """The share of the page's visible characters that are in links (to 1/255)."""
+    return sketch[_LINKS] / 255
+
+
+def same_name(a: bytes, b: bytes) -> bool:
+    """Do the two pages say they are about the same thing?  Yes where either has no name (nothing to say)."""
+    x, y = a[_NAME:_VISIBLE], b[_NAME:_VISIBLE]
+    return x == y or not any(x) or not any(y)
+
+
+def same_own_text(a: bytes, b: bytes) -> bool:
+    """Are the two own texts' sketches (bits and set size) the same?"""
+    return a[_OWN:_NAME] == b[_OWN:_NAME]

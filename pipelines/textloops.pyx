@@ -344,38 +344,6 @@ def simhash_bits(const uint64_t[::1] hashes, weights, double scale):
     return result
 
 
-cdef inline uint64_t _mixed(uint64_t z) noexcept nogil:
-    """SplitMix64's finalizer (Steele, Lea and Flood 2014): a bijection of 64-bit integers that spreads
-    every input bit over the output, computed the same on every machine."""
-    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
-    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
-    return z ^ (z >> 31)
-
-
-def weighted_copies(const uint64_t[::1] hashes, weights, double quantum):
-    """The hashes of a multiset in which each feature (its hash, beside its weight: an iterable of floats)
-    is counted ``max(1, weight * quantum)`` times, rounded to even: the n-th copy of hash h is
-    ``_mixed(h ^ n * 0x9E3779B97F4A7C15)``.  Sketched as a set, they estimate the weighted Jaccard
-    similarity of two feature weightings (``sketch.weighted_bits``)."""
-    cdef vector[uint64_t] out
-    cdef Py_ssize_t n = 0
-    cdef int64_t copies, copy
-    for value in weights:
-        if n >= hashes.shape[0]:
-            raise ValueError("as many weights as hashes")
-        copies = max(<int64_t>1, <int64_t>nearbyint(<double>value * quantum))
-        for copy in range(copies):
-            out.push_back(_mixed(hashes[n] ^ (<uint64_t>copy * <uint64_t>0x9E3779B97F4A7C15)))
-        n += 1
-    if n != hashes.shape[0]:
-        raise ValueError("as many weights as hashes")
-    result = array.clone(_UINT64, out.size(), False)
-    cdef uint64_t[::1] view = result
-    for n in range(<Py_ssize_t>out.size()):
-        view[n] = out[n]
-    return result
-
-
 def text_payload(str text):
     """``text``'s characters as Python holds them: (bytes per character, the characters' bytes).
     No encoding: ``payload_text`` gives back the equal string."""

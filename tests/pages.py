@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
@@ -29,12 +30,20 @@ def author_stubs() -> dict[str, bytes]:
     return {author["name"]: author_page(author, author["description"]) for author in authors}
 
 
-#: One sentence of Dr. Seuss's stub as an editor rewords it: its shingles change more than a short text's
-#: sentence may (``Policy.similarity_needed``), the weights of its words hardly (``weighted_similarity``).
+#: One sentence of Dr. Seuss's stub as an editor rewords it: its shingles change more than ``min_similarity`` allows.
 REWORDED_SEUSS = (b"He graduated Dartmouth College in 1925, and proceeded on to Oxford University with the intent of "
                   b"acquiring a doctorate in literature.",
                   b"In 1925 he graduated Dartmouth College and proceeded to Oxford University to study for a "
                   b"doctorate in literature.")
+
+
+def plain_sketch(shingles: Iterable[str]) -> bytes:
+    """The sketch of a page whose own text is all it shows (the same shingles twice), with no name and no link."""
+    from pipelines.sketch import page_sketch
+    from pipelines.textloops import xxh3_hashes
+
+    hashes = xxh3_hashes(list(shingles))
+    return page_sketch(hashes, 0, hashes, 0.0)
 
 
 def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:

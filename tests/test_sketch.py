@@ -1,4 +1,5 @@
-"""The shingle sketch: an estimate of Jaccard similarity, 66 bytes; a small text's weighted bits, 64 more."""
+"""The sketch: estimates of Jaccard similarity (the own text's, the visible text's), the page's name and its link
+share, 141 bytes."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import random
 import pytest
 
 from pipelines import Fingerprinter
-from pipelines.simhash import feature_hashes
-from pipelines.sketch import (SKETCH_BYTES, SMALL_SKETCH_BYTES, SMALL_TEXT_SHINGLES, fixed_width, from_fixed_width,
-                              shingle_sketch, similarity, sketch_size, weighted_bits, weighted_similarity)
+from pipelines.content import PageText
+from pipelines.document import load
+from pipelines.sketch import (SKETCH_BITS, SKETCH_BYTES, fixed_width, from_fixed_width, link_share, own_share, same_name,
+                              shingle_sketch, similarity, sketch_size, visible_similarity)
 
-from .pages import author_stubs, real_page
+from .pages import real_page
 
 
 def shingle_set(n: int, offset: int = 0) -> list[str]:
@@ -26,7 +28,7 @@ def test_size_and_order_independence() -> None:
     words = shingle_set(500)
     shuffled = words[:]
     random.Random(1).shuffle(shuffled)
-    assert len(shingle_sketch(words)) == SKETCH_BYTES
+    assert len(shingle_sketch(words)) == SKETCH_BITS // 8 + 2  # the bits, then the set's size
     assert shingle_sketch(words) == shingle_sketch(shuffled + words[:10])
 
 
@@ -46,24 +48,23 @@ def test_small_sets_still_give_a_sketch() -> None:
     assert similarity(a, b) < 0.5
 
 
-def test_weighted_bits_estimate_the_weighted_jaccard_similarity() -> None:
-    """Sum of minima over sum of maxima of the weights, within the sketch's error (about ±0.05 at 512 bits)."""
-    rng = random.Random(2)
-    a = {f"word{n}": rng.uniform(0.5, 4.0) for n in range(120)}
-    b = {word: weight * rng.choice((1.0, 1.0, 0.5)) for word, weight in list(a.items())[:100]}
-    b |= {f"other{n}": 1.0 for n in range(10)}
-    words = a.keys() | b.keys()
-    truth = sum(min(a.get(w, 0), b.get(w, 0)) for w in words) / sum(max(a.get(w, 0), b.get(w, 0)) for w in words)
-    bits = lambda weights: weighted_bits(feature_hashes(weights), weights.values())  # noqa: E731
-    assert abs(similarity(bits(a), bits(b)) - truth) < 0.1
-    assert bits(a) == bits(dict(reversed(a.items())))  # the order of the words does not matter
-
-
-def test_only_small_texts_carry_weighted_bits_and_a_fixed_width_store_gives_back_what_it_was_given() -> None:
-    small = Fingerprinter().fingerprint(author_stubs()["Dr. Seuss"]).sketch
-    large = Fingerprinter().fingerprint(real_page("newspaper-theatlanticcities.com1")).sketch
-    assert (len(small), len(large)) == (SMALL_SKETCH_BYTES, SKETCH_BYTES)
-    assert sketch_size(small) < SMALL_TEXT_SHINGLES <= sketch_size(large)
-    assert weighted_similarity(small, small) == 1.0 and weighted_similarity(small, large) is None
-    for sketch in (small, large, None):
-        assert len(fixed_width(sketch)) == SMALL_SKETCH_BYTES and from_fixed_width(fixed_width(sketch)) == sketch
+def test_a_page_s_sketch_holds_its_own_text_its_name_its_visible_text_and_its_link_share() -> None:
+    """Each part as the page gives it: the own text's shingles a part of the visible text's, the name from the
+    title and the first heading, the share of characters in links; a fixed-width store gives back what it was
+    given."""
+    html = real_page("newspaper-theatlanticcities.com1")
+    sketch = Fingerprinter().fingerprint(html).sketch
+    text = PageText.read(load(html, 1 << 30).root)
+    assert len(sketch) == SKETCH_BYTES
+    assert 0 < own_share(sketch) < 1 and sketch_size(sketch) > 100
+    assert link_share(sketch) == pytest.approx(text.link_share(), abs=1 / 255) and 0 < link_share(sketch) < 1
+    assert text.name().splitlines()[0] == "tourism to antarctica could be making penguins sick citylab"
+    retitled = Fingerprinter().fingerprint(html.replace(b"<title>", b"<title>Another ", 1)).sketch
+    assert not same_name(sketch, retitled) and similarity(sketch, retitled) > 0.9
+    no_name = Fingerprinter().fingerprint(
+        b"<html><body><p>" + b" ".join(b"word%d" % n for n in range(80)) + b"</p></body></html>").sketch
+    assert same_name(sketch, no_name)  # a page without title or heading says nothing against it
+    other = Fingerprinter().fingerprint(real_page("newspaper-theatlanticcities.com2")).sketch
+    assert visible_similarity(sketch, other) > similarity(sketch, other)  # the site's furniture is shared
+    for stored in (sketch, None):
+        assert len(fixed_width(stored)) == SKETCH_BYTES and from_fixed_width(fixed_width(stored)) == stored

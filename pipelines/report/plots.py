@@ -20,10 +20,10 @@ def distance_histogram(decisions: list[Decision], threshold: int) -> str:
 
 def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
     """Sketch similarity of each pair, from 0 to 1 (an estimate below 0 is drawn at 0: a Jaccard
-    similarity is never negative); the threshold for long texts marked (short ones need less)."""
+    similarity is never negative); the threshold marked (pages whose names differ need more)."""
     bins = [x / 20 for x in range(21)]
     return _histogram(decisions, lambda d: None if d.similarity is None else max(0.0, d.similarity), bins, threshold,
-                      f"similarity ≥ {threshold:.2f} (less for short texts)", "sketch similarity (estimated Jaccard of word 3-grams)")
+                      f"similarity ≥ {threshold:.2f} (more for pages of other names)", "sketch similarity (estimated Jaccard of word 3-grams)")
 
 
 def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str) -> str:  # noqa: ANN001
