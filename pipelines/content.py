@@ -31,6 +31,7 @@ one token in shingles cost 6 false drops of 358 Webis pairs).
 from __future__ import annotations
 
 import functools
+from array import array
 import importlib.resources
 import re
 import unicodedata
@@ -42,7 +43,7 @@ import lxml.etree
 from . import treewalk
 from .document import tree
 from .structure import DEFAULT_DECAY
-from .textloops import IdfTable, alnum_runs, only_words, tf_idf, word_counts
+from .textloops import IdfTable, alnum_runs, only_words, surface_shingle_hashes, tf_idf, word_counts
 from .treewalk import Block, Node
 
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
@@ -90,6 +91,7 @@ class PageText:
     link_chars: int = 0  # and in links
     canonical_link: tuple[str | None, str] | None = None  # the <head>'s first canonical link: (<base href> before it, href)
     _tokens: dict[str, list[str]] = field(default_factory=dict, repr=False)  # text -> its tokens, each text once
+    listing: bool = False  # ``own_blocks`` read the main content's short blocks too: the page is a list or a table
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
@@ -131,7 +133,7 @@ class PageText:
         body "banners-contenido"): it scores, and inside the main content it is
         read; only nav, header, footer, aside and buttons stay out.  When even
         that leaves too few words, the main content's short blocks count too
-        (lists, captions).
+        (lists, captions, table cells), and ``listing`` says so.
         """
         page_chars = self.text_chars
         block_tokens = functools.cache(lambda n: self._tokens_of(self.blocks[n].own))
@@ -155,20 +157,20 @@ class PageText:
                 return [self._tokens_of(self.title)] + [block_tokens(n) for n in sorted(chosen)]
         if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
             return []
+        self.listing = True
         return [self._tokens_of(self.title)] + [block_tokens(n) for n in main]
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""
         return " ".join([self.title, *(block.prose for block in self.blocks)])
 
-    def visible_tokens(self) -> list[str]:
-        """The tokens of every visible block in page order, the title's first (what ``visible_text`` reads), as
-        one run: its shingles cross the blocks' bounds, so that a page made of one text repeated (a print view
-        of redirect stubs) does not read as that text."""
-        found = list(self._tokens_of(self.title))
-        for block in self.blocks:
-            found += self._tokens_of(block.prose)
-        return found
+    def visible_shingles(self) -> array:
+        """The hashes of the visible text's shingles (``visible_text``): runs of ``VISIBLE_SHINGLE_SIZE`` surface
+        tokens (``textloops.surface_shingle_hashes``: words, and each Han or unspaced character alone, not
+        segmented), across the blocks' bounds, so that a page made of one text repeated (a print view of
+        redirect stubs) does not read as that text.  Read in one compiled pass: tokenising every menu and
+        sidebar as the own text is tokenised cost a fifth of the fingerprint."""
+        return surface_shingle_hashes(self.visible_text(), VISIBLE_SHINGLE_SIZE)
 
     def name(self) -> str:
         """What the page says it is about: the words of its title and of its heading, one line each; "" when it
@@ -177,10 +179,11 @@ class PageText:
         furniture, else the first block-level element outside it named as a title (``HEADING_NAMES`` in its class
         or id: Doxygen's ``div.title``, many CMSs' ``entry-title``).  Not a lower heading: a section added to a
         page (comments, related articles) often starts with the first ``h2``."""
-        outside = [block for block in self.blocks if block.tag_furniture == -1 and block.prose.strip()]
-        heading = next((block.prose for block in outside if self.nodes[block.owner].tag == "h1"), None)
+        heading = next((block.prose for block in self.blocks if self.nodes[block.owner].tag == "h1"
+                        and block.tag_furniture == -1 and block.prose.strip()), None)
         if heading is None:
-            heading = next((block.prose for block in outside if _named_heading(self.nodes[block.owner])), "")
+            heading = next((block.prose for block in self.blocks if _named_heading(self.nodes[block.owner])
+                            and block.tag_furniture == -1 and block.prose.strip()), "")
         title, heading = self._tokens_of(self.title), self._tokens_of(heading)
         return f"{' '.join(title)}\n{' '.join(heading)}" if title or heading else ""
 

@@ -9,8 +9,9 @@ import zlib
 import xxhash
 
 from .canonical import declared_link
-from .content import SHINGLE_SIZE, VISIBLE_SHINGLE_SIZE, PageText, content_features, tokens
+from .content import SHINGLE_SIZE, PageText, content_features, tokens
 from .document import EMPTY, TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, prepared
+from .languages import language_bits, languages
 from .simhash import simhash
 from .sketch import page_sketch
 from .structure import DEFAULT_DECAY
@@ -90,7 +91,9 @@ class Fingerprinter:
         blocks = text.own_blocks()
         if features := content_features(blocks):
             sketch = page_sketch(shingle_hashes(blocks, SHINGLE_SIZE), name_hash(text.name()),
-                                 shingle_hashes([text.visible_tokens()], VISIBLE_SHINGLE_SIZE), text.link_share())
+                                 language_bits(languages(blocks[1:])),
+                                 text.visible_shingles(), text.link_share(),
+                                 text.listing)
             return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
                                text=self._text(blocks), canonical=canonical)
         visible = tokens(text.visible_text())

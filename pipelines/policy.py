@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from .sketch import link_share, own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity
+from .sketch import link_share, listing, own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity
 
 
 class Mode(str, Enum):
@@ -22,16 +22,18 @@ class Mode(str, Enum):
     EITHER = "either"  # content or structure, of any earlier page
 
 
-#: Two pages whose names differ (``sketch.same_name``: their titles or first headings say they are about different
-#: things) are one document only when nearly all their text is.  Sibling pages of one template (two classes of a
-#: reference, two commands of a manual, two letters of an index) share most of their words beside the few that
-#: say what each is about; an untranslated chapter whose heading alone was translated shares all the others.
+#: Two pages whose names differ (``sketch.same_name``: their titles or headings say they are about different
+#: things, or their own texts are not written in the same languages) are one document only when nearly all their
+#: text is.  Sibling pages of one template (two classes of a reference, two commands of a manual, two letters of an
+#: index) share most of their words beside the few that say what each is about; a partial translation shares most
+#: of its original's; an untranslated chapter whose heading alone was translated shares all the others.
 #: ``bench/real_sites.py``: see the README, "What counts as the same page".
 NAMED_APART_SIMILARITY = 0.85
-#: Own text of fewer than ``SMALL_OWN_TEXT`` shingles (a few sentences, or a title and a footer), or less than
+#: Own text of fewer than ``SMALL_OWN_TEXT`` shingles (a few sentences, or a title and a footer), less than
 #: ``OWN_SHARE_LINE`` of the shingles of a page whose characters are mostly links (``LINK_SHARE_LINE``: a table
-#: of contents, an index of terms, a listing), is not evidence enough on its own: the pages' visible texts must
-#: agree as well.  (Not a page whose other text is prose: an article under a long comment thread.)
+#: of contents, an index of terms), or read from a list's or a table's short entries (``sketch.listing``), is not
+#: evidence enough on its own: the pages' visible texts must agree as well.  (Not a page whose other text is
+#: prose: an article under a long comment thread.)
 SMALL_OWN_TEXT = 60
 OWN_SHARE_LINE = 0.25
 LINK_SHARE_LINE = 0.5
@@ -140,9 +142,10 @@ class Policy:
 
 
 def thin(sketch: bytes) -> bool:
-    """Is the page's own text thin evidence of what it shows: small, or a small part of a page of links?"""
-    return sketch_size(sketch) < SMALL_OWN_TEXT or (own_share(sketch) < OWN_SHARE_LINE
-                                                    and link_share(sketch) >= LINK_SHARE_LINE)
+    """Is the page's own text thin evidence of what it shows: small, a small part of a page of links, or a list's
+    entries?"""
+    return (sketch_size(sketch) < SMALL_OWN_TEXT or listing(sketch)
+            or (own_share(sketch) < OWN_SHARE_LINE and link_share(sketch) >= LINK_SHARE_LINE))
 
 
 #: The reason of a match kept as an update (``Policy.updates``).

@@ -14,13 +14,16 @@ the same template".  The sketch holds three things a candidate must agree on
   2014) copies one bin into a whole run of empty ones: for a short text (150
   shingles) its estimate scatters twice as widely (±0.08 against ±0.04).  64
   bytes, then two that hold how many shingles the set has (at most 65,535);
-- the page's name: a 64-bit hash of what its title and first heading say it
-  is about (0: it has neither), 8 bytes;
-- the whole visible text's 3-gram set (the title, links and page furniture
-  included), sketched the same way, 64 + 2 bytes, and the share of its
-  characters that are links (1 byte, in 255ths): when the own text is small, or
-  a small part of a page of links (a table of contents, an index), what the
-  page shows must agree too.
+- the page's name: a 64-bit hash of what its title and heading say it is
+  about (0: it has neither), 8 bytes, and the languages its own text is
+  written in (``languages.language_bits``; 0: none known), 4 bytes;
+- the whole visible text's 5-gram set (the title, links and page furniture
+  included), sketched the same way, 64 bytes, and how many 5-grams it holds
+  (2 bytes: a menu repeated counts twice), the share of its characters
+  that are links (1 byte, in 255ths) and whether the own text had to be read
+  from a list or a table's short entries (1 byte): when the own text is small,
+  a small part of a page of links (a table of contents, an index) or a list's
+  entries, what the page shows must agree too.
 
 Comparing two sketches is an XOR and a popcount.  The sketch holds measures, not
 decisions: the thresholds are the policy's (``pipelines.policy``).
@@ -37,10 +40,10 @@ from .textloops import distinct, sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
 _BITS_BYTES = SKETCH_BITS // 8
-#: Where each part of a sketch lies: the own text's bits and set size, the name, the visible text's bits and size,
-#: its link share.
-_OWN, _OWN_SIZE, _NAME, _VISIBLE, _VISIBLE_SIZE, _LINKS = 0, 64, 66, 74, 138, 140
-SKETCH_BYTES = 141
+#: Where each part of a sketch lies: the own text's bits and set size, the name, the languages, the visible text's
+#: bits and size, its link share, the listing flag.
+_OWN, _OWN_SIZE, _NAME, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE, _LINKS, _LISTING = 0, 64, 66, 74, 78, 142, 144, 145
+SKETCH_BYTES = 146
 _MAX_SIZE = (1 << 16) - 1
 _VALUE_BITS = 55  # the top 9 bits choose one of 512 bins, the other 55 are the value
 _PROBES = 64  # bins an empty bin tries in turn; when none is full (under ~16 full bins), the next full one
@@ -63,15 +66,23 @@ def hashes_sketch(hashes: array) -> bytes:
     """The bits and set size of a set of shingles given by their XXH3-64 hashes (an ``array("Q")``;
     duplicates do not matter: the set's size is the number of distinct hashes).  The bins are filled in a
     compiled loop (``textloops.sketch_bits``)."""
+    return _bits(hashes) + min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
+
+
+def _bits(hashes: array) -> bytes:
+    """The sketch's bits of a set given by its hashes (zeros for none)."""
     bits = sketch_bits(hashes, _PROBE_TABLE, SKETCH_BITS, _VALUE_BITS)
-    return (bits if bits is not None else bytes(_BITS_BYTES)) + min(distinct(hashes), _MAX_SIZE).to_bytes(2, "little")
+    return bits if bits is not None else bytes(_BITS_BYTES)
 
 
-def page_sketch(own_shingles: array, name: int, visible_shingles: array, link_share: float) -> bytes:
-    """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``PageText.name``, as a 64-bit
-    hash; 0 for none), its visible text's shingles and the share of its characters in links (0 to 1)."""
-    return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + hashes_sketch(visible_shingles)
-            + bytes([round(255 * min(1.0, max(0.0, link_share)))]))
+def page_sketch(own_shingles: array, name: int, languages: int, visible_shingles: array, link_share: float,
+                listing: bool) -> bytes:
+    """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``fingerprint.name_hash``; 0 for
+    none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
+    1) and whether its own text is a list's entries (``PageText.listing``)."""
+    visible = _bits(visible_shingles) + min(len(visible_shingles), _MAX_SIZE).to_bytes(2, "little")
+    return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + languages.to_bytes(4, "little")
+            + visible + bytes([round(255 * min(1.0, max(0.0, link_share))), listing]))
 
 
 def fixed_width(sketch: bytes | None) -> bytes:
@@ -105,7 +116,8 @@ def sketch_size(sketch: bytes) -> int:
 
 
 def own_share(sketch: bytes) -> float:
-    """The own text's share of the page's visible text, in shingles (1 when the visible text has none)."""
+    """The own text's share of the page's visible text: its distinct 3-grams against the visible text's 5-grams
+    (1 when the visible text has none)."""
     visible = int.from_bytes(sketch[_VISIBLE_SIZE:_LINKS], "little")
     return min(1.0, sketch_size(sketch) / visible) if visible else 1.0
 
@@ -115,10 +127,16 @@ def link_share(sketch: bytes) -> float:
     return sketch[_LINKS] / 255
 
 
+def listing(sketch: bytes) -> bool:
+    """Was the page's own text read from a list or a table's short entries?"""
+    return bool(sketch[_LISTING])
+
+
 def same_name(a: bytes, b: bytes) -> bool:
-    """Do the two pages say they are about the same thing?  Yes where either has no name (nothing to say)."""
-    x, y = a[_NAME:_VISIBLE], b[_NAME:_VISIBLE]
-    return x == y or not any(x) or not any(y)
+    """Do the two pages say they are about the same thing, in the same languages?  Each yes where either page
+    says nothing (no name; no language known)."""
+    return all(x == y or not any(x) or not any(y) for x, y in ((a[_NAME:_LANGUAGES], b[_NAME:_LANGUAGES]),
+                                                              (a[_LANGUAGES:_VISIBLE], b[_LANGUAGES:_VISIBLE])))
 
 
 def same_own_text(a: bytes, b: bytes) -> bool:

@@ -269,6 +269,135 @@ def shingle_hashes(list blocks, Py_ssize_t size):
     return hashes
 
 
+cdef inline bint _unspaced(Py_UCS4 code) noexcept nogil:
+    """Is ``code`` a character of a script written without spaces, each character a token of the surface
+    (Han and its extensions, kana, Thai, Lao, Khmer, Myanmar)?"""
+    return ((0x4E00 <= code <= 0x9FFF) or (0x3400 <= code <= 0x4DBF) or (0xF900 <= code <= 0xFAFF)
+            or (0x20000 <= code <= 0x2EBEF) or (0x3040 <= code <= 0x30FF) or (0x0E00 <= code <= 0x0EFF)
+            or (0x1780 <= code <= 0x17FF) or (0x1000 <= code <= 0x109F))
+
+
+cdef inline uint64_t _mixed(uint64_t z) noexcept nogil:
+    """SplitMix64's finalizer (Steele, Lea and Flood 2014): a bijection of 64-bit integers that spreads every
+    input bit over the output, computed the same on every machine."""
+    z = (z ^ (z >> 30)) * <uint64_t>0xBF58476D1CE4E5B9
+    z = (z ^ (z >> 27)) * <uint64_t>0x94D049BB133111EB
+    return z ^ (z >> 31)
+
+
+cdef inline bint _invisible(Py_UCS4 code) noexcept nogil:
+    """A character that shows nothing inside a word (``content._INVISIBLE``): soft hyphen, zero-width space and
+    joiners, word joiner, BOM."""
+    return code == 0x00AD or 0x200B <= code <= 0x200D or code == 0x2060 or code == 0xFEFF
+
+
+def surface_shingle_hashes(str text, Py_ssize_t size):
+    """The hashes of every run of ``size`` consecutive surface tokens of ``text`` (a page's visible text): the
+    runs of letters and digits (ASCII letters lowered; characters that show nothing skipped), but each character
+    of a script written without spaces alone (no segmentation).  A token's hash is FNV-1a over its code
+    points, mixed (``_mixed``); a shingle's mixes its tokens' in order: arithmetic only, the same on every
+    machine.  A text of fewer tokens is one shingle, none is none.  One pass, no Python string a token: the
+    whole visible text of a page is read here."""
+    cdef int kind = PyUnicode_KIND(text)
+    cdef void* data = PyUnicode_DATA(text)
+    cdef Py_ssize_t n, at, count, length = PyUnicode_GET_LENGTH(text)
+    cdef Py_UCS4 code
+    cdef uint64_t token = 0, shingle
+    cdef bint inside = False
+    cdef vector[uint64_t] tokens
+    for n in range(length):
+        code = PyUnicode_READ(kind, data, n)
+        if 0x41 <= code <= 0x5A:
+            code = <Py_UCS4>(<uint32_t>code + 0x20)
+        elif code > 0x7F and _invisible(code):
+            continue
+        if Py_UNICODE_ISALNUM(code) and not _unspaced(code):
+            if not inside:
+                token = <uint64_t>0xCBF29CE484222325
+                inside = True
+            token = (token ^ <uint64_t>code) * <uint64_t>0x100000001B3
+            continue
+        if inside:
+            tokens.push_back(_mixed(token))
+            inside = False
+        if _unspaced(code):
+            tokens.push_back(_mixed((<uint64_t>0xCBF29CE484222325 ^ <uint64_t>code) * <uint64_t>0x100000001B3))
+    if inside:
+        tokens.push_back(_mixed(token))
+    count = 0 if tokens.empty() else max(1, <Py_ssize_t>tokens.size() - size + 1)
+    hashes = array.clone(_UINT64, count, False)
+    cdef uint64_t[::1] out = hashes
+    for n in range(count):
+        shingle = 0
+        at = 0
+        while at < size and n + at < <Py_ssize_t>tokens.size():
+            shingle = _mixed(shingle ^ tokens[n + at])
+            at += 1
+        out[n] = shingle
+    return hashes
+
+
+def block_languages(list blocks, dict words, list ranges, int languages, int han, int kana, Py_ssize_t min_tokens):
+    """For each block (a list of tokens): the number of the language it is written in, or -1.  ``ranges``:
+    ``(low, high, number)`` of the scripts that name a language (a token is in the script of its first
+    character); a block at least half of whose tokens are in one script is in it (Han with any kana: the
+    kana's, ``kana``).  Else ``words`` (function word -> number): the language with the most, at least two and
+    twice any other's.  ``languages``: how many numbers there are.  The rules of ``languages.block_language``,
+    counted here: they run on every block of every page's own text."""
+    cdef vector[Py_ssize_t] votes
+    cdef list found = []
+    cdef list block
+    cdef Py_ssize_t n, best, second, count
+    cdef Py_UCS4 first
+    cdef object number
+    cdef int low, high, script
+    cdef vector[int] lows, highs, numbers
+    cdef vector[bint] is_script
+    is_script.resize(languages)
+    for low, high, script in ranges:
+        lows.push_back(low)
+        highs.push_back(high)
+        numbers.push_back(script)
+        is_script[script] = True
+    votes.resize(languages)
+    for block in blocks:
+        if len(block) < min_tokens:
+            found.append(-1)
+            continue
+        for n in range(languages):
+            votes[n] = 0
+        for token in block:
+            first = (<str>token)[0]
+            if first >= 0x370:
+                for n in range(<Py_ssize_t>lows.size()):
+                    if lows[n] <= <int>first <= highs[n]:
+                        votes[numbers[n]] += 1
+                        break
+            number = words.get(token)
+            if number is not None:
+                votes[<int>number] += 1
+        best = -1
+        for n in range(languages):  # scripts first
+            if is_script[n] and 2 * votes[n] >= len(block) and (best < 0 or votes[n] > votes[best]):
+                best = n
+        if best >= 0:
+            found.append(kana if best == han and votes[kana] else best)
+            continue
+        best, second = -1, 0
+        for n in range(languages):
+            if is_script[n]:
+                continue
+            count = votes[n]
+            if best < 0 or count > votes[best]:
+                if best >= 0:
+                    second = max(second, votes[best])
+                best = n
+            else:
+                second = max(second, count)
+        found.append(best if best >= 0 and votes[best] >= 2 and votes[best] >= 2 * second else -1)
+    return found
+
+
 def distinct(const uint64_t[::1] hashes):
     """How many distinct values ``hashes`` holds."""
     cdef vector[uint64_t] values = vector[uint64_t](hashes.shape[0])

@@ -43,7 +43,7 @@ def plain_sketch(shingles: Iterable[str]) -> bytes:
     from pipelines.textloops import xxh3_hashes
 
     hashes = xxh3_hashes(list(shingles))
-    return page_sketch(hashes, 0, hashes, 0.0)
+    return page_sketch(hashes, 0, 0, hashes, 0.0, False)
 
 
 def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:

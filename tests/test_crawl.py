@@ -269,3 +269,28 @@ def test_hidden_text_never_gets_another_page_dropped(site: tuple[Path, str], cra
     result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
     assert sorted(short(url, base_url) for url in result["kept"]) == sorted(["hidden/0.html", "article.html"])
     assert {short(d["url"], base_url) for d in result["dropped"]} == {"hidden/1.html", "hidden/2.html"}
+
+
+def test_a_crawl_says_what_it_kept_and_dropped_and_warns_of_a_site_dropped_as_near_duplicates(
+    site: tuple[Path, str], crawls: Callable
+) -> None:
+    """At its close a crawl logs its pages kept and dropped by rule; a site of which more than half the compared
+    pages were dropped as near-duplicates (a word changed in each: not copies of a kept page's text) gets one
+    WARNING that names it and the report; copies of one page under many addresses do not."""
+    root, base_url = site
+    article = real_page("newspaper-theatlanticcities.com1")
+    (root / "article.html").write_bytes(article)
+    for n in range(24):
+        (root / f"near-{n}.html").write_bytes(article.replace(b"Isolation has left", b"Isolation %d has left" % n, 1))
+        (root / f"copy-{n}.html").write_bytes(article)
+    near = [f"{base_url}article.html", *(f"{base_url}near-{n}.html" for n in range(24))]
+    copies = [f"{base_url}article.html", *(f"{base_url}copy-{n}.html" for n in range(24))]
+    results, log = crawls([{"urls": urls, "yield_html": False, "spider_name": name,
+                            "settings": {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}}
+                           for name, urls in (("near", near), ("copies", copies))])
+    assert [len(result["kept"]) for result in results] == [1, 1]
+    assert log.count("simhash_dedup: 1 pages kept, 24 dropped as near-duplicates (content 24)") == 2
+    warnings = [line for line in log.splitlines() if "WARNING" in line and "simhash_dedup" in line]
+    assert len(warnings) == 1, warnings
+    assert "96 % of the pages of 127.0.0.1 (24 of 25) were dropped as near-duplicates" in warnings[0]
+    assert "simhash-dedup report" in warnings[0] and "seen-0.sqlite" in warnings[0]
