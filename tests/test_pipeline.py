@@ -19,13 +19,12 @@ from itemadapter import ItemAdapter
 
 from bench.hostile import PAGES as HOSTILE
 from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
-from pipelines.content import own_blocks
+from pipelines.content import PageText, own_blocks
 from pipelines.document import decode, load
-from pipelines.sketch import similarity
+from pipelines.sketch import similarity, sketch_size
 from pipelines.startup import StartRefused
 from pipelines.fingerprint import Fingerprint
-from pipelines.policy import NAMED_APART_SIMILARITY, SMALL_TEXT_SHINGLES, Policy
-from pipelines.sketch import sketch_size
+from pipelines.policy import SMALL_TEXT_SHINGLES, Policy
 from pipelines.textloops import utf8_length
 from pipelines.workers import RecentPages
 
@@ -34,6 +33,9 @@ from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, de
 
 ARTICLE = real_page("newspaper-syracuse.com1")
 OTHER_ARTICLE = real_page("newspaper-syracuse.com2")
+#: An article whose own text is evidence enough on its own (not a short text on a page of links, whose copy in
+#: another layout is kept: ``policy.thin``).
+LONG_ARTICLE = real_page("newspaper-theatlanticcities.com1")
 
 
 def make_pipeline(**settings: Any) -> SimhashDedupPipeline:
@@ -110,26 +112,30 @@ def test_near_duplicate_is_dropped_and_other_article_kept() -> None:
 
 
 def same_text_other_template(html: bytes) -> str:
-    """The page's own text laid out in a table: same content, other structure."""
-    blocks = own_blocks(load(html, 10**8).root)
+    """The page's own text laid out in a table under its title and heading: same content (and name), other
+    structure."""
+    title, *blocks = own_blocks(load(html, 10**8).root)
+    heading = PageText.parse(html, 0.45, 10**6).name().partition("\n")[2]
     rows = "".join(f"<tr><th>{n}</th><td><span>{' '.join(block)}</span></td></tr>" for n, block in enumerate(blocks))
-    return f"<html><head><meta charset='utf-8'></head><body><table>{rows}</table></body></html>"
+    return (f"<html><head><meta charset='utf-8'><title>{' '.join(title)}</title></head>"
+            f"<body><h1>{heading}</h1><table>{rows}</table></body></html>")
 
 
-RELAID = same_text_other_template(ARTICLE)
+RELAID = same_text_other_template(LONG_ARTICLE)
 
 
 def test_mode_both_needs_content_and_structure_of_the_same_page() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_MODE="both", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
     process(pipeline, {"url": "a", "html": ARTICLE})
     process(pipeline, {"url": "b", "html": OTHER_ARTICLE})  # same template, other text
+    process(pipeline, {"url": "long", "html": LONG_ARTICLE})
     assert process(pipeline, {"url": "c", "html": RELAID})  # same text, other structure
-    assert stat(pipeline, "kept") == 3
+    assert stat(pipeline, "kept") == 4
 
 
 def test_mode_content_ignores_structure() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_MODE="content", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
-    process(pipeline, {"url": "a", "html": ARTICLE})
+    process(pipeline, {"url": "a", "html": LONG_ARTICLE})
     with pytest.raises(SimhashDuplicate) as dropped:
         process(pipeline, {"url": "c", "html": RELAID})
     assert dropped.value.match.reason == "content"
@@ -147,6 +153,7 @@ def test_mode_structure_drops_same_template() -> None:
 def test_mode_either_drops_on_content_or_structure() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_MODE="either", SIMHASH_DEDUP_STRUCTURE_DISTANCE=0)
     process(pipeline, {"url": "a", "html": ARTICLE})
+    process(pipeline, {"url": "long", "html": LONG_ARTICLE})
     with pytest.raises(SimhashDuplicate) as on_content:
         process(pipeline, {"url": "c", "html": RELAID})
     with pytest.raises(SimhashDuplicate) as on_structure:
@@ -188,7 +195,8 @@ def test_min_similarity_setting_checks_content_candidates() -> None:
     assert agreement < 1.0
     for required, dropped in ((agreement + 0.01, False), (agreement, True)):
         distance = hamming(first.content, second.content)
-        assert Policy(min_similarity=required).evidence(distance, first.sketch, second.sketch) == (agreement, required)
+        policy = Policy(content_distance=64, min_similarity=required)
+        assert policy.evidence(distance, first.sketch, second.sketch) == (agreement, required)
         settings = {"SIMHASH_DEDUP_CONTENT_DISTANCE": 64, "SIMHASH_DEDUP_MIN_SIMILARITY": required}
         assert second_is_dropped(settings, article, edited) == dropped
 
