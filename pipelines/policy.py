@@ -62,6 +62,9 @@ class Policy:
     min_similarity: float = 0.65
     updates: bool = False
     small_text_extra_bits: int = 4  # how much further two small texts are compared (not a setting)
+    #: What the visible texts must agree on where an own text is thin evidence; ``None``: ``min_similarity``
+    #: (not a setting: ``bench/real_sites.py`` measures a lower one, which drops other documents).
+    thin_visible_similarity: float | None = None
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -115,19 +118,23 @@ class Policy:
 
     def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
         """The similarity a content match of two sketches at this distance rests on, and what it must reach;
-        ``None`` beyond the content distance (for two small texts, the search distance).  The similarity is the own texts' shingles' (estimated Jaccard),
-        or the visible texts' when that is lower and an own text is thin evidence (``thin``); it must reach
-        ``min_similarity``.  Pages whose names differ
-        must agree on both texts at ``NAMED_APART_SIMILARITY``.  A ``min_similarity`` of -1 turns every check
-        off (SimHash alone)."""
+        ``None`` beyond the content distance (for two small texts, the search distance).  The similarity is the
+        own texts' shingles' (estimated Jaccard), which must reach ``min_similarity``; where an own text is thin
+        evidence (``thin``), the visible texts' too, when they fall further short of what they must reach
+        (``thin_visible_similarity``).  Pages whose names differ must agree on both texts at
+        ``NAMED_APART_SIMILARITY``.  A ``min_similarity`` of -1 turns every check off (SimHash alone)."""
         if distance > self.content_distance and (distance > self.search_distance or max(
                 sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES):
             return None
-        named_apart = self.min_similarity > -1 and not same_name(a, b)
-        found = similarity(a, b)
-        if named_apart or thin(a) or thin(b):
-            found = min(found, visible_similarity(a, b))
-        return found, max(self.min_similarity, NAMED_APART_SIMILARITY) if named_apart else self.min_similarity
+        own = similarity(a, b)
+        if self.min_similarity > -1 and not same_name(a, b):
+            needed = max(self.min_similarity, NAMED_APART_SIMILARITY)
+            return min(own, visible_similarity(a, b)), needed
+        if not (thin(a) or thin(b)):
+            return own, self.min_similarity
+        visible = visible_similarity(a, b), (self.min_similarity if self.thin_visible_similarity is None
+                                             else self.thin_visible_similarity)
+        return min((own, self.min_similarity), visible, key=lambda found_needed: found_needed[0] - found_needed[1])
 
     @property
     def search_distance(self) -> int:
