@@ -162,7 +162,10 @@ class PageText:
 
     def visible_text(self) -> str:
         """Every visible word of the page, the title, links and furniture included, in document order."""
-        return " ".join([self.title, *(block.prose for block in self.blocks)])
+        return " ".join(self._visible_texts())
+
+    def _visible_texts(self) -> list[str]:
+        return [self.title, *(block.prose for block in self.blocks)]
 
     def visible_shingles(self) -> array:
         """The hashes of the visible text's shingles (``visible_text``): runs of ``VISIBLE_SHINGLE_SIZE`` surface
@@ -170,7 +173,7 @@ class PageText:
         segmented), across the blocks' bounds, so that a page made of one text repeated (a print view of
         redirect stubs) does not read as that text.  Read in one compiled pass: tokenising every menu and
         sidebar as the own text is tokenised cost a fifth of the fingerprint."""
-        return surface_shingle_hashes(self.visible_text(), VISIBLE_SHINGLE_SIZE)
+        return surface_shingle_hashes(self._visible_texts(), VISIBLE_SHINGLE_SIZE)
 
     def name(self) -> str:
         """What the page says it is about: the words of its title and of its heading, one line each; "" when it
@@ -179,12 +182,17 @@ class PageText:
         furniture, else the first block-level element outside it named as a title (``HEADING_NAMES`` in its class
         or id: Doxygen's ``div.title``, many CMSs' ``entry-title``).  Not a lower heading: a section added to a
         page (comments, related articles) often starts with the first ``h2``."""
-        heading = next((block.prose for block in self.blocks if self.nodes[block.owner].tag == "h1"
-                        and block.tag_furniture == -1 and block.prose.strip()), None)
-        if heading is None:
-            heading = next((block.prose for block in self.blocks if _named_heading(self.nodes[block.owner])
-                            and block.tag_furniture == -1 and block.prose.strip()), "")
-        title, heading = self._tokens_of(self.title), self._tokens_of(heading)
+        heading, named = "", ""
+        for block in self.blocks:
+            if block.tag_furniture != -1:
+                continue
+            node = self.nodes[block.owner]
+            if node.tag == "h1" and block.prose.strip():
+                heading = block.prose
+                break
+            if not named and _named_heading(node) and block.prose.strip():
+                named = block.prose
+        title, heading = self._tokens_of(self.title), self._tokens_of(heading or named)
         return f"{' '.join(title)}\n{' '.join(heading)}" if title or heading else ""
 
     def _tokens_of(self, text: str) -> list[str]:

@@ -291,39 +291,47 @@ cdef inline bint _invisible(Py_UCS4 code) noexcept nogil:
     return code == 0x00AD or 0x200B <= code <= 0x200D or code == 0x2060 or code == 0xFEFF
 
 
-def surface_shingle_hashes(str text, Py_ssize_t size):
-    """The hashes of every run of ``size`` consecutive surface tokens of ``text`` (a page's visible text): the
-    runs of letters and digits (ASCII letters lowered; characters that show nothing skipped), but each character
-    of a script written without spaces alone (no segmentation).  A token's hash is FNV-1a over its code
-    points, mixed (``_mixed``); a shingle's mixes its tokens' in order: arithmetic only, the same on every
-    machine.  A text of fewer tokens is one shingle, none is none.  One pass, no Python string a token: the
-    whole visible text of a page is read here."""
-    cdef int kind = PyUnicode_KIND(text)
-    cdef void* data = PyUnicode_DATA(text)
-    cdef Py_ssize_t n, at, count, length = PyUnicode_GET_LENGTH(text)
+def surface_shingle_hashes(list texts, Py_ssize_t size):
+    """The hashes of every run of ``size`` consecutive surface tokens of ``texts`` (a page's visible texts, in
+    order, read as one text with a space between two): the runs of letters and digits (ASCII letters lowered;
+    characters that show nothing skipped), but each character of a script written without spaces alone (no
+    segmentation).  A token's hash is FNV-1a over its code points, mixed (``_mixed``); a shingle's mixes its
+    tokens' in order: arithmetic only, the same on every machine.  A text of fewer tokens is one shingle, none
+    is none.  One pass, no Python string a token: the whole visible text of a page is read here (ASCII without
+    a call into Unicode's tables: most of a page's characters)."""
+    cdef int kind
+    cdef void* data
+    cdef Py_ssize_t n, at, count, length
     cdef Py_UCS4 code
     cdef uint64_t token = 0, shingle
-    cdef bint inside = False
+    cdef bint inside = False, alone, word
     cdef vector[uint64_t] tokens
-    for n in range(length):
-        code = PyUnicode_READ(kind, data, n)
-        if 0x41 <= code <= 0x5A:
-            code = <Py_UCS4>(<uint32_t>code + 0x20)
-        elif code > 0x7F and _invisible(code):
-            continue
-        if Py_UNICODE_ISALNUM(code) and not _unspaced(code):
-            if not inside:
-                token = <uint64_t>0xCBF29CE484222325
-                inside = True
-            token = (token ^ <uint64_t>code) * <uint64_t>0x100000001B3
-            continue
-        if inside:
-            tokens.push_back(_mixed(token))
-            inside = False
-        if _unspaced(code):
-            tokens.push_back(_mixed((<uint64_t>0xCBF29CE484222325 ^ <uint64_t>code) * <uint64_t>0x100000001B3))
-    if inside:
-        tokens.push_back(_mixed(token))
+    cdef str text
+    for text in texts:
+        kind, data, length = PyUnicode_KIND(text), PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text)
+        for n in range(length + 1):  # one past the end: the space between two texts
+            code = PyUnicode_READ(kind, data, n) if n < length else 0x20
+            if code < 0x80:
+                if 0x41 <= code <= 0x5A:
+                    code = <Py_UCS4>(<uint32_t>code + 0x20)
+                alone = False
+                word = 0x61 <= code <= 0x7A or 0x30 <= code <= 0x39
+            elif _invisible(code):
+                continue
+            else:
+                alone = _unspaced(code)
+                word = not alone and Py_UNICODE_ISALNUM(code)
+            if word:
+                if not inside:
+                    token = <uint64_t>0xCBF29CE484222325
+                    inside = True
+                token = (token ^ <uint64_t>code) * <uint64_t>0x100000001B3
+                continue
+            if inside:
+                tokens.push_back(_mixed(token))
+                inside = False
+            if alone:
+                tokens.push_back(_mixed((<uint64_t>0xCBF29CE484222325 ^ <uint64_t>code) * <uint64_t>0x100000001B3))
     count = 0 if tokens.empty() else max(1, <Py_ssize_t>tokens.size() - size + 1)
     hashes = array.clone(_UINT64, count, False)
     cdef uint64_t[::1] out = hashes
