@@ -21,11 +21,11 @@ from itertools import islice
 from pathlib import Path
 
 from bench import command_line
-from pipelines.batch import dedup, read_inputs
-from pipelines.batch.sources import write_warc
-from pipelines.fingerprint import Fingerprinter
-from pipelines.settings import DedupSettings
-from pipelines.stores import MemoryStore
+from scrapy_simhash_dedup.batch import dedup, read_inputs
+from scrapy_simhash_dedup.batch.sources import write_warc
+from scrapy_simhash_dedup.fingerprint import Fingerprinter
+from scrapy_simhash_dedup.settings import DedupSettings
+from scrapy_simhash_dedup.stores import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "batch.json"
@@ -40,7 +40,7 @@ def read_warcio(path: Path) -> int:
     """The same records through warcio."""
     from warcio.archiveiterator import ArchiveIterator
 
-    from pipelines.batch.sources import HTML_TYPES
+    from scrapy_simhash_dedup.batch.sources import HTML_TYPES
 
     pages = 0
     with path.open("rb") as stream:

@@ -38,38 +38,38 @@ RESULTS = PROJECT / "bench" / "results" / "crawl_probe.json"
 
 #: What the reactor calls into the filter: (module, class, method).
 ENTRY_POINTS = [
-    ("pipelines.pipeline", "SimhashDedupPipeline", "decide_response"),  # a response's first item: the hand-out
-    ("pipelines.workers", "FingerprintWorker", "dataReceived"),  # a worker's answer: the page decided
-    ("pipelines.pipeline", "SimhashDedupPipeline", "assign"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_assigned_page"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_item_passed"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_item_lost"),
-    ("pipelines.middleware", "SimhashDedupPageMiddleware", "_follow"),
-    ("pipelines.pipeline", "Counts", "hand_over"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "decide_response"),  # a response's first item: the hand-out
+    ("scrapy_simhash_dedup.workers", "FingerprintWorker", "dataReceived"),  # a worker's answer: the page decided
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "assign"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_assigned_page"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_item_passed"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_item_lost"),
+    ("scrapy_simhash_dedup.middleware", "SimhashDedupPageMiddleware", "_follow"),
+    ("scrapy_simhash_dedup.pipeline", "Counts", "hand_over"),
 ]
 #: Parts inside the entry points.
 PARTS = [
-    ("pipelines.workers", "RecentPages", "key"),
-    ("pipelines.workers", "FingerprintPool", "fingerprint"),
-    ("pipelines.workers", "FingerprintWorker", "send"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_fingerprinted"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_decide"),
-    ("pipelines.stores", "MemoryStore", "check_and_add"),
-    ("pipelines.stores", "MemoryStore", "_find"),
-    ("pipelines.stores", "MemoryStore", "_add"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_settle"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_decided"),
-    ("pipelines.linkguard", "LinkGuard", "page_decided"),
-    ("pipelines.urlrules", "KnownUrls", "add"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_learn"),
-    ("pipelines.decisions", "Reviewer", "decision"),
-    ("pipelines.stores", "SqliteStore", "record"),
-    ("pipelines.stores", "SqliteStore", "record_alias"),
-    ("pipelines.pipeline", "SimhashDedupPipeline", "_named"),
-    ("pipelines.pipeline", "PageDecision", "settle"),
-    ("pipelines.stores", "SqliteStore", "confirm"),
-    ("pipelines.stores", "SqliteStore", "flush"),
+    ("scrapy_simhash_dedup.workers", "RecentPages", "key"),
+    ("scrapy_simhash_dedup.workers", "FingerprintPool", "fingerprint"),
+    ("scrapy_simhash_dedup.workers", "FingerprintWorker", "send"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_fingerprinted"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_decide"),
+    ("scrapy_simhash_dedup.stores", "MemoryStore", "check_and_add"),
+    ("scrapy_simhash_dedup.stores", "MemoryStore", "_find"),
+    ("scrapy_simhash_dedup.stores", "MemoryStore", "_add"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_settle"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_decided"),
+    ("scrapy_simhash_dedup.linkguard", "LinkGuard", "page_decided"),
+    ("scrapy_simhash_dedup.urlrules", "KnownUrls", "add"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_learn"),
+    ("scrapy_simhash_dedup.decisions", "Reviewer", "decision"),
+    ("scrapy_simhash_dedup.stores", "SqliteStore", "record"),
+    ("scrapy_simhash_dedup.stores", "SqliteStore", "record_alias"),
+    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_named"),
+    ("scrapy_simhash_dedup.pipeline", "PageDecision", "settle"),
+    ("scrapy_simhash_dedup.stores", "SqliteStore", "confirm"),
+    ("scrapy_simhash_dedup.stores", "SqliteStore", "flush"),
 ]
 
 

@@ -48,7 +48,7 @@ elif sys.argv[1] == "lxml":
         lxml.html.document_fromstring(text, parser=parser)
 else:
     sys.path.insert(0, sys.argv[1])
-    from pipelines import Fingerprinter
+    from scrapy_simhash_dedup import Fingerprinter
     fingerprinter = Fingerprinter()
     work = fingerprinter.fingerprint
 for html in pages[:3]:  # tables, dictionaries and compiled code loaded before the clock starts

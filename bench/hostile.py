@@ -54,7 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    from pipelines import Fingerprinter
+    from scrapy_simhash_dedup import Fingerprinter
 
     fingerprinter = Fingerprinter()
     pages = {name: build() for name, build in PAGES.items()}

@@ -3,7 +3,7 @@
     python -m bench.quality [--data ../shared/data] [--out bench/results/quality.json]
 
 Fingerprints every page of the labelled pairs of ``bench/quality_sets.py``
-(with the defaults of ``pipelines``) and the anchors of ``bench/anchors.py``,
+(with the defaults of ``scrapy_simhash_dedup``) and the anchors of ``bench/anchors.py``,
 then prints: the acceptance figures at the default settings, the Webis
 precision/recall curve, recall per kind of realistic change, and precision /
 recall / false drops per 10,000 pairs for every mode and distance, split into
@@ -28,19 +28,19 @@ from pathlib import Path
 
 import xxhash
 
-import pipelines
+import scrapy_simhash_dedup
 from bench import command_line
 from bench import quality_sets as sets
 from bench import real_sites
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
-from pipelines import SCHEME_VERSION, Fingerprinter, hamming
-from pipelines.content import SHINGLE_SIZE, PageText, content_features, tokens
-from pipelines.document import load
-from pipelines.settings import DedupSettings
-from pipelines.simhash import simhash
-from pipelines.sketch import hashes_sketch, similarity
-from pipelines.textloops import shingle_hashes
-from pipelines.policy import Mode, Policy
+from scrapy_simhash_dedup import SCHEME_VERSION, Fingerprinter, hamming
+from scrapy_simhash_dedup.content import SHINGLE_SIZE, PageText, content_features, tokens
+from scrapy_simhash_dedup.document import load
+from scrapy_simhash_dedup.settings import DedupSettings
+from scrapy_simhash_dedup.simhash import simhash
+from scrapy_simhash_dedup.sketch import hashes_sketch, similarity
+from scrapy_simhash_dedup.textloops import shingle_hashes
+from scrapy_simhash_dedup.policy import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
 DISTANCES = range(0, 17)
@@ -387,7 +387,7 @@ COMPUTE = {"ours": ours, "anchors": anchors_and_language}
 
 
 def code_version(paths: list[str]) -> str:
-    root = Path(pipelines.__file__).parents[1]
+    root = Path(scrapy_simhash_dedup.__file__).parents[1]
     digest = xxhash.xxh3_64()
     for name in paths:
         path = root / name

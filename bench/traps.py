@@ -39,12 +39,12 @@ from urllib.parse import urljoin
 from bench import command_line
 from crawler.local_site import serve_directory
 from crawler.trap_site import articles_from_html, serve_trap_site
-from pipelines.canonical import declared_in_html
-from pipelines.document import load
-from pipelines.fingerprint import DEFAULT_MAX_BYTES, Fingerprinter, comparable
-from pipelines.policy import Policy, dropped
-from pipelines.stores import MemoryStore
-from pipelines.urlrules import host_key
+from scrapy_simhash_dedup.canonical import declared_in_html
+from scrapy_simhash_dedup.document import load
+from scrapy_simhash_dedup.fingerprint import DEFAULT_MAX_BYTES, Fingerprinter, comparable
+from scrapy_simhash_dedup.policy import Policy, dropped
+from scrapy_simhash_dedup.stores import MemoryStore
+from scrapy_simhash_dedup.urlrules import host_key
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"
@@ -85,7 +85,7 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
     warnings.filterwarnings("error", category=ScrapyDeprecationWarning)  # as in the tests
     settings = get_project_settings()
     settings.setdict({**LOCAL_CRAWL, "CONCURRENT_REQUESTS": 8, "CLOSESPIDER_PAGECOUNT": config["cap"], **BREADTH_FIRST,
-                      "ADDONS": {"pipelines.SimhashDedupAddon": 0},
+                      "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
                       "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
                       "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
     kept: list[tuple[str, str]] = []

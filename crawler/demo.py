@@ -64,7 +64,7 @@ def main() -> None:
 
 def write_demo_report(output: Path) -> None:
     """The report of the demo's crawl, and what to look at in it."""
-    from pipelines.report import load_log, write_report
+    from scrapy_simhash_dedup.report import load_log, write_report
 
     report = write_report(load_log(str(output / "seen.sqlite")), output / "report.html")
     print(f"\nreport: {report.resolve()}")

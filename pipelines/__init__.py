@@ -6,13 +6,13 @@ decided once, for all its items; the link guard) and
 :class:`SimhashDedupRequestMiddleware` (requests held back while the
 fingerprint workers are behind; those the URL rules show to be copies,
 skipped).  Or :class:`SimhashDedupPipeline` alone in
-``ITEM_PIPELINES`` for items that carry their page's HTML.  The package is
-importable as ``scrapy_simhash_dedup`` (which no project shadows) and, in
-this checkout and for settings written for it, as ``pipelines``.
+``ITEM_PIPELINES`` for items that carry their page's HTML.  Its folder in the
+checkout is ``pipelines/``; it installs, and is imported, only as
+``scrapy_simhash_dedup``.
 
 The Scrapy-facing classes are imported when first used: a fingerprint worker
-process imports ``pipelines.fingerprint`` without loading Scrapy, Redis or the
-index.
+process imports ``scrapy_simhash_dedup.fingerprint`` without loading Scrapy,
+Redis or the index.
 """
 
 from __future__ import annotations

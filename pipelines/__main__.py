@@ -1,4 +1,4 @@
-"""``python -m pipelines``: the ``simhash-dedup`` command."""
+"""``python -m scrapy_simhash_dedup``: the ``simhash-dedup`` command."""
 
 import sys
 

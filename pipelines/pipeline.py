@@ -28,7 +28,7 @@ from .gcfreeze import StartupObjects
 from .linkguard import LinkGuard
 from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
-from .startup import crawl_settings, refuse, shadowed_module
+from .startup import crawl_settings, refuse
 from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .summary import CrawlSummary
 from .urlrules import KnownUrls, RuleBook
@@ -155,10 +155,6 @@ class SimhashDedupPipeline:
         if not crawler.settings.getbool("SIMHASH_DEDUP_ENABLED", True):
             raise NotConfigured("SIMHASH_DEDUP_ENABLED is off")
         settings = crawl_settings(crawler)
-        if (other := shadowed_module()) is not None:
-            logger.error("simhash_dedup: the filter is imported as 'pipelines', the name of your project's %s, which "
-                         "therefore cannot be imported; write scrapy_simhash_dedup instead of pipelines in your "
-                         "settings (e.g. ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}).", other)
         return cls(crawler, settings)
 
     def _open_store(self) -> MemoryStore:

@@ -11,8 +11,6 @@ traceback asyncio (or Twisted) would print for that exception is left out.
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .settings import DedupSettings
@@ -21,10 +19,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-#: The name this package may have besides its own (``pyproject.toml``), which no project shadows.
-UNAMBIGUOUS_NAME = "scrapy_simhash_dedup"
-
 
 class StartRefused(Exception):
     """The crawl cannot start with the filter; the message says why and what to do (logged already)."""
@@ -45,20 +39,6 @@ def crawl_settings(crawler: Crawler) -> DedupSettings:
         return DedupSettings.from_settings(crawler.settings)
     except ValueError as error:
         raise refuse(str(error)) from None
-
-
-def shadowed_module() -> Path | None:
-    """When this package was imported as ``pipelines``, another module of that name on ``sys.path`` (a
-    project's own ``pipelines.py``): it cannot be imported in this process; None if there is none."""
-    here = Path(__file__).resolve().parent
-    if __package__ != "pipelines":
-        return None
-    for entry in sys.path:
-        folder = Path(entry or ".").resolve()
-        for candidate in (folder / "pipelines.py", folder / "pipelines" / "__init__.py"):
-            if candidate.is_file() and candidate.parent != here and not (candidate.parent / "startup.py").is_file():
-                return candidate  # (a folder with this module is another copy of this package)
-    return None
 
 
 class _SaidAlready(logging.Filter):

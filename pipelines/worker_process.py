@@ -1,8 +1,7 @@
 """A fingerprint worker process: pages in, fingerprints out, through one socket.
 
-Started by :func:`pipelines.workers.start_worker_process`, which loads this
-package from its own folder (never by a name a project could shadow) and
-calls :func:`main`; imports the fingerprint's modules only (no Scrapy, no
+Started by :func:`scrapy_simhash_dedup.workers.start_worker_process`, which imports this
+module and calls :func:`main`; imports the fingerprint's modules only (no Scrapy, no
 Twisted, no index).  Its first message says it is ready: a worker that
 cannot start is known before it is given any page.
 """

@@ -38,7 +38,6 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import asdict
 from itertools import islice
-from pathlib import Path
 
 import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -86,19 +85,14 @@ class WorkerTimedOut(WorkerCrashed):
     """The worker process took longer than the page timeout over this page: it was killed and replaced."""
 
 
-#: How a worker process starts: this package loaded from its own folder under the name the crawl knows it by
-#: (``pipelines`` or ``scrapy_simhash_dedup``), whatever the project's ``sys.path`` holds: a project's own
-#: ``pipelines.py`` never stands in for it.  The crawl's ``sys.path`` comes after the worker's own, for
-#: libraries found only there.  An import that fails is reported on the socket, in one line.
+#: How a worker process starts: this package's worker module imported as the crawl imports it, the crawl's
+#: ``sys.path`` after the worker's own (for libraries found only there; the working folder left out).  An import
+#: that fails is reported on the socket, in one line.
 _BOOTSTRAP = """
-import importlib, importlib.util, os, sys
-name, folder, fd, options, path = sys.argv[1:6]
+import importlib, os, sys
+name, fd, options, path = sys.argv[1:5]
 sys.path[:] = [p for p in sys.path if p] + [p for p in path.split(os.pathsep) if p and p not in sys.path]
 try:
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
-    sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sys.modules[name])
     worker = importlib.import_module(name + ".worker_process")
 except BaseException as error:
     import marshal
@@ -114,8 +108,8 @@ def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Pope
     mine, theirs = socket.socketpair()
     package = __name__.rpartition(".")[0]
     process = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, package, str(Path(__file__).parent), str(theirs.fileno()),
-         json.dumps(asdict(options)), os.pathsep.join(sys.path)],
+        [sys.executable, "-c", _BOOTSTRAP, package, str(theirs.fileno()), json.dumps(asdict(options)),
+         os.pathsep.join(sys.path)],
         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
     )
     theirs.close()

@@ -100,7 +100,7 @@ class WorkerFault:
 
     async def process_item(self, item: Any) -> Any:
         if self.at in item["url"]:
-            from pipelines import SimhashDedupPipeline
+            from scrapy_simhash_dedup import SimhashDedupPipeline
 
             dedup = next(p for p in self.crawler.engine.scraper.itemproc.middlewares
                          if isinstance(p, SimhashDedupPipeline))

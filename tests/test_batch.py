@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.batch.sources import Page, write_warc
+from scrapy_simhash_dedup.batch.sources import Page, write_warc
 
 from .conftest import PROJECT
 
@@ -22,7 +22,7 @@ CHAPTERS = 14
 
 
 def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipelines", "dedup", "--no-progress", *map(str, arguments)],
+    return subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", *map(str, arguments)],
                           cwd=PROJECT, capture_output=True, text=True, timeout=600)
 
 
@@ -53,7 +53,7 @@ def kept_pages(output: Path, root: Path | None = None) -> set[str]:
 
 def test_dedup_keeps_what_a_crawl_of_the_same_pages_in_the_same_order_keeps(handbook, crawl, tmp_path):
     root, base_url, pages = handbook
-    crawled = crawl([base_url + page for page in pages], {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}})
+    crawled = crawl([base_url + page for page in pages], {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}})
     crawl_kept = {url.removeprefix(base_url) for url in crawled["kept"]}
     assert crawled["dropped"] and crawl_kept, "the chapters must hold near-duplicates and unique pages"
 
@@ -75,7 +75,7 @@ def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, t
     root, base_url, pages = handbook
     english = [page for page in pages if page.startswith("en-US")]
     store = tmp_path / "seen.sqlite"
-    crawl([base_url + page for page in english], {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
+    crawl([base_url + page for page in english], {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
                                                   "SIMHASH_DEDUP_PATH": str(store)})
     done = dedup(root / "da-DK", "--store", store, "--outcomes", tmp_path / "outcomes.jsonl")
     assert done.returncode == 0, done.stderr
@@ -83,7 +83,7 @@ def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, t
     drops = [record for record in outcomes if record.get("outcome") == "dropped"]
     assert drops and all("/en-US/" in record["kept_url"] for record in drops)  # the crawl's pages, from its store
     report = tmp_path / "report.html"
-    done = subprocess.run([sys.executable, "-m", "pipelines", "report", str(store), "-o", str(report)],
+    done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "report", str(store), "-o", str(report)],
                           cwd=PROJECT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     html = report.read_text()
@@ -136,8 +136,8 @@ def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
 def test_workers_decode_bytes_with_their_content_type_as_a_crawl_does(content_type):
     """A worker gives a page read as bytes with its header the fingerprint the crawl process gives the same
     response (``Fingerprinter.fingerprint(body, url, content_type)``): one decoding for both."""
-    from pipelines.batch.fingerprints import fingerprinted
-    from pipelines.fingerprint import Fingerprinter
+    from scrapy_simhash_dedup.batch.fingerprints import fingerprinted
+    from scrapy_simhash_dedup.fingerprint import Fingerprinter
 
     bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
     bodies += ["<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"), "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
@@ -154,7 +154,7 @@ def test_a_store_that_cannot_be_read_gets_one_line_and_no_traceback(handbook, tm
     corrupt.write_bytes(b"SQLite format 3\x00" + b"garbage" * 200)
     for command in (["dedup", "--no-progress", str(root / "en-US"), "--store", str(corrupt)],
                     ["report", str(corrupt), "-o", str(tmp_path / "report.html")]):
-        done = subprocess.run([sys.executable, "-m", "pipelines", *command], cwd=PROJECT, capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", *command], cwd=PROJECT, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.strip().startswith(f"simhash-dedup: {corrupt} cannot be read as a store of simhash_dedup")
@@ -172,10 +172,10 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     import os
     import signal
 
-    from pipelines.batch.fingerprints import fingerprinted
-    from pipelines.batch.sources import read_folder
-    from pipelines.fingerprint import Fingerprint, Fingerprinter
-    from pipelines.workers import WorkerCrashed
+    from scrapy_simhash_dedup.batch.fingerprints import fingerprinted
+    from scrapy_simhash_dedup.batch.sources import read_folder
+    from scrapy_simhash_dedup.fingerprint import Fingerprint, Fingerprinter
+    from scrapy_simhash_dedup.workers import WorkerCrashed
 
     root, _, pages = handbook
     read = [page for page, _ in read_folder(root)] * 4  # enough work that the killed worker still has pages to answer
@@ -213,7 +213,7 @@ def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(h
     tables = []
     for source in (store, outcomes):
         exported = tmp_path / "aliases.jsonl"
-        done = subprocess.run([sys.executable, "-m", "pipelines", "aliases", str(source), "-o", str(exported)],
+        done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source), "-o", str(exported)],
                               cwd=PROJECT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         tables.append(sorted(tuple(json.loads(line).items()) for line in exported.read_text().splitlines()))

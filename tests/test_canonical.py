@@ -18,23 +18,23 @@ import scrapy
 
 from bench.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS
-from pipelines import cli
-from pipelines.canonical import CanonicalUrls, declared_in_header, declared_in_html
-from pipelines import Fingerprinter
-from pipelines.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
-from pipelines.policy import Policy
-from pipelines.settings import DedupSettings
-from pipelines.redis_store import read_redis_aliases, read_redis_log, remove_redis_store
-from pipelines.report.aliases import AliasRow, alias_rows
-from pipelines.report.log import load_log
-from pipelines.report.render import render
-from pipelines.stores import SqliteStore, read_aliases, read_log
-from pipelines.urlrules import RuleBook
+from scrapy_simhash_dedup import cli
+from scrapy_simhash_dedup.canonical import CanonicalUrls, declared_in_header, declared_in_html
+from scrapy_simhash_dedup import Fingerprinter
+from scrapy_simhash_dedup.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
+from scrapy_simhash_dedup.policy import Policy
+from scrapy_simhash_dedup.settings import DedupSettings
+from scrapy_simhash_dedup.redis_store import read_redis_aliases, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows
+from scrapy_simhash_dedup.report.log import load_log
+from scrapy_simhash_dedup.report.render import render
+from scrapy_simhash_dedup.stores import SqliteStore, read_aliases, read_log
+from scrapy_simhash_dedup.urlrules import RuleBook
 
 from .pages import real_page
 from .test_pipeline import make_pipeline, process, run, stat
 
-ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
+ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
 ARTICLES = [real_page(name) for name in ("newspaper-syracuse.com1", "newspaper-syracuse.com2",
                                          "newspaper-theatlanticcities.com1", "newspaper-theatlanticcities.com2")]
@@ -147,7 +147,7 @@ def test_an_item_class_without_the_field_is_kept_counted_and_told_about_once(cap
         canonical_url: str | None = None
 
     pipeline = make_pipeline()
-    with caplog.at_level(logging.INFO, logger="pipelines.pipeline"):
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup.pipeline"):
         for n, html in enumerate(ARTICLES[:2]):
             item = Narrow(url=f"https://a.test/{n}", html=html)
             assert process(pipeline, item) is item

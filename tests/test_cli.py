@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.batch.dedup import summary
-from pipelines.batch.sources import write_warc
-from pipelines.decisions import Decision
-from pipelines.report.plots import similarity_histogram
+from scrapy_simhash_dedup.batch.dedup import summary
+from scrapy_simhash_dedup.batch.sources import write_warc
+from scrapy_simhash_dedup.decisions import Decision
+from scrapy_simhash_dedup.report.plots import similarity_histogram
 
 from .pages import real_page
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from bench.quality_sets import wrap_in_form
-from pipelines import Fingerprinter, hamming
-from pipelines.content import PageText, content_features, own_blocks, words
-from pipelines.document import load
-from pipelines.policy import Policy
-from pipelines.sketch import link_share, similarity, visible_similarity
-from pipelines.textloops import alnum_runs
-from pipelines.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES, NEGATIVE_NAMES, POSITIVE_NAMES,
+from scrapy_simhash_dedup import Fingerprinter, hamming
+from scrapy_simhash_dedup.content import PageText, content_features, own_blocks, words
+from scrapy_simhash_dedup.document import load
+from scrapy_simhash_dedup.policy import Policy
+from scrapy_simhash_dedup.sketch import link_share, similarity, visible_similarity
+from scrapy_simhash_dedup.textloops import alnum_runs
+from scrapy_simhash_dedup.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES, NEGATIVE_NAMES, POSITIVE_NAMES,
                                 UNLIKELY_NAMES, Words, negative_name)
 
 from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
@@ -281,8 +281,8 @@ def test_a_crawl_without_chinese_pages_never_loads_the_chinese_dictionary_nor_it
     first Chinese page (in a fresh process: this one has loaded them)."""
     script = """
 import sys
-from pipelines import Fingerprinter
-from pipelines.content import _idf_table
+from scrapy_simhash_dedup import Fingerprinter
+from scrapy_simhash_dedup.content import _idf_table
 from tests.pages import CHINESE_ARTICLE, real_page
 fingerprinter = Fingerprinter()
 fingerprinter.fingerprint(real_page("newspaper-syracuse.com1"))

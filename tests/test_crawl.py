@@ -15,7 +15,7 @@ from bench.quality_sets import extraction_set_pages, site_groups, wrap_in_form
 
 from .pages import SHARED_DATA, real_page, with_date_and_counters
 
-PIPELINE_ONLY = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+PIPELINE_ONLY = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 
 
 def write_known_duplicates(root: Path) -> list[str]:
@@ -67,7 +67,7 @@ def test_a_dropped_item_leaves_no_reference_cycle_holding_its_response(site: tup
     collections then cost the crawl ~0.15 ms a page.  The filter's drops carry no traceback out."""
     root, base_url = site
     paths = write_known_duplicates(root)
-    result = crawl([base_url + p for p in paths], {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}, keep_garbage=True)
+    result = crawl([base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, keep_garbage=True)
     assert_expected_drops(result, paths, base_url)
     assert not {"SimhashDuplicate", "HtmlResponse", "traceback"} & set(result["garbage"])
 
@@ -80,12 +80,12 @@ def test_the_objects_a_crawl_starts_with_are_frozen_out_of_full_collections_whil
     root, base_url = site
     paths = write_known_duplicates(root)
     urls = [base_url + p for p in paths]
-    frozen = crawl(urls, {"ADDONS": {"pipelines.SimhashDedupAddon": 0}})
+    frozen = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}})
     assert_expected_drops(frozen, paths, base_url)
     # (frozen objects that are freed, by reference counting, leave the frozen generation: fewer as the crawl goes)
     assert 10_000 < frozen["frozen"]["during"] <= frozen["stats"]["simhash_dedup/gc_frozen"]  # Scrapy's own, at least
     assert frozen["frozen"]["after"] == 0
-    not_frozen = crawl(urls, {"ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_GC_FREEZE": False,
+    not_frozen = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_GC_FREEZE": False,
                               "SIMHASH_DEDUP_PATH": str(tmp_path / "not-frozen.sqlite")})
     assert_expected_drops(not_frozen, paths, base_url)
     assert not_frozen["frozen"] == {"during": 0, "after": 0}
@@ -106,7 +106,7 @@ def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(
 ) -> None:
     root, base_url = site
     paths = write_known_duplicates(root)
-    result = crawl([base_url + p for p in paths], {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}, yield_html=False)
+    result = crawl([base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, yield_html=False)
     assert_expected_drops(result, paths, base_url)
 
 
@@ -119,7 +119,7 @@ def test_the_addon_puts_only_the_canonical_url_in_items_so_exports_and_logs_hold
     root, base_url = site
     paths = write_known_duplicates(root)
     feed = tmp_path / "items.jsonl"
-    settings = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}, "LOG_LEVEL": "DEBUG",
+    settings = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "LOG_LEVEL": "DEBUG",
                 "FEEDS": {str(feed): {"format": "jsonlines"}}}
     result = crawl([base_url + p for p in paths], settings, yield_html=False)
     assert_expected_drops(result, paths, base_url)
@@ -139,7 +139,7 @@ def test_every_item_of_a_page_follows_the_page_s_verdict(
     3 items are all kept or all dropped with the same reason."""
     root, base_url = site
     paths = write_known_duplicates(root)
-    settings = {**(PIPELINE_ONLY if route == "item field" else {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}),
+    settings = {**(PIPELINE_ONLY if route == "item field" else {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}),
                 "SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_SKIP_LINKS": route != "add-on without link guard"}
     result = crawl([base_url + p for p in paths], settings, yield_html=route == "item field", repeat=3,
                    all_at_once=True)
@@ -299,7 +299,7 @@ def test_a_crawl_says_what_it_kept_and_dropped_and_warns_of_a_site_dropped_as_ne
     near = [f"{base_url}article.html", *(f"{base_url}near-{n}.html" for n in range(24))]
     copies = [f"{base_url}article.html", *(f"{base_url}copy-{n}.html" for n in range(24))]
     results, log = crawls([{"urls": urls, "yield_html": False, "spider_name": name,
-                            "settings": {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}}
+                            "settings": {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}}
                            for name, urls in (("near", near), ("copies", copies))])
     assert [len(result["kept"]) for result in results] == [1, 1]
     assert log.count("simhash_dedup: 1 pages kept, 24 dropped as near-duplicates (content 24)") == 2

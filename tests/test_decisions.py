@@ -6,11 +6,11 @@ import time
 
 import redis
 
-from pipelines.decisions import BORDERLINE, DROPPED, Decision, Reviewer
-from pipelines.fingerprint import Fingerprint, packed
-from pipelines.redis_store import RedisStore, read_redis_log, remove_redis_store
-from pipelines.policy import Policy, dropped
-from pipelines.stores import MemoryStore, SqliteStore, read_log
+from scrapy_simhash_dedup.decisions import BORDERLINE, DROPPED, Decision, Reviewer
+from scrapy_simhash_dedup.fingerprint import Fingerprint, packed
+from scrapy_simhash_dedup.redis_store import RedisStore, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.policy import Policy, dropped
+from scrapy_simhash_dedup.stores import MemoryStore, SqliteStore, read_log
 
 from .pages import plain_sketch
 

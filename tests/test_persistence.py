@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.fingerprint import Fingerprint
-from pipelines.sketch import SKETCH_BYTES
-from pipelines.policy import Policy
-from pipelines.stores import SqliteStore, StoreLock
+from scrapy_simhash_dedup.fingerprint import Fingerprint
+from scrapy_simhash_dedup.sketch import SKETCH_BYTES
+from scrapy_simhash_dedup.policy import Policy
+from scrapy_simhash_dedup.stores import SqliteStore, StoreLock
 
 from .conftest import PROJECT
 from .user_project import make_project, scrapy
@@ -77,7 +77,7 @@ def test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate(
     urls = [base_url + path for path in write_clusters(root)]
     settings = {
         "JOBDIR": str(tmp_path / "job"), "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1,
-        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
         "SIMHASH_DEDUP_COMMIT_EVERY": 1,  # kill -9 may then lose only the item in flight
     }
     first = start_crawl(tmp_path, urls, settings)
@@ -103,7 +103,7 @@ def test_a_page_whose_item_a_later_pipeline_drops_is_not_remembered(site: tuple[
     paths = write_clusters(root)
     originals = [base_url + p for p in paths[:ARTICLES]]
     copies = [base_url + p for p in paths[ARTICLES:]]
-    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300, "tests.crawl_runner.DropSomeItems": 400},
+    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300, "tests.crawl_runner.DropSomeItems": 400},
                 "TEST_DROP_AT": "/a3.html", "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
                 "SIMHASH_DEDUP_COMMIT_EVERY": 1}
     first = crawl_to_end(tmp_path, originals, settings)
@@ -129,7 +129,7 @@ def test_a_crawl_killed_at_random_moments_loses_no_page(
         work.mkdir()
         outputs = [work / "first.jsonl", work / "again.jsonl"]
         settings = {
-            "DOWNLOAD_DELAY": 0.05, "CONCURRENT_REQUESTS": 1, "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300},
+            "DOWNLOAD_DELAY": 0.05, "CONCURRENT_REQUESTS": 1, "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
             "SIMHASH_DEDUP_PATH": str(work / "seen.sqlite"), "SIMHASH_DEDUP_COMMIT_EVERY": commit_every,
         }
         feed = {"format": "jsonlines", "fields": ["url"]}  # small items: Scrapy's export holds many in memory
@@ -161,7 +161,7 @@ def test_second_run_remembers_the_first_unless_reset(site: tuple[Path, str], tmp
     originals = [base_url + p for p in paths[:ARTICLES]]
     copies = [base_url + p for p in paths[ARTICLES:]]
     project_store = {"SIMHASH_DEDUP_PATH": str(tmp_path / "data" / "seen.sqlite"),
-                     "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+                     "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     first = crawl_to_end(tmp_path, originals, project_store)
     assert len(first["kept"]) == ARTICLES
 
@@ -184,7 +184,7 @@ def test_the_default_store_is_the_last_crawl_s_unless_asked_to_remember(site: tu
     urls = [base_url + p for p in write_clusters(root)]
     project = tmp_path / "project"
     project.mkdir()
-    pipeline = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+    pipeline = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     stores = project / ".scrapy" / "simhash_dedup"
     for run in range(2):
         result, _ = run_in_project(project, tmp_path, urls[:ARTICLES], pipeline)
@@ -233,7 +233,7 @@ def test_a_spider_name_never_puts_the_store_outside_the_data_dir(site: tuple[Pat
         for victim in ("x.sqlite", "precious.sqlite", "b.sqlite", ".sqlite", "..sqlite"):
             (where / victim).write_bytes(b"someone else's data")
     before = files_outside_data_dir(world)
-    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     for reset in ("0", "1"):
         result, _ = run_in_project(project, tmp_path, [base_url + paths[0]], settings, spider_name=name,
                                    spider_args={"simhash_dedup_reset": reset})
@@ -320,7 +320,7 @@ def test_a_page_changed_since_the_last_crawl_is_dropped_or_passed_as_an_update(
     paths = write_clusters(root)
     originals = [base_url + p for p in paths[:ARTICLES]]
     feed = tmp_path / "items.jsonl"
-    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PERSIST": True,
+    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PERSIST": True,
                 "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), "SIMHASH_DEDUP_UPDATES": updates,
                 "FEEDS": {str(feed): {"format": "jsonlines", "fields": ["url", "simhash_dedup_update"],
                                       "overwrite": True}}}

@@ -18,15 +18,15 @@ from twisted.internet.task import Clock
 from itemadapter import ItemAdapter
 
 from bench.hostile import PAGES as HOSTILE
-from pipelines import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
-from pipelines.content import PageText, own_blocks
-from pipelines.document import decode, load
-from pipelines.sketch import similarity, sketch_size
-from pipelines.startup import StartRefused
-from pipelines.fingerprint import Fingerprint
-from pipelines.policy import SMALL_TEXT_SHINGLES, Policy
-from pipelines.textloops import utf8_length
-from pipelines.workers import RecentPages
+from scrapy_simhash_dedup import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
+from scrapy_simhash_dedup.content import PageText, own_blocks
+from scrapy_simhash_dedup.document import decode, load
+from scrapy_simhash_dedup.sketch import similarity, sketch_size
+from scrapy_simhash_dedup.startup import StartRefused
+from scrapy_simhash_dedup.fingerprint import Fingerprint
+from scrapy_simhash_dedup.policy import SMALL_TEXT_SHINGLES, Policy
+from scrapy_simhash_dedup.textloops import utf8_length
+from scrapy_simhash_dedup.workers import RecentPages
 
 from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, deeply_nested, real_page,
                     with_date_and_counters)
@@ -372,7 +372,7 @@ def gbk_article() -> bytes:
 )
 def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.LogCaptureFixture) -> None:
     pipeline = make_pipeline()
-    with caplog.at_level(logging.INFO, logger="pipelines"):
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup"):
         for n in range(2):
             item = {"url": f"https://a.test/{n}", "html": html}
             assert process(pipeline, item) is item

@@ -23,7 +23,6 @@ from .pages import CHINESE_ARTICLE, real_page
 from .user_project import (
     REDIS_SPIDER,
     SCRAPY_REDIS_SETTINGS,
-    checkout_first,
     environment,
     make_project,
     scrapy,
@@ -184,26 +183,12 @@ def test_a_second_crawl_at_once_is_refused_and_touches_nothing(languages: tuple[
 def test_a_project_with_its_own_pipelines_py_is_deduplicated_as_usual(
     languages: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """The worker processes load the plugin from its own folder, never the project's ``pipelines.py``."""
+    """A project's own top-level ``pipelines.py`` (some keep one there) and the plugin's worker processes."""
     _, base_url = languages
     project = make_project(tmp_path / "own", top_level_pipelines=True)
     result = crawl(project, base_url, "out.jsonl", "SIMHASH_DEDUP_WORKERS=2")
     stats = result["stats"]
     assert stats["simhash_dedup/pages_dropped"] > 0 and "simhash_dedup/errors" not in stats
-
-
-def test_a_pipelines_py_shadowed_by_the_plugin_is_named_in_one_error_line(
-    languages: tuple[Path, str], tmp_path: Path
-) -> None:
-    """With this checkout first on the path, ``pipelines`` is the plugin: the project's own ``pipelines.py``
-    cannot be imported.  One ERROR line names the clash and the way out; the filter works as usual."""
-    _, base_url = languages
-    project = make_project(tmp_path / "own", 'ADDONS = {"pipelines.SimhashDedupAddon": 0}\n', top_level_pipelines=True)
-    done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl", env=checkout_first())
-    assert done.returncode == 0
-    errors = [line for line in done.stderr.splitlines() if " ERROR: " in line]
-    assert len(errors) == 1 and str(project / "pipelines.py") in errors[0] and "scrapy_simhash_dedup" in errors[0]
-    assert stats_of(done.stderr)["simhash_dedup/pages_dropped"] > 0
 
 
 def test_a_wrong_setting_is_one_error_line_and_exit_status_1(project: Path, languages: tuple[Path, str]) -> None:

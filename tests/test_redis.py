@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import redis
 
-from pipelines import Fingerprinter
-from pipelines.fingerprint import Fingerprint
-from pipelines.redis_store import (
+from scrapy_simhash_dedup import Fingerprinter
+from scrapy_simhash_dedup.fingerprint import Fingerprint
+from scrapy_simhash_dedup.redis_store import (
     LOST_URL,
     MAX_BATCH,
     MAX_PAIRS,
@@ -27,8 +27,8 @@ from pipelines.redis_store import (
     near_any,
     remove_redis_store,
 )
-from pipelines.policy import Mode, Policy
-from pipelines.stores import MemoryStore, fingerprint_rows
+from scrapy_simhash_dedup.policy import Mode, Policy
+from scrapy_simhash_dedup.stores import MemoryStore, fingerprint_rows
 
 from .pages import plain_sketch, real_page, with_date_and_counters
 from .redis_server import RedisServer, free_port
@@ -41,7 +41,7 @@ from .test_persistence import (
 )
 
 SCHEME = "test-scheme"
-PIPELINE = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+PIPELINE = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 
 
 def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerprint]]]:
@@ -449,7 +449,7 @@ def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path
 def test_settings_pick_the_backend() -> None:
     from scrapy.settings import Settings
 
-    from pipelines.settings import DedupSettings
+    from scrapy_simhash_dedup.settings import DedupSettings
 
     def read(**values: object) -> DedupSettings:
         return DedupSettings.from_settings(Settings(values))
@@ -471,8 +471,8 @@ def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
 ) -> None:
     """A store written by a version whose keys differ (before the sketches got a string of their own):
     one ERROR line naming the key and the way out, no traceback, no item."""
-    from pipelines.pipeline import CLOSE_REASON
-    from pipelines.settings import DedupSettings
+    from scrapy_simhash_dedup.pipeline import CLOSE_REASON
+    from scrapy_simhash_dedup.settings import DedupSettings
 
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]

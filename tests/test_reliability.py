@@ -17,8 +17,8 @@ from .user_project import make_project, scrapy
 
 #: A crawl that takes longer than this over a few small pages has stalled.
 STALLED = 120
-ADDON = {"ADDONS": {"pipelines.SimhashDedupAddon": 0}}
-PIPELINE = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}}
+ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
+PIPELINE = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 #: How a page reaches the filter: the add-on (the response's body and Content-Type), or an item field holding
 #: ``response.text`` or ``response.body``.
 ROUTES = {"add-on": (ADDON, {"yield_html": False}), "item str": (PIPELINE, {"html_as": "text"}),

@@ -15,10 +15,10 @@ import unicodedata
 
 import jieba
 
-from pipelines import SCHEME_VERSION
-from pipelines.content import _HAN, PageText, tokens
-from pipelines.textloops import IdfTable
-from pipelines.document import load
+from scrapy_simhash_dedup import SCHEME_VERSION
+from scrapy_simhash_dedup.content import _HAN, PageText, tokens
+from scrapy_simhash_dedup.textloops import IdfTable
+from scrapy_simhash_dedup.document import load
 from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 
 from .pages import SHARED_DATA

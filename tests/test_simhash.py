@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from pipelines import Fingerprinter, hamming, simhash
+from scrapy_simhash_dedup import Fingerprinter, hamming, simhash
 
 from .pages import real_page
 
@@ -79,7 +79,7 @@ def test_hamming() -> None:
 FINGERPRINT_SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from pipelines import Fingerprinter
+from scrapy_simhash_dedup import Fingerprinter
 from tests.pages import real_page
 fp = [Fingerprinter().fingerprint(real_page(n)) for n in sys.argv[2:]]
 print(json.dumps([[f.content, f.structure] for f in fp]))

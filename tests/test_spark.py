@@ -19,17 +19,17 @@ import pyarrow.dataset
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.batch import dedup
-from pipelines.batch.sources import read_warc, write_warc
-from pipelines.fingerprint import Fingerprinter
-from pipelines.policy import Policy
-from pipelines.report.aliases import alias_rows
-from pipelines.report.log import load_log
-from pipelines.settings import DedupSettings
-from pipelines.simhash import hamming
-from pipelines.spark import JobOptions, run, session
-from pipelines.spark.inputs import Fields
-from pipelines.stores import MemoryStore
+from scrapy_simhash_dedup.batch import dedup
+from scrapy_simhash_dedup.batch.sources import read_warc, write_warc
+from scrapy_simhash_dedup.fingerprint import Fingerprinter
+from scrapy_simhash_dedup.policy import Policy
+from scrapy_simhash_dedup.report.aliases import alias_rows
+from scrapy_simhash_dedup.report.log import load_log
+from scrapy_simhash_dedup.settings import DedupSettings
+from scrapy_simhash_dedup.simhash import hamming
+from scrapy_simhash_dedup.spark import JobOptions, run, session
+from scrapy_simhash_dedup.spark.inputs import Fields
+from scrapy_simhash_dedup.stores import MemoryStore
 from tools.fingerprint_reference import shared_pages
 
 from .conftest import PROJECT
@@ -223,13 +223,13 @@ def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
     pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 30)]
     archive = tmp_path / "in.warc.gz"
     write_warc(archive, [(url, html, "text/html") for url, html in pages + [(f"{u}?again", h) for u, h in pages[:10]]])
-    command = [sys.executable, "-m", "pipelines", "spark", str(archive), "-o", str(tmp_path / "out"), "--master", "local[2]"]
+    command = [sys.executable, "-m", "scrapy_simhash_dedup", "spark", str(archive), "-o", str(tmp_path / "out"), "--master", "local[2]"]
     done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "40 pages: 30 kept" in done.stderr and "10 dropped" in done.stderr
     again = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "is not empty" in again.stderr.splitlines()[-1]
-    report = subprocess.run([sys.executable, "-m", "pipelines", "report", str(tmp_path / "out"), "-o", str(tmp_path / "r.html")],
+    report = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "report", str(tmp_path / "out"), "-o", str(tmp_path / "r.html")],
                             cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()

@@ -6,9 +6,9 @@ import pytest
 
 import lxml.etree
 
-from pipelines import Fingerprinter, hamming, treewalk
-from pipelines.document import load, prepared, tree
-from pipelines.structure import structure_features
+from scrapy_simhash_dedup import Fingerprinter, hamming, treewalk
+from scrapy_simhash_dedup.document import load, prepared, tree
+from scrapy_simhash_dedup.structure import structure_features
 from tools.fingerprint_reference import shared_pages
 
 from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page

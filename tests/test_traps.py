@@ -8,8 +8,8 @@ import redis
 from bench.traps import crawl as crawl_site
 from bench.traps import lost
 from crawler.trap_site import TrapSite
-from pipelines.redis_store import read_redis_rules, remove_redis_store
-from pipelines.stores import read_rules
+from scrapy_simhash_dedup.redis_store import read_redis_rules, remove_redis_store
+from scrapy_simhash_dedup.stores import read_rules
 
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
 
@@ -63,7 +63,7 @@ def test_a_rule_is_withdrawn_after_a_counterexample(trap_site, crawl, tmp_path):
     months = ["2026-01", "2026-02", "2026-03", "2026-04", "2026-06"]
     store = tmp_path / "seen.sqlite"
     result = crawl([f"{base_url}/calendar?month={m}" for m in months],
-                            {**GUARDED, "ADDONS": {"pipelines.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_PATH": str(store)})
+                            {**GUARDED, "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_PATH": str(store)})
     assert len(result["dropped"]) == 3 and len(result["kept"]) == 2
     assert "URL rule trusted after 3 pairs" in result["log"] and "URL rule withdrawn" in result["log"]
     (month,) = [r for r in read_rules(store)[0] if r.name == "month"]
@@ -88,8 +88,8 @@ def test_rules_and_skips_are_kept_in_redis(trap_site, redis_url):
 
 
 def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_path):
-    from pipelines.report.log import load_log
-    from pipelines.report.render import render
+    from scrapy_simhash_dedup.report.log import load_log
+    from scrapy_simhash_dedup.report.render import render
 
     base_url, _ = trap_site
     store = tmp_path / "seen.sqlite"
@@ -105,8 +105,8 @@ def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_pat
 @pytest.mark.parametrize("url", ["http://a.test:abc/x", "http://[::1/x", "http://a.test:99999/", "", "not a url"])
 def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
     """An item's URL field can hold anything: the pipeline learns from it, the guards read it."""
-    from pipelines.linkguard import LinkGuard, url_shape
-    from pipelines.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.linkguard import LinkGuard, url_shape
+    from scrapy_simhash_dedup.urlrules import KnownUrls, RuleBook
 
     book = RuleBook(support=1)
     book.kept("http://a.test/x")
@@ -128,8 +128,8 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
 
-    from pipelines.middleware import SimhashDedupPageMiddleware
-    from pipelines.pipeline import SimhashDedupPipeline
+    from scrapy_simhash_dedup.middleware import SimhashDedupPageMiddleware
+    from scrapy_simhash_dedup.pipeline import SimhashDedupPipeline
 
     async def callback():
         yield Request("https://a.test/next")
@@ -152,7 +152,7 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
 
 def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
-    from pipelines.linkguard import url_shape
+    from scrapy_simhash_dedup.linkguard import url_shape
 
     assert url_shape("http://a.test/cs-CZ/sect.apt.html") == url_shape("http://a.test/cs-CZ/index.html") == \
         "a.test/cs-CZ/?"
@@ -166,7 +166,7 @@ def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
 
 
 def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_page():
-    from pipelines.linkguard import LinkGuard
+    from scrapy_simhash_dedup.linkguard import LinkGuard
 
     guard = LinkGuard(None, budget=3)
     months = [f"http://a.test/calendar?month=2026-{n:02d}" for n in range(1, 13)]
@@ -182,7 +182,7 @@ def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_p
 
 
 def test_known_urls_are_found_again_through_the_rules_trusted_since():
-    from pipelines.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.urlrules import KnownUrls, RuleBook
 
     rules = RuleBook(support=2)
     known = KnownUrls(rules)

@@ -1,8 +1,5 @@
-"""The package as users install it: a wheel built from this checkout, imported under both its names.
-
-A wheel holds a copy of each compiled module for its second name (``setup.py``), which an in-place
-checkout does not (both names load one file there): a compiled module that used another's types
-under its first name once raised ``TypeError`` under ``scrapy_simhash_dedup`` only.
+"""The package as users install it: a wheel built from this checkout holds one top-level package,
+``scrapy_simhash_dedup`` (the folder ``pipelines/`` under its only name), and fingerprints as the checkout does.
 """
 
 from __future__ import annotations
@@ -13,37 +10,36 @@ import sys
 import zipfile
 from pathlib import Path
 
-from pipelines import Fingerprinter
+from scrapy_simhash_dedup import Fingerprinter
 
 from .conftest import PROJECT
 from .pages import real_page
 
-#: Run from the unpacked wheel, with nothing of the checkout on the path: each name's fingerprint of a page.
-FINGERPRINT_UNDER_BOTH_NAMES = """
+#: Run from the unpacked wheel, with nothing of the checkout on the path: the wheel's fingerprint of a page.
+FINGERPRINT_FROM_THE_WHEEL = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-html = open(sys.argv[2], "rb").read()
-found = {}
-for name in ("scrapy_simhash_dedup", "pipelines"):
-    package = __import__(name)
-    assert package.__file__.startswith(sys.argv[1]), package.__file__
-    fingerprint = package.Fingerprinter().fingerprint(html)
-    found[name] = [fingerprint.content, fingerprint.structure, fingerprint.sketch.hex()]
-print(json.dumps(found))
+import scrapy_simhash_dedup
+assert scrapy_simhash_dedup.__file__.startswith(sys.argv[1]), scrapy_simhash_dedup.__file__
+fingerprint = scrapy_simhash_dedup.Fingerprinter().fingerprint(open(sys.argv[2], "rb").read())
+print(json.dumps([fingerprint.content, fingerprint.structure, fingerprint.sketch.hex()]))
 """
 
 
-def test_the_built_wheel_fingerprints_alike_under_both_names(tmp_path: Path) -> None:
+def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "--wheel-dir", str(tmp_path), str(PROJECT)], check=True)
     (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"scrapy_simhash_dedup"}
+    compiled = sorted(name for name in names if name.endswith(".so"))
+    assert [Path(name).name.split(".")[0] for name in compiled] == ["indexloops", "textloops", "treewalk"]
     unpacked = tmp_path / "unpacked"
     zipfile.ZipFile(wheel).extractall(unpacked)
     page = tmp_path / "page.html"
     page.write_bytes(real_page("newspaper-syracuse.com1"))
-    done = subprocess.run([sys.executable, "-c", FINGERPRINT_UNDER_BOTH_NAMES, str(unpacked), str(page)],
+    done = subprocess.run([sys.executable, "-c", FINGERPRINT_FROM_THE_WHEEL, str(unpacked), str(page)],
                           cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = Fingerprinter().fingerprint(page.read_bytes())
-    parts = [expected.content, expected.structure, expected.sketch.hex()]
-    assert json.loads(done.stdout) == {"scrapy_simhash_dedup": parts, "pipelines": parts}
+    assert json.loads(done.stdout) == [expected.content, expected.structure, expected.sketch.hex()]

@@ -19,10 +19,10 @@ from typing import Callable
 import pytest
 
 from bench.crawl import cpu_seconds
-from pipelines import Fingerprinter, worker_process
-from pipelines.worker_process import (READY, FingerprintFailed, answer_message, page_frames, page_messages, read_answer,
+from scrapy_simhash_dedup import Fingerprinter, worker_process
+from scrapy_simhash_dedup.worker_process import (READY, FingerprintFailed, answer_message, page_frames, page_messages, read_answer,
                                       read_message, read_page, take_frame)
-from pipelines.workers import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
+from scrapy_simhash_dedup.workers import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -52,8 +52,8 @@ def test_a_worker_process_imports_no_numpy() -> None:
     each worker) stays in the crawler, for the index."""
     script = """
 import sys
-from pipelines.worker_process import serve
-from pipelines import Fingerprinter
+from scrapy_simhash_dedup.worker_process import serve
+from scrapy_simhash_dedup import Fingerprinter
 from tests.pages import CHINESE_ARTICLE, real_page
 Fingerprinter().fingerprint(real_page("newspaper-syracuse.com1"))
 Fingerprinter().fingerprint(CHINESE_ARTICLE)
@@ -268,7 +268,7 @@ def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Pa
                 page if n % 2 else with_date_and_counters(page, f"2024-05-{n + 1:02d}", 1000 + n, n)
             )
             urls.append(f"{base_url}{cluster}-{n}.html")
-    settings = {"ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "CONCURRENT_REQUESTS": 32,
+    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "CONCURRENT_REQUESTS": 32,
                 "SIMHASH_DEDUP_WORKERS": 2}
     result = crawl(urls, settings, all_at_once=True)
     cluster_of = {url: url.rsplit("/", 1)[1].rsplit("-", 1)[0] for url in urls}
@@ -298,7 +298,7 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
     worker process too (none is ``SIMHASH_DEDUP_WORKERS = 0``)."""
     urls = article_and_huge_pages(*site)
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
         "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": workers, **READ_HUGE_PAGES,
     }
     result = crawl(urls, settings)
@@ -315,7 +315,7 @@ def test_a_worker_stopped_mid_page_is_replaced_and_the_page_decided_anyway(site:
     and the pages behind it are fingerprinted and decided as always."""
     urls = article_and_huge_pages(*site)
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.StopFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "ITEM_PIPELINES": {"tests.crawl_runner.StopFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
         "TEST_STOP_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 1, "SIMHASH_DEDUP_WORKER_TIMEOUT": 3,
         **READ_HUGE_PAGES,
     }
@@ -341,7 +341,7 @@ def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_
     for name in names:
         (root / f"{name}.html").write_bytes(real_page(name))
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "pipelines.SimhashDedupPipeline": 300},
+        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
         "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2, **READ_HUGE_PAGES,
         "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 100_000_000,  # the next pages come while the 6 MB one is fingerprinted
     }
@@ -366,7 +366,7 @@ def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_
     hidden.mkdir()
     (hidden / "sitecustomize.py").write_text(
         "import sys\n"
-        "if sys.argv[0] == '-c' and sys.argv[1:2] == ['pipelines']:  # a fingerprint worker\n"
+        "if sys.argv[0] == '-c' and sys.argv[1:2] == ['scrapy_simhash_dedup']:  # a fingerprint worker\n"
         "    sys.modules['lxml'] = None\n")
     names = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "gne-163-1"]
     for name in names:
@@ -375,7 +375,7 @@ def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_
     urls = [f"{base_url}{name}{suffix}.html" for suffix in ("", "-copy") for name in names]
     config = tmp_path / "crawl.json"
     config.write_text(json.dumps({"urls": urls, "settings": {
-        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
         "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite")}}))
     done = subprocess.run([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
                           cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300,
@@ -408,7 +408,7 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
         (root / f"huge-{n}.html").write_text(huge_page().replace("paragraph", f"paragraph {n}"))
     config = tmp_path / "crawl.json"
     config.write_text(json.dumps({"urls": [f"{base_url}huge-{n}.html" for n in range(12)], "all_at_once": True, "settings": {
-        "ITEM_PIPELINES": {"pipelines.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
         "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **READ_HUGE_PAGES}}))
     crawl = subprocess.Popen([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
                              cwd=Path(__file__).parents[1], stderr=subprocess.PIPE, text=True)

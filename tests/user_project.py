@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import PROJECT
 
 SETTINGS = '''
 BOT_NAME = "trial"
@@ -133,8 +132,3 @@ def scrapy_command(*arguments: str) -> list[str]:
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without its ``PYTHONPATH`` (the checkout), plus ``extra``."""
     return {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, **(extra or {})}
-
-
-def checkout_first() -> dict[str, str]:
-    """The environment that puts this checkout first on the path: ``pipelines`` is then the plugin."""
-    return {"PYTHONPATH": str(PROJECT)}

@@ -8,7 +8,7 @@ word's IDF is ``-ln(f)`` with ``f`` its highest frequency in any of those
 languages, so the table does not depend on guessing a page's language (a
 half-translated page scores its English words exactly like an English page).
 Rounded to 0.01 so the table is byte-stable.  Rerun only together with a bump
-of ``pipelines.fingerprint.SCHEME_VERSION``:
+of ``scrapy_simhash_dedup.fingerprint.SCHEME_VERSION``:
 
     pip install wordfreq==3.1.1 && python tools/build_idf.py
 
@@ -27,7 +27,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from pipelines.textloops import IdfTable
+from scrapy_simhash_dedup.textloops import IdfTable
 
 TOP_WORDS = 5000
 OUT = Path(__file__).resolve().parent.parent / "pipelines" / "data" / "word_idf.tsv.gz"

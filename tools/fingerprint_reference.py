@@ -21,8 +21,8 @@ from pathlib import Path
 
 import xxhash
 
-from pipelines import SCHEME_VERSION, Fingerprinter
-from pipelines.fingerprint import Fingerprint
+from scrapy_simhash_dedup import SCHEME_VERSION, Fingerprinter
+from scrapy_simhash_dedup.fingerprint import Fingerprint
 
 PROJECT = Path(__file__).resolve().parents[1]
 DATA = PROJECT.parent / "shared" / "data"

@@ -24,7 +24,7 @@ NOT_COMPARED = "not_compared/"
 
 
 class Progress(Protocol):
-    """Where a run shows how far it is and says what went wrong (``pipelines.batch.progress``)."""
+    """Where a run shows how far it is and says what went wrong (``scrapy_simhash_dedup.batch.progress``)."""
 
     def advance(self, read: int, pages: int) -> None: ...
 

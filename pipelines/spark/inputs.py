@@ -8,7 +8,7 @@ where they are: a WARC record by its offset (so one file is split across
 tasks), a plain JSON Lines record by its line's offset, a file of a folder by
 its path, a Parquet row by its row group; a gzipped JSON Lines file is read
 through again.  Both passes read with batch mode's readers
-(``pipelines.batch.sources``), so a page is the same page in either mode.
+(``scrapy_simhash_dedup.batch.sources``), so a page is the same page in either mode.
 
 Nothing here imports Spark: these functions run inside the executors'
 Python workers.
