@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -43,3 +44,11 @@ def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(tmp
     assert done.returncode == 0, done.stderr[-3000:]
     expected = Fingerprinter().fingerprint(page.read_bytes())
     assert json.loads(done.stdout) == [expected.content, expected.structure, expected.sketch.hex()]
+
+
+def test_nothing_imports_the_plugin_by_its_folder_name() -> None:
+    """``pipelines`` is a folder of the checkout, not a name the plugin has: no code, setting or command uses it."""
+    by_folder_name = re.compile(r"^\s*(from|import) pipelines\b|[\"']pipelines\.(?!py\b)[A-Za-z]|-m\s+pipelines\b", re.M)
+    sources = [path for folder in ("pipelines", "tests", "bench", "tools", "crawler")
+               for path in (PROJECT / folder).rglob("*.py")] + [PROJECT / "README.md", PROJECT / "setup.py"]
+    assert sources and not [str(path) for path in sources if by_folder_name.search(path.read_text())]
