@@ -44,4 +44,4 @@ java:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless || command -v java; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*.so pipelines/*.c pipelines/*.cpp
+	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp

@@ -20,8 +20,8 @@ import lxml.html
 import xxhash
 from simhash import Simhash
 
-from scrapy_simhash_dedup.document import decode, load
-from scrapy_simhash_dedup.simhash import simhash
+from scrapy_simhash_dedup.fingerprint.document import decode, load
+from scrapy_simhash_dedup.fingerprint.simhash import simhash
 
 ANCHORS = ("simhash_package", "jieba_topn", "exact")
 

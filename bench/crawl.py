@@ -20,7 +20,8 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
 - ``defaults, GC not frozen``: ``SIMHASH_DEDUP_GC_FREEZE = False`` (the objects that exist when the spider opens
   stay in Python's full garbage collections, as before the filter froze them);
-- ``no filter, frozen GC``: no filter, but those objects frozen as the filter freezes them (``scrapy_simhash_dedup.gcfreeze``):
+- ``no filter, frozen GC``: no filter, but those objects frozen as the filter freezes them
+  (``scrapy_simhash_dedup.crawl.gcfreeze``):
   what the filter costs a crawl that freezes them itself;
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``no review texts``: ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (decisions logged without the pages' texts);
@@ -264,12 +265,12 @@ class FrozenStartupObjects:
         return extension
 
     def spider_opened(self) -> None:
-        from scrapy_simhash_dedup.gcfreeze import StartupObjects
+        from scrapy_simhash_dedup.crawl.gcfreeze import StartupObjects
 
         StartupObjects.freeze()
 
     def spider_closed(self) -> None:
-        from scrapy_simhash_dedup.gcfreeze import StartupObjects
+        from scrapy_simhash_dedup.crawl.gcfreeze import StartupObjects
 
         StartupObjects.thaw()
 
@@ -310,7 +311,7 @@ _FLOOR_WORKER = f"""
 import os, struct, sys, time
 fd, working = int(sys.argv[1]), sys.argv[2] == "fingerprint"
 if working:
-    from scrapy_simhash_dedup.fingerprint import Fingerprinter
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
     fingerprinter = Fingerprinter(keep_text=True)
 def read(size):
     data = bytearray()
@@ -348,7 +349,7 @@ class FloorWorker:
         from twisted.internet import reactor
         from twisted.internet.protocol import Factory, Protocol
 
-        from scrapy_simhash_dedup.workers import SocketWriter
+        from scrapy_simhash_dedup.workers.pool import SocketWriter
 
         mine, theirs = socket.socketpair()
         self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno()),
@@ -584,7 +585,7 @@ def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
     fingerprint (the bytes nginx serves, as ``text/html``), after one page to load its tables: at each
     mode's pace, the pages back to back (saturated) or the polite crawl's delay apart (an idle core is a
     cold one: the same calls 20 ms apart cost ~1.3x the CPU)."""
-    from scrapy_simhash_dedup.fingerprint import Fingerprinter
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 
     fingerprinter = Fingerprinter(keep_text=True)  # as at the crawl's defaults: the decision log shows texts
     pages = [(path.read_bytes(), f"http://127.0.0.1/p/{path.name}") for path in fingerprinted_pages(site)]

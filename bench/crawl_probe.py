@@ -38,38 +38,39 @@ RESULTS = PROJECT / "bench" / "results" / "crawl_probe.json"
 
 #: What the reactor calls into the filter: (module, class, method).
 ENTRY_POINTS = [
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "decide_response"),  # a response's first item: the hand-out
-    ("scrapy_simhash_dedup.workers", "FingerprintWorker", "dataReceived"),  # a worker's answer: the page decided
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "assign"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_assigned_page"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_item_passed"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_item_lost"),
-    ("scrapy_simhash_dedup.middleware", "SimhashDedupPageMiddleware", "_follow"),
-    ("scrapy_simhash_dedup.pipeline", "Counts", "hand_over"),
+    # a response's first item: the hand-out
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "decide_response"),
+    ("scrapy_simhash_dedup.workers.pool", "FingerprintWorker", "dataReceived"),  # a worker's answer: the page decided
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "assign"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_assigned_page"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_item_passed"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_item_lost"),
+    ("scrapy_simhash_dedup.crawl.middleware", "SimhashDedupPageMiddleware", "_follow"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "Counts", "hand_over"),
 ]
 #: Parts inside the entry points.
 PARTS = [
-    ("scrapy_simhash_dedup.workers", "RecentPages", "key"),
-    ("scrapy_simhash_dedup.workers", "FingerprintPool", "fingerprint"),
-    ("scrapy_simhash_dedup.workers", "FingerprintWorker", "send"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_fingerprinted"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_decide"),
-    ("scrapy_simhash_dedup.stores", "MemoryStore", "check_and_add"),
-    ("scrapy_simhash_dedup.stores", "MemoryStore", "_find"),
-    ("scrapy_simhash_dedup.stores", "MemoryStore", "_add"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_settle"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_decided"),
-    ("scrapy_simhash_dedup.linkguard", "LinkGuard", "page_decided"),
-    ("scrapy_simhash_dedup.urlrules", "KnownUrls", "add"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_learn"),
-    ("scrapy_simhash_dedup.decisions", "Reviewer", "decision"),
-    ("scrapy_simhash_dedup.stores", "SqliteStore", "record"),
-    ("scrapy_simhash_dedup.stores", "SqliteStore", "record_alias"),
-    ("scrapy_simhash_dedup.pipeline", "SimhashDedupPipeline", "_named"),
-    ("scrapy_simhash_dedup.pipeline", "PageDecision", "settle"),
-    ("scrapy_simhash_dedup.stores", "SqliteStore", "confirm"),
-    ("scrapy_simhash_dedup.stores", "SqliteStore", "flush"),
+    ("scrapy_simhash_dedup.workers.pool", "RecentPages", "key"),
+    ("scrapy_simhash_dedup.workers.pool", "FingerprintPool", "fingerprint"),
+    ("scrapy_simhash_dedup.workers.pool", "FingerprintWorker", "send"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_fingerprinted"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_decide"),
+    ("scrapy_simhash_dedup.stores.local", "MemoryStore", "check_and_add"),
+    ("scrapy_simhash_dedup.stores.local", "MemoryStore", "_find"),
+    ("scrapy_simhash_dedup.stores.local", "MemoryStore", "_add"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_settle"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_decided"),
+    ("scrapy_simhash_dedup.guards.linkguard", "LinkGuard", "page_decided"),
+    ("scrapy_simhash_dedup.matching.urlrules", "KnownUrls", "add"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_learn"),
+    ("scrapy_simhash_dedup.matching.decisions", "Reviewer", "decision"),
+    ("scrapy_simhash_dedup.stores.local", "SqliteStore", "record"),
+    ("scrapy_simhash_dedup.stores.local", "SqliteStore", "record_alias"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_named"),
+    ("scrapy_simhash_dedup.crawl.pipeline", "PageDecision", "settle"),
+    ("scrapy_simhash_dedup.stores.local", "SqliteStore", "confirm"),
+    ("scrapy_simhash_dedup.stores.local", "SqliteStore", "flush"),
 ]
 
 

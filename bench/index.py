@@ -51,7 +51,7 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
     """Build one index of ``size`` fingerprints and time adds and queries (run in a child process)."""
     from simhash import Simhash, SimhashIndex as PackageIndex
 
-    from scrapy_simhash_dedup.index import SimhashIndex
+    from scrapy_simhash_dedup.matching.index import SimhashIndex
 
     fingerprints, queries = dataset(size, distance, planted)
     values, query_values = fingerprints.tolist(), queries.tolist()
@@ -92,9 +92,9 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
 
 def reopen(size: int) -> dict:
     """Write a store of ``size`` kept pages, then time opening it again (run in a child process)."""
-    from scrapy_simhash_dedup.fingerprint import Fingerprint
-    from scrapy_simhash_dedup.policy import Policy
-    from scrapy_simhash_dedup.stores import SqliteStore
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+    from scrapy_simhash_dedup.matching.policy import Policy
+    from scrapy_simhash_dedup.stores.local import SqliteStore
 
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as folder:

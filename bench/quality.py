@@ -34,13 +34,13 @@ from bench import quality_sets as sets
 from bench import real_sites
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
 from scrapy_simhash_dedup import SCHEME_VERSION, Fingerprinter, hamming
-from scrapy_simhash_dedup.content import SHINGLE_SIZE, PageText, content_features, tokens
-from scrapy_simhash_dedup.document import load
-from scrapy_simhash_dedup.settings import DedupSettings
-from scrapy_simhash_dedup.simhash import simhash
-from scrapy_simhash_dedup.sketch import hashes_sketch, similarity
-from scrapy_simhash_dedup.textloops import shingle_hashes
-from scrapy_simhash_dedup.policy import Mode, Policy
+from scrapy_simhash_dedup.fingerprint.content import SHINGLE_SIZE, PageText, content_features, tokens
+from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.simhash import simhash
+from scrapy_simhash_dedup.fingerprint.sketch import hashes_sketch, similarity
+from scrapy_simhash_dedup.fingerprint.textloops import shingle_hashes
+from scrapy_simhash_dedup.matching.policy import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
 DISTANCES = range(0, 17)
@@ -379,9 +379,10 @@ def results_missing(s: Scored, name: str) -> bool:
 
 #: The code each kind of result depends on (paths under ``pipelines/`` and ``bench/``): the cache is keyed on its bytes.
 CODE = {
-    "ours": ["pipelines/" + name for name in ("simhash.py", "document.py", "content.py", "structure.py", "sketch.py",
-                                               "fingerprint.py", "treewalk.pyx", "textloops.pyx", "data")],
-    "anchors": ["bench/anchors.py", "pipelines/document.py", "pipelines/simhash.py"],
+    "ours": ["pipelines/fingerprint/" + name for name in (
+        "simhash.py", "document.py", "content.py", "languages.py", "structure.py", "sketch.py", "declared.py",
+        "fingerprinter.py", "treewalk.pyx", "readability.pxi", "textloops.pyx", "data")],
+    "anchors": ["bench/anchors.py", "pipelines/fingerprint/document.py", "pipelines/fingerprint/simhash.py"],
 }
 COMPUTE = {"ours": ours, "anchors": anchors_and_language}
 

@@ -42,12 +42,12 @@ import xxhash
 from bench import command_line
 from bench.anchors import html_tree, visible_text
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.content import content_features, tokens
-from scrapy_simhash_dedup.fingerprint import Fingerprint
-from scrapy_simhash_dedup.policy import Policy, dropped
-from scrapy_simhash_dedup.settings import DedupSettings
-from scrapy_simhash_dedup.simhash import simhash
-from scrapy_simhash_dedup.stores import MemoryStore
+from scrapy_simhash_dedup.fingerprint.content import content_features, tokens
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+from scrapy_simhash_dedup.matching.policy import Policy, dropped
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.simhash import simhash
+from scrapy_simhash_dedup.stores.local import MemoryStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Judged the same document at this Jaccard similarity of word 5-shingles or more; another one under

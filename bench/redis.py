@@ -36,10 +36,10 @@ import numpy as np
 import redis
 
 from bench import command_line
-from scrapy_simhash_dedup.fingerprint import Fingerprint
-from scrapy_simhash_dedup.redis_store import CHUNK, RECORD, RedisStore, pack_record
-from scrapy_simhash_dedup.sketch import SKETCH_BITS, SKETCH_BYTES, fixed_width
-from scrapy_simhash_dedup.policy import Match, Policy
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+from scrapy_simhash_dedup.stores.redis.store import CHUNK, RECORD, RedisStore, pack_record
+from scrapy_simhash_dedup.fingerprint.sketch import SKETCH_BITS, SKETCH_BYTES, fixed_width
+from scrapy_simhash_dedup.matching.policy import Match, Policy
 from tests.redis_server import RedisServer
 
 KEY = "bench:simhash_dedup"

@@ -33,11 +33,11 @@ import numpy as np
 from bench import command_line
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_inputs, write_warc
-from scrapy_simhash_dedup.fingerprint import Fingerprinter
-from scrapy_simhash_dedup.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.spark import JobOptions, run, session
 from scrapy_simhash_dedup.spark.candidates import fingerprint_of
-from scrapy_simhash_dedup.stores import MemoryStore
+from scrapy_simhash_dedup.stores.local import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "spark.json"

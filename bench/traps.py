@@ -39,12 +39,12 @@ from urllib.parse import urljoin
 from bench import command_line
 from crawler.local_site import serve_directory
 from crawler.trap_site import articles_from_html, serve_trap_site
-from scrapy_simhash_dedup.canonical import declared_in_html
-from scrapy_simhash_dedup.document import load
-from scrapy_simhash_dedup.fingerprint import DEFAULT_MAX_BYTES, Fingerprinter, comparable
-from scrapy_simhash_dedup.policy import Policy, dropped
-from scrapy_simhash_dedup.stores import MemoryStore
-from scrapy_simhash_dedup.urlrules import host_key
+from scrapy_simhash_dedup.fingerprint.declared import declared_in_html
+from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter, comparable
+from scrapy_simhash_dedup.matching.policy import Policy, dropped
+from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.matching.urlrules import host_key
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"

@@ -20,21 +20,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .fingerprint import SCHEME_VERSION, Fingerprint, Fingerprinter
-from .simhash import hamming, simhash
+from .fingerprint.fingerprinter import SCHEME_VERSION, Fingerprint, Fingerprinter
+from .fingerprint.simhash import hamming, simhash
 
 if TYPE_CHECKING:
-    from .addon import SimhashDedupAddon
-    from .middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
-    from .pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
+    from .crawl.addon import SimhashDedupAddon
+    from .crawl.middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
+    from .crawl.pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
-    "SimhashDedupAddon": "addon",
-    "SimhashDedupPageMiddleware": "middleware",
-    "SimhashDedupRequestMiddleware": "middleware",
-    "SimhashDedupPipeline": "pipeline",
-    "SimhashDuplicate": "pipeline",
-    "SimhashUnchecked": "pipeline",
+    "SimhashDedupAddon": "crawl.addon",
+    "SimhashDedupPageMiddleware": "crawl.middleware",
+    "SimhashDedupRequestMiddleware": "crawl.middleware",
+    "SimhashDedupPipeline": "crawl.pipeline",
+    "SimhashDuplicate": "crawl.pipeline",
+    "SimhashUnchecked": "crawl.pipeline",
 }
 __all__ = [
     "SCHEME_VERSION",

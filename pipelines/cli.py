@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .fingerprint import SCHEME_VERSION
+from .fingerprint.fingerprinter import SCHEME_VERSION
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ SETTING_OPTIONS: dict[str, SettingOption] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .stores import StoreNotOpened, StoreUnavailable
+    from .stores.local import StoreNotOpened, StoreUnavailable
 
     arguments = parser().parse_args(argv)
     try:
@@ -151,7 +151,7 @@ def _version() -> str:
 
 
 def _setting_defaults() -> dict[str, Any]:
-    from .settings import DedupSettings
+    from .crawl.settings import DedupSettings
 
     default = DedupSettings()
     values = {"mode": default.policy.mode.value, "content_distance": default.policy.content_distance,
@@ -164,7 +164,7 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
     """The pipeline's settings: the module's, then the options', checked as a crawl checks them."""
     from scrapy.settings import Settings
 
-    from .settings import DedupSettings
+    from .crawl.settings import DedupSettings
 
     settings = Settings()
     if arguments.settings:
@@ -211,14 +211,14 @@ def run_spark(arguments: argparse.Namespace) -> int:
 def open_store(target: str | None, key: str, settings: Any) -> Any:
     """A memory store, a SQLite store (a path: a crawl's store, which a running crawl locks), or the
     Redis store at a URL."""
-    from .stores import MemoryStore, SqliteStore
+    from .stores.local import MemoryStore, SqliteStore
 
     if not target:
         return MemoryStore(settings.policy)
     if target.startswith(("redis://", "rediss://", "unix://")):
         import redis
 
-        from .redis_store import RedisStore
+        from .stores.redis.store import RedisStore
 
         store = RedisStore(settings.policy, redis.Redis.from_url(target), key, settings.scheme, 0,
                            settings.decisions, settings.review_texts)

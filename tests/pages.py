@@ -39,8 +39,8 @@ REWORDED_SEUSS = (b"He graduated Dartmouth College in 1925, and proceeded on to 
 
 def plain_sketch(shingles: Iterable[str]) -> bytes:
     """The sketch of a page whose own text is all it shows (the same shingles twice), with no name and no link."""
-    from scrapy_simhash_dedup.sketch import page_sketch
-    from scrapy_simhash_dedup.textloops import xxh3_hashes
+    from scrapy_simhash_dedup.fingerprint.sketch import page_sketch
+    from scrapy_simhash_dedup.fingerprint.textloops import xxh3_hashes
 
     hashes = xxh3_hashes(list(shingles))
     return page_sketch(hashes, 0, 0, hashes, 0.0, False)

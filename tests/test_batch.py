@@ -137,7 +137,7 @@ def test_workers_decode_bytes_with_their_content_type_as_a_crawl_does(content_ty
     """A worker gives a page read as bytes with its header the fingerprint the crawl process gives the same
     response (``Fingerprinter.fingerprint(body, url, content_type)``): one decoding for both."""
     from scrapy_simhash_dedup.batch.fingerprints import fingerprinted
-    from scrapy_simhash_dedup.fingerprint import Fingerprinter
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 
     bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
     bodies += ["<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"), "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
@@ -174,8 +174,8 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
 
     from scrapy_simhash_dedup.batch.fingerprints import fingerprinted
     from scrapy_simhash_dedup.batch.sources import read_folder
-    from scrapy_simhash_dedup.fingerprint import Fingerprint, Fingerprinter
-    from scrapy_simhash_dedup.workers import WorkerCrashed
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
+    from scrapy_simhash_dedup.workers.pool import WorkerCrashed
 
     root, _, pages = handbook
     read = [page for page, _ in read_folder(root)] * 4  # enough work that the killed worker still has pages to answer

@@ -19,17 +19,18 @@ import scrapy
 from bench.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS
 from scrapy_simhash_dedup import cli
-from scrapy_simhash_dedup.canonical import CanonicalUrls, declared_in_header, declared_in_html
+from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
+from scrapy_simhash_dedup.guards.canonical import CanonicalUrls
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
-from scrapy_simhash_dedup.policy import Policy
-from scrapy_simhash_dedup.settings import DedupSettings
-from scrapy_simhash_dedup.redis_store import read_redis_aliases, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.matching.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
+from scrapy_simhash_dedup.matching.policy import Policy
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.stores.redis.store import read_redis_aliases, read_redis_log, remove_redis_store
 from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
-from scrapy_simhash_dedup.stores import SqliteStore, read_aliases, read_log
-from scrapy_simhash_dedup.urlrules import RuleBook
+from scrapy_simhash_dedup.stores.local import SqliteStore, read_aliases, read_log
+from scrapy_simhash_dedup.matching.urlrules import RuleBook
 
 from .pages import real_page
 from .test_pipeline import make_pipeline, process, run, stat
@@ -147,7 +148,7 @@ def test_an_item_class_without_the_field_is_kept_counted_and_told_about_once(cap
         canonical_url: str | None = None
 
     pipeline = make_pipeline()
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup.pipeline"):
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup.crawl.pipeline"):
         for n, html in enumerate(ARTICLES[:2]):
             item = Narrow(url=f"https://a.test/{n}", html=html)
             assert process(pipeline, item) is item

@@ -12,13 +12,14 @@ import pytest
 
 from bench.quality_sets import wrap_in_form
 from scrapy_simhash_dedup import Fingerprinter, hamming
-from scrapy_simhash_dedup.content import PageText, content_features, own_blocks, words
-from scrapy_simhash_dedup.document import load
-from scrapy_simhash_dedup.policy import Policy
-from scrapy_simhash_dedup.sketch import link_share, similarity, visible_similarity
-from scrapy_simhash_dedup.textloops import alnum_runs
-from scrapy_simhash_dedup.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES, NEGATIVE_NAMES, POSITIVE_NAMES,
-                                UNLIKELY_NAMES, Words, negative_name)
+from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, own_blocks, words
+from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.matching.policy import Policy
+from scrapy_simhash_dedup.fingerprint.sketch import link_share, similarity, visible_similarity
+from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs
+from scrapy_simhash_dedup.fingerprint.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES,
+                                                       NEGATIVE_NAMES, POSITIVE_NAMES, UNLIKELY_NAMES, Words,
+                                                       negative_name)
 
 from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
 
@@ -282,7 +283,7 @@ def test_a_crawl_without_chinese_pages_never_loads_the_chinese_dictionary_nor_it
     script = """
 import sys
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.content import _idf_table
+from scrapy_simhash_dedup.fingerprint.content import _idf_table
 from tests.pages import CHINESE_ARTICLE, real_page
 fingerprinter = Fingerprinter()
 fingerprinter.fingerprint(real_page("newspaper-syracuse.com1"))

@@ -6,11 +6,11 @@ import time
 
 import redis
 
-from scrapy_simhash_dedup.decisions import BORDERLINE, DROPPED, Decision, Reviewer
-from scrapy_simhash_dedup.fingerprint import Fingerprint, packed
-from scrapy_simhash_dedup.redis_store import RedisStore, read_redis_log, remove_redis_store
-from scrapy_simhash_dedup.policy import Policy, dropped
-from scrapy_simhash_dedup.stores import MemoryStore, SqliteStore, read_log
+from scrapy_simhash_dedup.matching.decisions import BORDERLINE, DROPPED, Decision, Reviewer
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
+from scrapy_simhash_dedup.stores.redis.store import RedisStore, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.matching.policy import Policy, dropped
+from scrapy_simhash_dedup.stores.local import MemoryStore, SqliteStore, read_log
 
 from .pages import plain_sketch
 

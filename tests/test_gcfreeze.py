@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from scrapy_simhash_dedup.gcfreeze import StartupObjects
+from scrapy_simhash_dedup.crawl.gcfreeze import StartupObjects
 
 
 def test_objects_stay_frozen_until_the_last_freezing_crawl_of_the_process_closes() -> None:

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from scrapy_simhash_dedup.index import MAX_TABLES, SimhashIndex, choose_layout, layout_options
+from scrapy_simhash_dedup.matching.index import MAX_TABLES, SimhashIndex, choose_layout, layout_options
 
 
 def planted(count: int, max_distance: int, seed: int) -> np.ndarray:
@@ -96,9 +96,9 @@ def test_keys_need_not_be_positions() -> None:
 def test_a_store_finds_the_same_pages_by_scanning_its_rows_as_through_its_index(monkeypatch):
     """A small store scans its rows instead of querying the index (``SCAN_ROWS``): the same matches, in
     the same order, either way."""
-    from scrapy_simhash_dedup import stores
-    from scrapy_simhash_dedup.fingerprint import Fingerprint
-    from scrapy_simhash_dedup.policy import Policy
+    from scrapy_simhash_dedup.stores import local as stores
+    from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+    from scrapy_simhash_dedup.matching.policy import Policy
 
     rng = random.Random(7)
     store = stores.MemoryStore(Policy())

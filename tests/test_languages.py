@@ -6,9 +6,9 @@ import tarfile
 
 import pytest
 
-from scrapy_simhash_dedup.content import PageText, tokens
-from scrapy_simhash_dedup.document import load
-from scrapy_simhash_dedup.languages import LANGUAGES, block_language, language_bits, languages
+from scrapy_simhash_dedup.fingerprint.content import PageText, tokens
+from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.fingerprint.languages import LANGUAGES, block_language, language_bits, languages
 
 from .conftest import DEMO_SITE
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash_dedup.fingerprint import Fingerprint
-from scrapy_simhash_dedup.sketch import SKETCH_BYTES
-from scrapy_simhash_dedup.policy import Policy
-from scrapy_simhash_dedup.stores import SqliteStore, StoreLock
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+from scrapy_simhash_dedup.fingerprint.sketch import SKETCH_BYTES
+from scrapy_simhash_dedup.matching.policy import Policy
+from scrapy_simhash_dedup.stores.local import SqliteStore, StoreLock
 
 from .conftest import PROJECT
 from .user_project import make_project, scrapy

@@ -19,14 +19,14 @@ from itemadapter import ItemAdapter
 
 from bench.hostile import PAGES as HOSTILE
 from scrapy_simhash_dedup import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
-from scrapy_simhash_dedup.content import PageText, own_blocks
-from scrapy_simhash_dedup.document import decode, load
-from scrapy_simhash_dedup.sketch import similarity, sketch_size
-from scrapy_simhash_dedup.startup import StartRefused
-from scrapy_simhash_dedup.fingerprint import Fingerprint
-from scrapy_simhash_dedup.policy import SMALL_TEXT_SHINGLES, Policy
-from scrapy_simhash_dedup.textloops import utf8_length
-from scrapy_simhash_dedup.workers import RecentPages
+from scrapy_simhash_dedup.fingerprint.content import PageText, own_blocks
+from scrapy_simhash_dedup.fingerprint.document import decode, load
+from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
+from scrapy_simhash_dedup.crawl.startup import StartRefused
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, Policy
+from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
+from scrapy_simhash_dedup.workers.pool import RecentPages
 
 from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, deeply_nested, real_page,
                     with_date_and_counters)

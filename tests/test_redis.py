@@ -16,8 +16,8 @@ import pytest
 import redis
 
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.fingerprint import Fingerprint
-from scrapy_simhash_dedup.redis_store import (
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+from scrapy_simhash_dedup.stores.redis.store import (
     LOST_URL,
     MAX_BATCH,
     MAX_PAIRS,
@@ -27,8 +27,8 @@ from scrapy_simhash_dedup.redis_store import (
     near_any,
     remove_redis_store,
 )
-from scrapy_simhash_dedup.policy import Mode, Policy
-from scrapy_simhash_dedup.stores import MemoryStore, fingerprint_rows
+from scrapy_simhash_dedup.matching.policy import Mode, Policy
+from scrapy_simhash_dedup.stores.local import MemoryStore, fingerprint_rows
 
 from .pages import plain_sketch, real_page, with_date_and_counters
 from .redis_server import RedisServer, free_port
@@ -449,7 +449,7 @@ def test_pages_kept_during_an_outage_are_added_when_redis_is_back(tmp_path: Path
 def test_settings_pick_the_backend() -> None:
     from scrapy.settings import Settings
 
-    from scrapy_simhash_dedup.settings import DedupSettings
+    from scrapy_simhash_dedup.crawl.settings import DedupSettings
 
     def read(**values: object) -> DedupSettings:
         return DedupSettings.from_settings(Settings(values))
@@ -471,8 +471,8 @@ def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
 ) -> None:
     """A store written by a version whose keys differ (before the sketches got a string of their own):
     one ERROR line naming the key and the way out, no traceback, no item."""
-    from scrapy_simhash_dedup.pipeline import CLOSE_REASON
-    from scrapy_simhash_dedup.settings import DedupSettings
+    from scrapy_simhash_dedup.crawl.pipeline import CLOSE_REASON
+    from scrapy_simhash_dedup.crawl.settings import DedupSettings
 
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]

@@ -16,9 +16,9 @@ import unicodedata
 import jieba
 
 from scrapy_simhash_dedup import SCHEME_VERSION
-from scrapy_simhash_dedup.content import _HAN, PageText, tokens
-from scrapy_simhash_dedup.textloops import IdfTable
-from scrapy_simhash_dedup.document import load
+from scrapy_simhash_dedup.fingerprint.content import _HAN, PageText, tokens
+from scrapy_simhash_dedup.fingerprint.textloops import IdfTable
+from scrapy_simhash_dedup.fingerprint.document import load
 from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 
 from .pages import SHARED_DATA
@@ -46,7 +46,7 @@ def test_chinese_is_segmented_as_jieba_segments_it() -> None:
 
 
 def test_the_idf_tables_are_built_from_the_word_table_and_jieba() -> None:
-    """``pipelines/data/idf_*.bin`` are what ``tools/build_idf.py`` makes of its sources today."""
+    """``pipelines/fingerprint/data/idf_*.bin`` are what ``tools/build_idf.py`` makes of its sources today."""
     from tools.build_idf import idf_tables, table_path
 
     built = idf_tables()

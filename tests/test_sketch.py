@@ -8,10 +8,11 @@ import random
 import pytest
 
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.content import PageText
-from scrapy_simhash_dedup.document import load
-from scrapy_simhash_dedup.sketch import (SKETCH_BITS, SKETCH_BYTES, fixed_width, from_fixed_width, link_share, own_share, same_name,
-                              shingle_sketch, similarity, sketch_size, visible_similarity)
+from scrapy_simhash_dedup.fingerprint.content import PageText
+from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.fingerprint.sketch import (SKETCH_BITS, SKETCH_BYTES, fixed_width, from_fixed_width,
+                                                     link_share, own_share, same_name, shingle_sketch, similarity,
+                                                     sketch_size, visible_similarity)
 
 from .pages import real_page
 

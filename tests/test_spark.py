@@ -21,15 +21,15 @@ import pytest
 
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_warc, write_warc
-from scrapy_simhash_dedup.fingerprint import Fingerprinter
-from scrapy_simhash_dedup.policy import Policy
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
+from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.report.aliases import alias_rows
 from scrapy_simhash_dedup.report.log import load_log
-from scrapy_simhash_dedup.settings import DedupSettings
-from scrapy_simhash_dedup.simhash import hamming
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.simhash import hamming
 from scrapy_simhash_dedup.spark import JobOptions, run, session
 from scrapy_simhash_dedup.spark.inputs import Fields
-from scrapy_simhash_dedup.stores import MemoryStore
+from scrapy_simhash_dedup.stores.local import MemoryStore
 from tools.fingerprint_reference import shared_pages
 
 from .conftest import PROJECT

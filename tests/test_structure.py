@@ -6,9 +6,10 @@ import pytest
 
 import lxml.etree
 
-from scrapy_simhash_dedup import Fingerprinter, hamming, treewalk
-from scrapy_simhash_dedup.document import load, prepared, tree
-from scrapy_simhash_dedup.structure import structure_features
+from scrapy_simhash_dedup import Fingerprinter, hamming
+from scrapy_simhash_dedup.fingerprint import treewalk
+from scrapy_simhash_dedup.fingerprint.document import load, prepared, tree
+from scrapy_simhash_dedup.fingerprint.structure import structure_features
 from tools.fingerprint_reference import shared_pages
 
 from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page

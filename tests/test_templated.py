@@ -10,8 +10,8 @@ import pytest
 
 from bench.real_sites import OTHER_DOCUMENT, SAME_DOCUMENT, judged, shingles, visible_words
 from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
-from scrapy_simhash_dedup.policy import NAMED_APART_SIMILARITY, Policy
-from scrapy_simhash_dedup.sketch import same_name, similarity
+from scrapy_simhash_dedup.matching.policy import NAMED_APART_SIMILARITY, Policy
+from scrapy_simhash_dedup.fingerprint.sketch import same_name, similarity
 
 from .conftest import DEMO_SITE
 from .pages import real_page

@@ -8,8 +8,8 @@ import redis
 from bench.traps import crawl as crawl_site
 from bench.traps import lost
 from crawler.trap_site import TrapSite
-from scrapy_simhash_dedup.redis_store import read_redis_rules, remove_redis_store
-from scrapy_simhash_dedup.stores import read_rules
+from scrapy_simhash_dedup.stores.redis.store import read_redis_rules, remove_redis_store
+from scrapy_simhash_dedup.stores.local import read_rules
 
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
 
@@ -105,8 +105,8 @@ def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_pat
 @pytest.mark.parametrize("url", ["http://a.test:abc/x", "http://[::1/x", "http://a.test:99999/", "", "not a url"])
 def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
     """An item's URL field can hold anything: the pipeline learns from it, the guards read it."""
-    from scrapy_simhash_dedup.linkguard import LinkGuard, url_shape
-    from scrapy_simhash_dedup.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.guards.linkguard import LinkGuard, url_shape
+    from scrapy_simhash_dedup.matching.urlrules import KnownUrls, RuleBook
 
     book = RuleBook(support=1)
     book.kept("http://a.test/x")
@@ -128,8 +128,8 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
 
-    from scrapy_simhash_dedup.middleware import SimhashDedupPageMiddleware
-    from scrapy_simhash_dedup.pipeline import SimhashDedupPipeline
+    from scrapy_simhash_dedup.crawl.middleware import SimhashDedupPageMiddleware
+    from scrapy_simhash_dedup.crawl.pipeline import SimhashDedupPipeline
 
     async def callback():
         yield Request("https://a.test/next")
@@ -152,7 +152,7 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
 
 def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
-    from scrapy_simhash_dedup.linkguard import url_shape
+    from scrapy_simhash_dedup.guards.linkguard import url_shape
 
     assert url_shape("http://a.test/cs-CZ/sect.apt.html") == url_shape("http://a.test/cs-CZ/index.html") == \
         "a.test/cs-CZ/?"
@@ -166,7 +166,7 @@ def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
 
 
 def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_page():
-    from scrapy_simhash_dedup.linkguard import LinkGuard
+    from scrapy_simhash_dedup.guards.linkguard import LinkGuard
 
     guard = LinkGuard(None, budget=3)
     months = [f"http://a.test/calendar?month=2026-{n:02d}" for n in range(1, 13)]
@@ -182,7 +182,7 @@ def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_p
 
 
 def test_known_urls_are_found_again_through_the_rules_trusted_since():
-    from scrapy_simhash_dedup.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.matching.urlrules import KnownUrls, RuleBook
 
     rules = RuleBook(support=2)
     known = KnownUrls(rules)

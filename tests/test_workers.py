@@ -19,10 +19,11 @@ from typing import Callable
 import pytest
 
 from bench.crawl import cpu_seconds
-from scrapy_simhash_dedup import Fingerprinter, worker_process
-from scrapy_simhash_dedup.worker_process import (READY, FingerprintFailed, answer_message, page_frames, page_messages, read_answer,
-                                      read_message, read_page, take_frame)
-from scrapy_simhash_dedup.workers import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
+from scrapy_simhash_dedup import Fingerprinter
+from scrapy_simhash_dedup.workers import process as worker_process
+from scrapy_simhash_dedup.workers.process import (READY, FingerprintFailed, answer_message, page_frames,
+                                                  page_messages, read_answer, read_message, read_page, take_frame)
+from scrapy_simhash_dedup.workers.pool import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
@@ -47,17 +48,20 @@ def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
         assert process.wait(10) == 0
 
 
-def test_a_worker_process_imports_no_numpy() -> None:
+def test_a_worker_process_imports_the_fingerprint_only() -> None:
     """A worker holds the fingerprint's modules only: numpy (~15 MB resident, ~60 ms to import in
-    each worker) stays in the crawler, for the index."""
+    each worker) stays in the crawler, for the index; Scrapy, Twisted, Redis and the plugin's crawl
+    components, guards and Redis store are never loaded there."""
     script = """
 import sys
-from scrapy_simhash_dedup.worker_process import serve
+from scrapy_simhash_dedup.workers.process import serve
 from scrapy_simhash_dedup import Fingerprinter
 from tests.pages import CHINESE_ARTICLE, real_page
 Fingerprinter().fingerprint(real_page("newspaper-syracuse.com1"))
 Fingerprinter().fingerprint(CHINESE_ARTICLE)
-print(sorted(name for name in sys.modules if name.split(".")[0] in ("numpy", "scrapy", "twisted")))
+plugin = [name.split(".")[1] for name in sys.modules if name.startswith("scrapy_simhash_dedup.")]
+print(sorted({name for name in sys.modules if name.split(".")[0] in ("numpy", "scrapy", "twisted", "redis")}
+             | {name for name in plugin if name in ("crawl", "guards", "stores")}))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).parents[1])
@@ -366,7 +370,7 @@ def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_
     hidden.mkdir()
     (hidden / "sitecustomize.py").write_text(
         "import sys\n"
-        "if sys.argv[0] == '-c' and sys.argv[1:2] == ['scrapy_simhash_dedup']:  # a fingerprint worker\n"
+        "if sys.argv[0] == '-c' and sys.argv[1:2] == ['scrapy_simhash_dedup.workers']:  # a fingerprint worker\n"
         "    sys.modules['lxml'] = None\n")
     names = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "gne-163-1"]
     for name in names:

@@ -1,5 +1,5 @@
-"""Build ``pipelines/data/word_idf.tsv.gz``, the IDF table for non-Chinese words, and
-``pipelines/data/idf_words.bin`` and ``idf_chinese.bin``, the two tables the fingerprint reads
+"""Build ``pipelines/fingerprint/data/word_idf.tsv.gz``, the IDF table for non-Chinese words, and
+``pipelines/fingerprint/data/idf_words.bin`` and ``idf_chinese.bin``, the two tables the fingerprint reads
 (this one and jieba's).
 
 Source: the ``small`` word lists of wordfreq 3.1.1 (frozen upstream), top
@@ -8,7 +8,7 @@ word's IDF is ``-ln(f)`` with ``f`` its highest frequency in any of those
 languages, so the table does not depend on guessing a page's language (a
 half-translated page scores its English words exactly like an English page).
 Rounded to 0.01 so the table is byte-stable.  Rerun only together with a bump
-of ``scrapy_simhash_dedup.fingerprint.SCHEME_VERSION``:
+of ``scrapy_simhash_dedup.fingerprint.fingerprinter.SCHEME_VERSION``:
 
     pip install wordfreq==3.1.1 && python tools/build_idf.py
 
@@ -27,10 +27,10 @@ import statistics
 import sys
 from pathlib import Path
 
-from scrapy_simhash_dedup.textloops import IdfTable
+from scrapy_simhash_dedup.fingerprint.textloops import IdfTable
 
 TOP_WORDS = 5000
-OUT = Path(__file__).resolve().parent.parent / "pipelines" / "data" / "word_idf.tsv.gz"
+OUT = Path(__file__).resolve().parent.parent / "pipelines" / "fingerprint" / "data" / "word_idf.tsv.gz"
 NOT_SPACED = {"zh", "ja"}  # Chinese goes through jieba; Japanese has no spaces
 
 

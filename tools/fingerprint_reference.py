@@ -22,7 +22,7 @@ from pathlib import Path
 import xxhash
 
 from scrapy_simhash_dedup import SCHEME_VERSION, Fingerprinter
-from scrapy_simhash_dedup.fingerprint import Fingerprint
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 
 PROJECT = Path(__file__).resolve().parents[1]
 DATA = PROJECT.parent / "shared" / "data"

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..canonical import CanonicalUrls
-from ..decisions import Alias, Decision, Reviewer, canonical_aliases, run_summary
-from ..fingerprint import Fingerprint, comparable, outcomes
-from ..policy import dropped
-from ..settings import DedupSettings
-from ..stores import MemoryStore, SqliteStore
+from ..crawl.settings import DedupSettings
+from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
+from ..guards.canonical import CanonicalUrls
+from ..matching.decisions import Alias, Decision, Reviewer, canonical_aliases, run_summary
+from ..matching.policy import dropped
+from ..stores.local import MemoryStore, SqliteStore
 from .fingerprints import fingerprinted
 from .sources import BadInput, Page, plural, read_inputs
 

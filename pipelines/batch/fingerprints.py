@@ -9,10 +9,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection, wait
 
-from ..document import too_large
-from ..fingerprint import Fingerprint, Fingerprinter
-from ..worker_process import FingerprinterOptions, FingerprintFailed, page_messages, read_answer, read_message
-from ..workers import WorkerCrashed, WorkersCannotStart, start_worker_process, started
+from ..fingerprint.document import too_large
+from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from ..workers.pool import WorkerCrashed, WorkersCannotStart, start_worker_process, started
+from ..workers.process import FingerprinterOptions, FingerprintFailed, page_messages, read_answer, read_message
 from .sources import BadInput, Page
 
 logger = logging.getLogger(__name__)

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
-from ..policy import Policy
-from ..stores import StoreUnavailable, read_aliases, read_log, read_rules
-from ..urlrules import Rule
+from ..matching.decisions import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
+from ..matching.policy import Policy
+from ..matching.urlrules import Rule
+from ..stores.local import StoreUnavailable, read_aliases, read_log, read_rules
 
 
 @dataclass
@@ -44,7 +44,7 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     if source.startswith(("redis://", "rediss://", "unix://")):
         import redis
 
-        from ..redis_store import read_redis_aliases, read_redis_log, read_redis_rules
+        from ..stores.redis.store import read_redis_aliases, read_redis_log, read_redis_rules
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")

@@ -7,8 +7,8 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from ..decisions import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
-from ..settings import DedupSettings
+from ..crawl.settings import DedupSettings
+from ..matching.decisions import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
 from .diff import side_by_side
 from .log import Log

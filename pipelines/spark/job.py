@@ -27,12 +27,12 @@ from typing import Any
 
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED
 from ..batch.sources import BadInput, Page
-from ..canonical import on_its_host
-from ..decisions import run_summary
-from ..fingerprint import SCHEME_VERSION, Fingerprinter, comparable
-from ..policy import Match
-from ..settings import DedupSettings
-from ..urlrules import url_key
+from ..crawl.settings import DedupSettings
+from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
+from ..guards.canonical import on_its_host
+from ..matching.decisions import run_summary
+from ..matching.policy import Match
+from ..matching.urlrules import url_key
 from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks
 from .decide import dropped_by_rounds, dropped_locally
 from .inputs import RECORD_BITS, RECORD_MASK, Fields, InputFile, Located, input_files, locate, read_located

@@ -26,8 +26,8 @@ import re
 from collections import OrderedDict
 from urllib.parse import parse_qsl
 
-from .policy import Match
-from .urlrules import KnownUrls, RuleBook, host_key, rewritten, split
+from ..matching.policy import Match
+from ..matching.urlrules import KnownUrls, RuleBook, host_key, rewritten, split
 
 #: Near-duplicates in a row a URL shape may lead to before the links of near-duplicate pages with that
 #: shape are skipped (``SIMHASH_DEDUP_LINK_BUDGET``).

@@ -46,10 +46,10 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
-from .document import too_large
-from .fingerprint import Fingerprint, Fingerprinter
-from .textloops import text_digest
-from .worker_process import (CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames, read_answer,
+from ..fingerprint.document import too_large
+from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from ..fingerprint.textloops import text_digest
+from .process import (CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames, read_answer,
                              read_message, take_frame)
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ import importlib, os, sys
 name, fd, options, path = sys.argv[1:5]
 sys.path[:] = [p for p in sys.path if p] + [p for p in path.split(os.pathsep) if p and p not in sys.path]
 try:
-    worker = importlib.import_module(name + ".worker_process")
+    worker = importlib.import_module(name + ".process")
 except BaseException as error:
     import marshal
     from multiprocessing.connection import Connection

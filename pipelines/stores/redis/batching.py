@@ -10,10 +10,10 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
 
-from .fingerprint import Fingerprint
-from .redis_store import MAX_BATCH, RedisStore
-from .policy import Match
-from .stores import CheckedLocally
+from ...fingerprint.fingerprinter import Fingerprint
+from ...matching.policy import Match
+from ..local import CheckedLocally
+from .store import MAX_BATCH, RedisStore
 
 
 class StoreBatcher:

@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from .decisions import DECISION_FIELDS, Alias, Decision, Skip, field_values
-from .fingerprint import Fingerprint
-from .index import SimhashIndex, grown
-from .indexloops import scan
-from .policy import Match, Mode, Policy, dropped
-from .simhash import hamming
-from .sketch import similarity
-from .urlrules import FETCHED_URLS, Rule
+from ..fingerprint.fingerprinter import Fingerprint
+from ..fingerprint.simhash import hamming
+from ..fingerprint.sketch import similarity
+from ..matching.decisions import DECISION_FIELDS, Alias, Decision, Skip, field_values
+from ..matching.index import SimhashIndex, grown
+from ..matching.indexloops import scan
+from ..matching.policy import Match, Mode, Policy, dropped
+from ..matching.urlrules import FETCHED_URLS, Rule
 
 logger = logging.getLogger(__name__)
 

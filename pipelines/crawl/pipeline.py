@@ -21,25 +21,26 @@ from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 from scrapy.utils.project import data_path
 
-from .canonical import CanonicalUrls, declared_in_header
-from .decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
-from .fingerprint import Fingerprint, comparable, outcomes
+from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
+from ..fingerprint.declared import declared_in_header
+from ..guards.canonical import CanonicalUrls
+from ..guards.linkguard import LinkGuard
+from ..matching.decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
+from ..matching.policy import UPDATE, Match, dropped
+from ..matching.urlrules import KnownUrls, RuleBook
+from ..stores.local import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
+from ..workers.pool import FingerprintPool, RecentPages, WorkerTimedOut
 from .gcfreeze import StartupObjects
-from .linkguard import LinkGuard
-from .policy import UPDATE, Match, dropped
 from .settings import DedupSettings
 from .startup import crawl_settings, refuse
-from .stores import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
 from .summary import CrawlSummary
-from .urlrules import KnownUrls, RuleBook
-from .workers import FingerprintPool, RecentPages, WorkerTimedOut
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from typing_extensions import Self
 
-    from .batching import StoreBatcher
+    from ..stores.redis.batching import StoreBatcher
 
 logger = logging.getLogger(__name__)
 
@@ -216,8 +217,8 @@ class SimhashDedupPipeline:
     async def _open_redis(self) -> None:
         import redis  # (and the Redis store's modules) only in crawls that use it
 
-        from .batching import StoreBatcher
-        from .redis_store import RedisStore, remove_redis_store
+        from ..stores.redis.batching import StoreBatcher
+        from ..stores.redis.store import RedisStore, remove_redis_store
 
         key = self.settings.redis_key % {"spider": self.crawler.spider.name}
         timeout = self.settings.redis_timeout

@@ -12,7 +12,7 @@ import logging
 from collections import Counter
 from urllib.parse import urlsplit
 
-from .policy import Match
+from ..matching.policy import Match
 
 logger = logging.getLogger(__name__)
 

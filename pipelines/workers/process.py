@@ -17,9 +17,9 @@ import traceback
 from dataclasses import asdict, dataclass, fields
 from multiprocessing.connection import Connection
 
-from .fingerprint import Fingerprint, Fingerprinter
-from .memory import release_freed_memory, resident_bytes
-from .textloops import payload_text, text_payload
+from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
+from ..fingerprint.memory import release_freed_memory, resident_bytes
+from ..fingerprint.textloops import payload_text, text_payload
 
 
 #: Seconds between two looks at the worker's resident memory, and how much it may have grown since the last

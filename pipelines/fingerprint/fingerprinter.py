@@ -8,8 +8,8 @@ import zlib
 
 import xxhash
 
-from .canonical import declared_link
 from .content import SHINGLE_SIZE, PageText, content_features, tokens
+from .declared import declared_link
 from .document import EMPTY, TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, prepared
 from .languages import language_bits, languages
 from .simhash import simhash

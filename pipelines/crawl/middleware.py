@@ -31,7 +31,7 @@ from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from .decisions import Skip
+from ..matching.decisions import Skip
 from .settings import DedupSettings
 from .startup import crawl_settings
 

@@ -44,8 +44,8 @@ from math import comb
 
 import numpy as np
 
+from ..fingerprint.memory import release_freed_memory
 from . import indexloops
-from .memory import release_freed_memory
 
 BUFFER_SIZE = 256
 MAX_TABLES = 6  # 12 bytes per table and entry: <= 72 bytes per fingerprint

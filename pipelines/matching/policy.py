@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from .sketch import link_share, listing, own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity
+from ..fingerprint.sketch import (link_share, listing, own_share, same_name, same_own_text, similarity, sketch_size,
+                                  visible_similarity)
 
 
 class Mode(str, Enum):

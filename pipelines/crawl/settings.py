@@ -11,7 +11,7 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
-from .fingerprint import (
+from ..fingerprint.fingerprinter import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ELEMENTS,
     DEFAULT_MAX_TEXT_CHARS,
@@ -19,10 +19,10 @@ from .fingerprint import (
     SCHEME_VERSION,
     Fingerprinter,
 )
-from .linkguard import DEFAULT_BUDGET
-from .policy import Mode, Policy
-from .structure import DEFAULT_DECAY
-from .workers import DEFAULT_PAGE_TIMEOUT
+from ..fingerprint.structure import DEFAULT_DECAY
+from ..guards.linkguard import DEFAULT_BUDGET
+from ..matching.policy import Mode, Policy
+from ..workers.pool import DEFAULT_PAGE_TIMEOUT
 
 
 @dataclass(frozen=True)

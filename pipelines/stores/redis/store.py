@@ -42,14 +42,14 @@ from typing import Any, TypeVar
 import numpy as np
 import redis
 
-from .decisions import Alias, Decision, Skip
-from .fingerprint import Fingerprint
-from .index import grown
-from .indexloops import near_any
-from .policy import Match, Mode, Policy, dropped
-from .sketch import SKETCH_BYTES, fixed_width, from_fixed_width
-from .stores import CheckedLocally, MemoryStore, StoreUnavailable, fingerprint_rows
-from .urlrules import FETCHED_URLS, Rule
+from ...fingerprint.fingerprinter import Fingerprint
+from ...fingerprint.sketch import SKETCH_BYTES, fixed_width, from_fixed_width
+from ...matching.decisions import Alias, Decision, Skip
+from ...matching.index import grown
+from ...matching.indexloops import near_any
+from ...matching.policy import Match, Mode, Policy, dropped
+from ...matching.urlrules import FETCHED_URLS, Rule
+from ..local import CheckedLocally, MemoryStore, StoreUnavailable, fingerprint_rows
 
 logger = logging.getLogger(__name__)
 

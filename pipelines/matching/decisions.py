@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from collections.abc import Mapping
 from typing import Any
 
-from .fingerprint import Fingerprint, packed, unpacked
+from ..fingerprint.fingerprinter import Fingerprint, packed, unpacked
 from .policy import UPDATE, Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
