@@ -25,7 +25,7 @@ from scrapy_simhash_dedup.batch import dedup, read_inputs
 from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "batch.json"

@@ -94,7 +94,7 @@ def reopen(size: int) -> dict:
     """Write a store of ``size`` kept pages, then time opening it again (run in a child process)."""
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
     from scrapy_simhash_dedup.matching.policy import Policy
-    from scrapy_simhash_dedup.stores.local import SqliteStore
+    from scrapy_simhash_dedup.stores.sqlite import SqliteStore
 
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as folder:

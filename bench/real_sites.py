@@ -47,7 +47,7 @@ from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.simhash import simhash
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Judged the same document at this Jaccard similarity of word 5-shingles or more; another one under

@@ -47,7 +47,7 @@ from bench.traps import lost
 from crawler.local_site import serve_directory
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter, comparable
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tests.redis_server import RedisServer
 from tests.user_project import REDIS_SPIDER, SCRAPY_REDIS_SETTINGS, environment, make_project, scrapy_command
 from tools.fingerprint_reference import DATA

@@ -37,7 +37,7 @@ from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.spark import JobOptions, run, session
 from scrapy_simhash_dedup.spark.candidates import fingerprint_of
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "spark.json"

@@ -43,7 +43,7 @@ from scrapy_simhash_dedup.fingerprint.declared import declared_in_html
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter, comparable
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.matching.urlrules import host_key
 from tools.fingerprint_reference import DATA, shared_pages
 

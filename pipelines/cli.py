@@ -61,7 +61,7 @@ SETTING_OPTIONS: dict[str, SettingOption] = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .stores.local import StoreNotOpened, StoreUnavailable
+    from .stores.errors import StoreNotOpened, StoreUnavailable
 
     arguments = parser().parse_args(argv)
     try:
@@ -211,7 +211,8 @@ def run_spark(arguments: argparse.Namespace) -> int:
 def open_store(target: str | None, key: str, settings: Any) -> Any:
     """A memory store, a SQLite store (a path: a crawl's store, which a running crawl locks), or the
     Redis store at a URL."""
-    from .stores.local import MemoryStore, SqliteStore
+    from .stores.memory import MemoryStore
+    from .stores.sqlite import SqliteStore
 
     if not target:
         return MemoryStore(settings.policy)

@@ -29,7 +29,7 @@ from scrapy_simhash_dedup.stores.redis.store import read_redis_aliases, read_red
 from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
-from scrapy_simhash_dedup.stores.local import SqliteStore, read_aliases, read_log
+from scrapy_simhash_dedup.stores.sqlite import SqliteStore, read_aliases, read_log
 from scrapy_simhash_dedup.matching.urlrules import RuleBook
 
 from .pages import real_page

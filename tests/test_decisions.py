@@ -10,7 +10,8 @@ from scrapy_simhash_dedup.matching.decisions import BORDERLINE, DROPPED, Decisio
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
 from scrapy_simhash_dedup.stores.redis.store import RedisStore, read_redis_log, remove_redis_store
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
-from scrapy_simhash_dedup.stores.local import MemoryStore, SqliteStore, read_log
+from scrapy_simhash_dedup.stores.memory import MemoryStore
+from scrapy_simhash_dedup.stores.sqlite import SqliteStore, read_log
 
 from .pages import plain_sketch
 

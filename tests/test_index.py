@@ -96,7 +96,7 @@ def test_keys_need_not_be_positions() -> None:
 def test_a_store_finds_the_same_pages_by_scanning_its_rows_as_through_its_index(monkeypatch):
     """A small store scans its rows instead of querying the index (``SCAN_ROWS``): the same matches, in
     the same order, either way."""
-    from scrapy_simhash_dedup.stores import local as stores
+    from scrapy_simhash_dedup.stores import memory as stores
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
     from scrapy_simhash_dedup.matching.policy import Policy
 

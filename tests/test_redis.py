@@ -28,7 +28,7 @@ from scrapy_simhash_dedup.stores.redis.store import (
     remove_redis_store,
 )
 from scrapy_simhash_dedup.matching.policy import Mode, Policy
-from scrapy_simhash_dedup.stores.local import MemoryStore, fingerprint_rows
+from scrapy_simhash_dedup.stores.memory import MemoryStore, fingerprint_rows
 
 from .pages import plain_sketch, real_page, with_date_and_counters
 from .redis_server import RedisServer, free_port

@@ -29,7 +29,7 @@ from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.simhash import hamming
 from scrapy_simhash_dedup.spark import JobOptions, run, session
 from scrapy_simhash_dedup.spark.inputs import Fields
-from scrapy_simhash_dedup.stores.local import MemoryStore
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import shared_pages
 
 from .conftest import PROJECT

@@ -14,7 +14,8 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.decisions import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..matching.policy import dropped
-from ..stores.local import MemoryStore, SqliteStore
+from ..stores.memory import MemoryStore
+from ..stores.sqlite import SqliteStore
 from .fingerprints import fingerprinted
 from .sources import BadInput, Page, plural, read_inputs
 

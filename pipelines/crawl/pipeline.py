@@ -28,7 +28,9 @@ from ..guards.linkguard import LinkGuard
 from ..matching.decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
 from ..matching.policy import UPDATE, Match, dropped
 from ..matching.urlrules import KnownUrls, RuleBook
-from ..stores.local import CheckedLocally, MemoryStore, SqliteStore, StoreNotOpened, StoreUnavailable, reset_store
+from ..stores.errors import CheckedLocally, StoreNotOpened, StoreUnavailable
+from ..stores.memory import MemoryStore
+from ..stores.sqlite import SqliteStore, reset_store
 from ..workers.pool import FingerprintPool, RecentPages, WorkerTimedOut
 from .gcfreeze import StartupObjects
 from .settings import DedupSettings

@@ -11,7 +11,8 @@ from typing import Any
 from ..matching.decisions import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
 from ..matching.urlrules import Rule
-from ..stores.local import StoreUnavailable, read_aliases, read_log, read_rules
+from ..stores.errors import StoreUnavailable
+from ..stores.sqlite import read_aliases, read_log, read_rules
 
 
 @dataclass

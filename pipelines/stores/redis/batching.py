@@ -12,7 +12,7 @@ from twisted.python.threadpool import ThreadPool
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match
-from ..local import CheckedLocally
+from ..errors import CheckedLocally
 from .store import MAX_BATCH, RedisStore
 
 

@@ -49,7 +49,8 @@ from ...matching.index import grown
 from ...matching.indexloops import near_any
 from ...matching.policy import Match, Mode, Policy, dropped
 from ...matching.urlrules import FETCHED_URLS, Rule
-from ..local import CheckedLocally, MemoryStore, StoreUnavailable, fingerprint_rows
+from ..errors import CheckedLocally, StoreUnavailable
+from ..memory import MemoryStore, fingerprint_rows
 
 logger = logging.getLogger(__name__)
 
