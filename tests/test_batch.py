@@ -182,7 +182,7 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     results = fingerprinted(read, Fingerprinter(), processes=2)
     answers = [next(results)]
     workers = [int(pid) for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-               if b"worker_process" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+               if b"scrapy_simhash_dedup.workers\x00" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     answers += list(results)
