@@ -32,7 +32,8 @@ def checkout_files(to: Path) -> Path:
     """The checkout's tracked files (and the C++ that Cython made of its ``.pyx``, to save the wait), copied:
     what a clean clone builds, without what earlier builds left in ``build/``."""
     tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True).stdout
-    generated = [str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*") if path.suffix in (".c", ".cpp")]
+    generated = [str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*")
+                 if path.suffix in (".c", ".cpp")]
     for name in [*tracked.splitlines(), *generated]:
         if (PROJECT / name).is_file():
             (to / name).parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +63,8 @@ def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(tmp
 
 def test_nothing_imports_the_plugin_by_its_folder_name() -> None:
     """``pipelines`` is a folder of the checkout, not a name the plugin has: no code, setting or command uses it."""
-    by_folder_name = re.compile(r"^\s*(from|import) pipelines\b|[\"']pipelines\.(?!py\b)[A-Za-z]|-m\s+pipelines\b", re.M)
+    by_folder_name = re.compile(r"^\s*(from|import) pipelines\b|[\"']pipelines\.(?!py\b)[A-Za-z]|-m\s+pipelines\b",
+                                re.M)
     sources = [path for folder in ("pipelines", "tests", "bench", "tools", "crawler")
                for path in (PROJECT / folder).rglob("*.py")] + [PROJECT / "README.md", PROJECT / "setup.py"]
     assert sources and not [str(path) for path in sources if by_folder_name.search(path.read_text())]
