@@ -349,7 +349,7 @@ class FloorWorker:
         from twisted.internet import reactor
         from twisted.internet.protocol import Factory, Protocol
 
-        from scrapy_simhash_dedup.workers.pool import SocketWriter
+        from scrapy_simhash_dedup.workers.connection import SocketWriter
 
         mine, theirs = socket.socketpair()
         self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno()),

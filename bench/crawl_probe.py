@@ -40,7 +40,8 @@ RESULTS = PROJECT / "bench" / "results" / "crawl_probe.json"
 ENTRY_POINTS = [
     # a response's first item: the hand-out
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "decide_response"),
-    ("scrapy_simhash_dedup.workers.pool", "FingerprintWorker", "dataReceived"),  # a worker's answer: the page decided
+    # a worker's answer: the page decided
+    ("scrapy_simhash_dedup.workers.connection", "FingerprintWorker", "dataReceived"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "assign"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_assigned_page"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
@@ -51,9 +52,9 @@ ENTRY_POINTS = [
 ]
 #: Parts inside the entry points.
 PARTS = [
-    ("scrapy_simhash_dedup.workers.pool", "RecentPages", "key"),
+    ("scrapy_simhash_dedup.workers.cache", "RecentPages", "key"),
     ("scrapy_simhash_dedup.workers.pool", "FingerprintPool", "fingerprint"),
-    ("scrapy_simhash_dedup.workers.pool", "FingerprintWorker", "send"),
+    ("scrapy_simhash_dedup.workers.connection", "FingerprintWorker", "send"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_fingerprinted"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_decide"),
     ("scrapy_simhash_dedup.stores.memory", "MemoryStore", "check_and_add"),

@@ -175,7 +175,7 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     from scrapy_simhash_dedup.batch.fingerprints import fingerprinted
     from scrapy_simhash_dedup.batch.sources import read_folder
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, Fingerprinter
-    from scrapy_simhash_dedup.workers.pool import WorkerCrashed
+    from scrapy_simhash_dedup.workers.start import WorkerCrashed
 
     root, _, pages = handbook
     read = [page for page, _ in read_folder(root)] * 4  # enough work that the killed worker still has pages to answer

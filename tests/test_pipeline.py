@@ -26,7 +26,7 @@ from scrapy_simhash_dedup.crawl.startup import StartRefused
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, Policy
 from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
-from scrapy_simhash_dedup.workers.pool import RecentPages
+from scrapy_simhash_dedup.workers.cache import RecentPages
 
 from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, deeply_nested, real_page,
                     with_date_and_counters)

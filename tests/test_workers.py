@@ -21,9 +21,12 @@ import pytest
 from bench.crawl import cpu_seconds
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.workers import process as worker_process
-from scrapy_simhash_dedup.workers.process import (READY, FingerprintFailed, answer_message, page_frames,
-                                                  page_messages, read_answer, read_message, read_page, take_frame)
-from scrapy_simhash_dedup.workers.pool import FingerprinterOptions, RecentPages, UnsentBytes, start_worker_process
+from scrapy_simhash_dedup.workers.cache import RecentPages
+from scrapy_simhash_dedup.workers.connection import UnsentBytes
+from scrapy_simhash_dedup.workers.process import (READY, FingerprinterOptions, FingerprintFailed, answer_message,
+                                                  page_frames, page_messages, read_answer, read_message, read_page,
+                                                  take_frame)
+from scrapy_simhash_dedup.workers.start import start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 

@@ -11,7 +11,7 @@ from multiprocessing.connection import Connection, wait
 
 from ..fingerprint.document import too_large
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from ..workers.pool import WorkerCrashed, WorkersCannotStart, start_worker_process, started
+from ..workers.start import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from ..workers.process import FingerprinterOptions, FingerprintFailed, page_messages, read_answer, read_message
 from .sources import BadInput, Page
 

@@ -31,7 +31,9 @@ from ..matching.urlrules import KnownUrls, RuleBook
 from ..stores.errors import CheckedLocally, StoreNotOpened, StoreUnavailable
 from ..stores.memory import MemoryStore
 from ..stores.sqlite import SqliteStore, reset_store
-from ..workers.pool import FingerprintPool, RecentPages, WorkerTimedOut
+from ..workers.cache import RecentPages
+from ..workers.pool import FingerprintPool
+from ..workers.start import WorkerTimedOut
 from .gcfreeze import StartupObjects
 from .settings import DedupSettings
 from .startup import crawl_settings, refuse

@@ -1,5 +1,6 @@
-"""Fingerprints off the reactor: the crawl's pool of worker processes and its cache of recent pages
-(``pool``), and the worker process's side of the socket (``process``).
+"""Fingerprints off the reactor: how a worker process starts (``start``, also batch mode's), one worker seen
+from the reactor (``connection``), the crawl's pool of them (``pool``), the fingerprints of recent pages
+(``cache``), and the worker process's side of the socket (``process``).
 
 May import: ``fingerprint``.
 """

@@ -16,9 +16,8 @@ worker, and the next page starts a new worker.  A worker that takes more
 than the page timeout over one page (stopped, or stuck: the bounds on a
 page's work keep any page under ~1 s) is killed and replaced, and the page
 fails with :class:`WorkerTimedOut` (kept, counted).  A worker
-is a fresh interpreter that loads this package from its folder: it
-imports the fingerprint's modules only, never the crawler's ``__main__`` nor
-a copy of its memory.
+is a fresh interpreter (``start``) that imports the fingerprint's modules
+only, never the crawler's ``__main__`` nor a copy of its memory.
 
 With ``processes`` of 0 there is no worker: pages are fingerprinted
 where they arrive, on the reactor thread, as plain function calls (small
@@ -27,305 +26,39 @@ crawls, debugging, tests that step a coroutine).
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import socket
-import subprocess
-import sys
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable
-from dataclasses import asdict
-from itertools import islice
+from collections import deque
 
-import xxhash
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred, maybeDeferred, succeed
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
 from ..fingerprint.document import too_large
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from ..fingerprint.textloops import text_digest
-from .process import (CANNOT_START, READY, FingerprinterOptions, FingerprintFailed, page_frames, read_answer,
-                             read_message, take_frame)
+from .connection import FingerprintWorker, Page
+from .process import FingerprinterOptions
+from .start import START_TIMEOUT, WorkerCrashed, WorkerTimedOut, WorkersCannotStart
 
 logger = logging.getLogger(__name__)
 
-#: Seconds a worker gets to finish when the pool closes, before it is killed.
-STOP_TIMEOUT = 5.0
-#: Distinct HTML documents whose fingerprints are remembered (~300 bytes each).
-RECENT_PAGES = 10_000
+
 #: Pages a worker holds at once: the one it fingerprints, and the next ones in its socket.  A busy reactor
 #: reads answers and hands out pages some milliseconds late: with 2 pages a worker, workers of a saturated
 #: crawl idled half the time (bench/crawl.py: 8 gave ~30 % more pages a second than 2, 4 ~15 %).
 PAGES_PER_WORKER = 8
+
+
 #: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
 #: a killed crawl then loses few pages already downloaded (``SimhashDedupRequestMiddleware``).
 WAITING_PER_WORKER = PAGES_PER_WORKER
-#: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): the pages it holds wait there,
-#: written at once.
-SEND_BUFFER = 4 << 20
+
+
 #: Seconds a worker may take over one page before it is killed and replaced (``SIMHASH_DEDUP_WORKER_TIMEOUT``):
 #: far above any page's work (the bounds keep a page under ~1 s of CPU; ``bench/hostile.py``), so that only a
 #: stopped or stuck worker meets it, even on a host whose cores are shared.
 DEFAULT_PAGE_TIMEOUT = 30.0
-#: Seconds a worker may take to start (import the fingerprint's modules, load its tables: ~0.3 s) before it is
-#: killed, and pages are fingerprinted in the crawl process, as for a worker that cannot start.
-START_TIMEOUT = 60.0
-
-
-class WorkerCrashed(RuntimeError):
-    """The worker process died while fingerprinting this page."""
-
-
-class WorkerTimedOut(WorkerCrashed):
-    """The worker process took longer than the page timeout over this page: it was killed and replaced."""
-
-
-#: How a worker process starts: this package's worker module imported as the crawl imports it, the crawl's
-#: ``sys.path`` after the worker's own (for libraries found only there; the working folder left out).  An import
-#: that fails is reported on the socket, in one line.
-_BOOTSTRAP = """
-import importlib, os, sys
-name, fd, options, path = sys.argv[1:5]
-sys.path[:] = [p for p in sys.path if p] + [p for p in path.split(os.pathsep) if p and p not in sys.path]
-try:
-    worker = importlib.import_module(name + ".process")
-except BaseException as error:
-    import marshal
-    from multiprocessing.connection import Connection
-    Connection(int(fd)).send_bytes(marshal.dumps(("cannot start", f"{type(error).__name__}: {error}")))
-    raise SystemExit(1)
-worker.main(int(fd), options)
-"""
-
-
-def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Popen, socket.socket]:
-    """A worker process and the crawl's end of its socket."""
-    mine, theirs = socket.socketpair()
-    package = __name__.rpartition(".")[0]
-    process = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, package, str(theirs.fileno()), json.dumps(asdict(options)),
-         os.pathsep.join(sys.path)],
-        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-    )
-    theirs.close()
-    return process, mine
-
-
-class WorkersCannotStart(RuntimeError):
-    """A worker process failed before it was ready (its package or a library does not import)."""
-
-
-def started(first_message: object) -> None:
-    """Check a worker's first message: ``READY``, else raise :class:`WorkersCannotStart` with its error."""
-    if first_message != READY:
-        error = first_message[1] if isinstance(first_message, tuple) and first_message[:1] == (CANNOT_START,) else (
-            f"unexpected first message {first_message!r}")
-        raise WorkersCannotStart(error)
-
-
-Page = tuple[str | bytes, str, str | None, Deferred]  # HTML, URL, the Content-Type of bytes, where its fingerprint goes
-
-
-class FingerprintWorker(Protocol):
-    """One worker process, the reactor reading the crawl's end of its socket.  Its first message says it
-    is ready (or why it cannot start); then pages go out in order and their fingerprints come back in
-    that order: the first page unanswered is the one in progress."""
-
-    def __init__(self, options: FingerprinterOptions, on_lost: Callable[[FingerprintWorker, list[Page]], None]) -> None:
-        from twisted.internet import reactor
-
-        self.process, self._socket = start_worker_process(options)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
-        self._socket.setblocking(False)
-        self._writer = SocketWriter(self._socket)
-        self.pages: deque[Page] = deque()  # sent, not answered
-        self.ready: Deferred[None] = Deferred()  # fires once it is ready, fails if it cannot start
-        self.cannot_start: WorkersCannotStart | None = None
-        self.since: float | None = time.monotonic()  # when the page it is on (or its start) began; None: idle
-        self.abandoned = False  # killed for taking too long: what it still sends is ignored
-        self._received = bytearray()
-        self._on_lost = on_lost
-        reactor.adoptStreamConnection(self._socket.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: self))
-
-    @property
-    def url(self) -> str | None:
-        """The page it is fingerprinting."""
-        return self.pages[0][1] if self.pages else None
-
-    def send(self, page: Page) -> None:
-        if not self.pages and self.ready.called:
-            self.since = time.monotonic()
-        self.pages.append(page)
-        self._writer.write(page_frames(*page[:3]))
-
-    def dataReceived(self, data: bytes) -> None:
-        if self.abandoned:
-            return
-        self._received += data
-        try:
-            while (message := take_frame(self._received)) is not None:
-                if not self.ready.called:
-                    self._started(read_message(message))
-                    continue
-                if not self.pages:
-                    raise ValueError("an answer for no page")
-                result = read_answer(message)
-                answer = self.pages.popleft()[3]
-                self.since = time.monotonic() if self.pages else None
-                if isinstance(result, FingerprintFailed):
-                    answer.errback(result)
-                else:
-                    answer.callback(result)
-        except (ValueError, TypeError, EOFError) as error:  # not what a worker sends: it is broken, lost as if it died
-            logger.error("simhash_dedup: a fingerprint worker sent what no worker sends (%s); it is replaced", error)
-            self._received.clear()
-            self.process.kill()
-
-    def _started(self, first_message: object) -> None:
-        try:
-            started(first_message)
-        except WorkersCannotStart as error:
-            self.cannot_start = error  # the process exits: connectionLost hands its pages back
-            return
-        self.since = time.monotonic() if self.pages else None
-        self.ready.callback(None)
-
-    def late(self, now: float, page_timeout: float) -> bool:
-        """Has it been on its page (or its start) for longer than it may?"""
-        limit = page_timeout if self.ready.called else max(page_timeout, START_TIMEOUT)
-        return self.since is not None and now - self.since > limit
-
-    def abandon(self) -> list[Page]:
-        """Kill the process (stopped or stuck) and take its pages back at once, whatever it does meanwhile; its
-        connection's loss follows, with no page left to fail."""
-        self.abandoned = True
-        self.since = None
-        pages, self.pages = list(self.pages), deque()
-        self.process.kill()
-        if self.transport is not None:
-            self.transport.abortConnection()
-        return pages
-
-    def connectionLost(self, reason: Failure) -> None:
-        self._writer.stop()
-        self._socket.close()
-        pages, self.pages = list(self.pages), deque()
-        if not self.ready.called:  # it never started: none of its pages was begun
-            code = self.process.wait()
-            self.ready.errback(self.cannot_start or WorkersCannotStart(f"it exited with code {code} before it was ready"))
-            self._on_lost(self, pages)
-            return
-        self._on_lost(self, pages[1:])  # the pages it had not started go to another worker
-        if pages:  # it died on this one
-            code = self.process.poll()
-            pages[0][3].errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
-
-    def is_alive(self) -> bool:
-        return self.process.poll() is None
-
-    def stop(self) -> None:
-        """End of input (the worker exits), then wait for it; killed if it does not exit in time."""
-        self._writer.stop()
-        try:
-            self._socket.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-        try:
-            self.process.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self._socket.close()
-        if self.transport is not None:
-            self.transport.abortConnection()
-
-
-class UnsentBytes:
-    """Buffers on their way to a non-blocking socket, in order, never copied: each write takes what the
-    socket takes now.  Empty buffers are never queued (an empty page's body): a write of nothing writes 0
-    bytes, which would look like no progress for ever."""
-
-    def __init__(self) -> None:
-        self._buffers: deque[memoryview] = deque()
-
-    def __bool__(self) -> bool:
-        return bool(self._buffers)
-
-    def add(self, buffers: list[bytes]) -> None:
-        self._buffers.extend(memoryview(buffer) for buffer in buffers if len(buffer))
-
-    def clear(self) -> None:
-        self._buffers.clear()
-
-    def send(self, sock: socket.socket) -> None:
-        """Write what ``sock`` takes until it would block (or took nothing: tried again when writable); an
-        ``OSError`` other than blocking (the peer is gone) is raised."""
-        while self._buffers:
-            try:
-                written = sock.sendmsg(list(islice(self._buffers, 64)))
-            except BlockingIOError:
-                return
-            if not written:
-                return
-            while written:
-                first = self._buffers[0]
-                if len(first) > written:
-                    self._buffers[0] = first[written:]
-                    break
-                written -= len(first)
-                self._buffers.popleft()
-
-
-class SocketWriter:
-    """Writes to a non-blocking socket at once, as much as it takes, and the rest whenever the reactor finds
-    it writable again (an ``IWriteDescriptor``).  A page goes to its worker without being copied (its
-    buffers written as they are) and without waiting for the reactor's next turn: through the reactor's
-    transport, a busy crawl left its worker waiting for the bytes of its next page longer than it took to
-    fingerprint one."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._socket = sock
-        self._unsent = UnsentBytes()
-        self._waiting = False  # registered with the reactor, for the rest
-
-    def write(self, buffers: list[bytes]) -> None:
-        self._unsent.add(buffers)
-        if not self._waiting:
-            self.doWrite()
-
-    def doWrite(self) -> None:
-        """Write what the socket takes; wait for the reactor for the rest, if any."""
-        from twisted.internet import reactor
-
-        try:
-            self._unsent.send(self._socket)
-        except OSError:  # the worker is gone: its connection's loss says so (connectionLost)
-            self._unsent.clear()
-        if self._unsent and not self._waiting:
-            reactor.addWriter(self)
-        elif not self._unsent and self._waiting:
-            reactor.removeWriter(self)
-        self._waiting = bool(self._unsent)
-
-    def stop(self) -> None:
-        """Write no more (the worker is stopped or gone)."""
-        self._unsent.clear()
-        self.doWrite()
-
-    def fileno(self) -> int:
-        return self._socket.fileno()
-
-    def connectionLost(self, reason: Failure) -> None:
-        self._unsent.clear()
-        self._waiting = False
-
-    def logPrefix(self) -> str:
-        return "simhash_dedup worker"
 
 
 class FingerprintPool:
@@ -505,48 +238,3 @@ class FingerprintPool:
         """(A reactor stopped mid-crawl) the pages are kept, counted as errors."""
         for page in pages:
             page[3].errback(WorkerCrashed("the fingerprint workers were stopped"))
-
-
-class RecentPages:
-    """Byte-identical pages are fingerprinted once: the same page under another URL (a session id
-    or tracking parameter in the link, a mirror, a trap) takes the fingerprint of the last 10,000
-    distinct pages (by a 128-bit hash of the HTML), or waits for it when that page is being
-    fingerprinted.  The fingerprint depends on the HTML only: reusing it changes no decision."""
-
-    def __init__(self, size: int = RECENT_PAGES) -> None:
-        self.size = size
-        self._fingerprints: OrderedDict[bytes, Fingerprint] = OrderedDict()
-        self._waiting: dict[bytes, list[Deferred[tuple[Fingerprint, bool]]]] = {}  # being fingerprinted: its copies
-
-    def fingerprint(self, key: bytes, compute: Callable[[], Deferred[Fingerprint]]) -> Deferred[tuple[Fingerprint, bool]]:
-        """The fingerprint of the page whose ``key`` is given (by ``compute`` unless known), and whether
-        it was known; a page that fails to be fingerprinted fails its copies the same way."""
-        if (known := self._fingerprints.get(key)) is not None:
-            self._fingerprints.move_to_end(key)
-            return succeed((known, True))
-        if (copies := self._waiting.get(key)) is not None:
-            copies.append(Deferred())
-            return copies[-1]
-        self._waiting[key] = []
-        return compute().addBoth(self._computed, key)
-
-    def _computed(self, result: Fingerprint | Failure, key: bytes) -> tuple[Fingerprint, bool] | Failure:
-        copies = self._waiting.pop(key)
-        if isinstance(result, Failure):
-            for copy in copies:
-                copy.errback(result)
-            return result
-        self._fingerprints[key] = result
-        if len(self._fingerprints) > self.size:
-            self._fingerprints.popitem(last=False)
-        for copy in copies:
-            copy.callback((result, True))
-        return result, False
-
-    @staticmethod
-    def key(html: str | bytes, content_type: str | None = None) -> bytes:
-        """A 128-bit hash of the HTML, read where it lies (no encoding); for bytes, with the header that
-        may decide their encoding."""
-        if isinstance(html, str):
-            return text_digest(html)
-        return b"b" + xxhash.xxh3_128_digest(html) + (content_type or "").encode("latin-1", "replace")
