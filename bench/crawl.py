@@ -25,7 +25,7 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
   what the filter costs a crawl that freezes them itself;
 - ``memory backend``: ``SIMHASH_DEDUP_BACKEND = "memory"``;
 - ``no review texts``: ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (decisions logged without the pages' texts);
-- ``no decision log``: ``SIMHASH_DEDUP_DECISIONS = 0`` and ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (no text leaves
+- ``no decision log``: ``SIMHASH_DEDUP_LOG_SIZE = 0`` and ``SIMHASH_DEDUP_REVIEW_TEXTS = 0`` (no text leaves
   the worker); ``check only``: also no link guard nor URL rules: what the crawl process pays beyond the check;
 - ``on the reactor``: ``SIMHASH_DEDUP_WORKERS = 0``, fingerprints on the reactor thread (as before the workers);
 - ``2 workers``: ``SIMHASH_DEDUP_WORKERS = 2`` (the default is the cores but one);
@@ -106,8 +106,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no filter, frozen GC": {"EXTENSIONS": {"bench.crawl.FrozenStartupObjects": 0}},
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
-    "no decision log": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
-    "check only": {**ADDON, "SIMHASH_DEDUP_DECISIONS": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
+    "no decision log": {**ADDON, "SIMHASH_DEDUP_LOG_SIZE": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
+    "check only": {**ADDON, "SIMHASH_DEDUP_LOG_SIZE": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
                    "SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},

@@ -47,7 +47,7 @@ ENTRY_POINTS = [
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_pass_or_drop"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_item_passed"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_item_lost"),
-    ("scrapy_simhash_dedup.crawl.middleware", "SimhashDedupPageMiddleware", "_follow"),
+    ("scrapy_simhash_dedup.crawl.middleware", "SimhashDedupSpiderMiddleware", "_follow"),
     ("scrapy_simhash_dedup.crawl.pipeline", "Counts", "hand_over"),
 ]
 #: Parts inside the entry points.
@@ -65,7 +65,7 @@ PARTS = [
     ("scrapy_simhash_dedup.guards.linkguard", "LinkGuard", "page_decided"),
     ("scrapy_simhash_dedup.matching.urlrules", "KnownUrls", "add"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_learn"),
-    ("scrapy_simhash_dedup.matching.decisions", "Reviewer", "decision"),
+    ("scrapy_simhash_dedup.matching.decision_log", "Reviewer", "decision"),
     ("scrapy_simhash_dedup.stores.sqlite", "SqliteStore", "record"),
     ("scrapy_simhash_dedup.stores.sqlite", "SqliteStore", "record_alias"),
     ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "_named"),

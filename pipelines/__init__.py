@@ -1,9 +1,9 @@
 """Near-duplicate page filter for Scrapy: content and structure SimHash fingerprints.
 
 Enable it with the add-on, ``ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}``:
-the pipeline, :class:`SimhashDedupPageMiddleware` (each response's page
+the pipeline, :class:`SimhashDedupSpiderMiddleware` (each response's page
 decided once, for all its items; the link guard) and
-:class:`SimhashDedupRequestMiddleware` (requests held back while the
+:class:`SimhashDedupDownloaderMiddleware` (requests held back while the
 fingerprint workers are behind; those the URL rules show to be copies,
 skipped).  Or :class:`SimhashDedupPipeline` alone in
 ``ITEM_PIPELINES`` for items that carry their page's HTML.  Its folder in the
@@ -25,12 +25,14 @@ from .fingerprint.simhash import hamming, simhash
 
 if TYPE_CHECKING:
     from .crawl.addon import SimhashDedupAddon
-    from .crawl.middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
+    from .crawl.middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMiddleware
     from .crawl.pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
 
 _MODULES = {
     "SimhashDedupAddon": "crawl.addon",
-    "SimhashDedupPageMiddleware": "crawl.middleware",
+    "SimhashDedupSpiderMiddleware": "crawl.middleware",
+    "SimhashDedupDownloaderMiddleware": "crawl.middleware",
+    "SimhashDedupPageMiddleware": "crawl.middleware",  # deprecated names, for one release
     "SimhashDedupRequestMiddleware": "crawl.middleware",
     "SimhashDedupPipeline": "crawl.pipeline",
     "SimhashDuplicate": "crawl.pipeline",
@@ -41,9 +43,9 @@ __all__ = [
     "Fingerprint",
     "Fingerprinter",
     "SimhashDedupAddon",
-    "SimhashDedupPageMiddleware",
+    "SimhashDedupDownloaderMiddleware",
     "SimhashDedupPipeline",
-    "SimhashDedupRequestMiddleware",
+    "SimhashDedupSpiderMiddleware",
     "SimhashDuplicate",
     "SimhashUnchecked",
     "hamming",

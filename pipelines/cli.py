@@ -53,7 +53,7 @@ SETTING_OPTIONS: dict[str, SettingOption] = {
                                     "pages with more visible characters are not compared"),
     "html_field": SettingOption("SIMHASH_DEDUP_HTML_FIELD", str, "JSON Lines: the field holding the page's HTML"),
     "url_field": SettingOption("SIMHASH_DEDUP_URL_FIELD", str, "JSON Lines: the field holding the page's URL"),
-    "log_size": SettingOption("SIMHASH_DEDUP_DECISIONS", int,
+    "log_size": SettingOption("SIMHASH_DEDUP_LOG_SIZE", int,
                               "drops and borderline keeps the store's decision log keeps (0: none)"),
     "review_texts": SettingOption("SIMHASH_DEDUP_REVIEW_TEXTS", int,
                                   "the newest of them that keep both pages' texts, for the report's diffs"),

@@ -22,7 +22,7 @@ from scrapy_simhash_dedup import cli
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls
 from scrapy_simhash_dedup import Fingerprinter
-from scrapy_simhash_dedup.matching.decisions import CANONICAL, DROPPED, RULE, Alias, Decision
+from scrapy_simhash_dedup.matching.decision_log import CANONICAL, DROPPED, RULE, Alias, Decision
 from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.stores.redis.store import read_redis_aliases, read_redis_log, remove_redis_store

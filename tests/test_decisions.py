@@ -6,7 +6,7 @@ import time
 
 import redis
 
-from scrapy_simhash_dedup.matching.decisions import BORDERLINE, DROPPED, Decision, Reviewer
+from scrapy_simhash_dedup.matching.decision_log import BORDERLINE, DROPPED, Decision, Reviewer
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
 from scrapy_simhash_dedup.stores.redis.store import RedisStore, read_redis_log, remove_redis_store
 from scrapy_simhash_dedup.matching.policy import Policy, dropped

@@ -128,7 +128,7 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
 
-    from scrapy_simhash_dedup.crawl.middleware import SimhashDedupPageMiddleware
+    from scrapy_simhash_dedup.crawl.middleware import SimhashDedupSpiderMiddleware
     from scrapy_simhash_dedup.crawl.pipeline import SimhashDedupPipeline
 
     async def callback():
@@ -137,7 +137,7 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
     async def run() -> tuple[list, Exception | None]:
         crawler = get_crawler(settings_dict={"SIMHASH_DEDUP_BACKEND": "memory", "SIMHASH_DEDUP_WORKERS": 0})
-        middleware = SimhashDedupPageMiddleware.from_crawler(crawler)
+        middleware = SimhashDedupSpiderMiddleware.from_crawler(crawler)
         middleware.pipeline = SimhashDedupPipeline.from_crawler(crawler)  # the link guard on: requests are held
         out = []
         try:

@@ -12,7 +12,7 @@ from typing import IO, Any, Protocol
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
-from ..matching.decisions import Alias, Decision, Reviewer, canonical_aliases, run_summary
+from ..matching.decision_log import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..matching.policy import dropped
 from ..stores.memory import MemoryStore
 from ..stores.sqlite import SqliteStore

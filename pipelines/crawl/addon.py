@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from .middleware import SimhashDedupPageMiddleware, SimhashDedupRequestMiddleware
+from .middleware import SimhashDedupSpiderMiddleware, SimhashDedupDownloaderMiddleware
 from .pipeline import SimhashDedupPipeline
 
 PIPELINE_PRIORITY = 200  # before typical storage pipelines (300+), so duplicates are not stored
@@ -22,8 +22,8 @@ class SimhashDedupAddon:
             "ITEM_PIPELINES", SimhashDedupPipeline, PIPELINE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", SimhashDedupPageMiddleware, PAGE_MIDDLEWARE_PRIORITY
+            "SPIDER_MIDDLEWARES", SimhashDedupSpiderMiddleware, PAGE_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", SimhashDedupRequestMiddleware, REQUEST_MIDDLEWARE_PRIORITY
+            "DOWNLOADER_MIDDLEWARES", SimhashDedupDownloaderMiddleware, REQUEST_MIDDLEWARE_PRIORITY
         )

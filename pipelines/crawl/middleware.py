@@ -1,7 +1,7 @@
 """The filter's middlewares: the page of each response handed to the pipeline, and no requests spent on
 near-duplicates.
 
-Item pipelines never see the response, so :class:`SimhashDedupPageMiddleware`
+Item pipelines never see the response, so :class:`SimhashDedupSpiderMiddleware`
 (a spider middleware) hands it over: at the first item a response's callback
 yields, the pipeline starts deciding the response's page (its body, decoded
 with its ``Content-Type``), and every item of the response goes on at once
@@ -12,7 +12,7 @@ the link guard (:mod:`scrapy_simhash_dedup.linkguard`) finds them covered.  A ca
 that yields no item decides nothing, and its requests go on at its end; a
 request with ``dont_filter`` always goes on (the spider asked for it).
 
-:class:`SimhashDedupRequestMiddleware` (a downloader middleware) holds a
+:class:`SimhashDedupDownloaderMiddleware` (a downloader middleware) holds a
 request back while the fingerprint workers are behind (so that downloaded
 pages do not pile up in memory, where a killed crawl loses them), and skips it
 when the trusted URL rules (:mod:`scrapy_simhash_dedup.urlrules`) rewrite its URL to a
@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.deprecate import create_deprecated_class
 
-from ..matching.decisions import Skip
+from ..matching.decision_log import Skip
 from .settings import DedupSettings
 from .startup import crawl_settings
 
@@ -67,7 +68,7 @@ class _Component:
         return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
 
 
-class SimhashDedupPageMiddleware(_Component):
+class SimhashDedupSpiderMiddleware(_Component):
     """Starts deciding each response's page at its first item, for all its items; holds and guards its
     links (``SIMHASH_DEDUP_SKIP_LINKS``)."""
 
@@ -120,7 +121,7 @@ class SimhashDedupPageMiddleware(_Component):
         return True
 
 
-class SimhashDedupRequestMiddleware(_Component):
+class SimhashDedupDownloaderMiddleware(_Component):
     """Holds requests back while the fingerprint workers are behind; skips those the trusted URL rules
     rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
 
@@ -139,3 +140,15 @@ class SimhashDedupRequestMiddleware(_Component):
         logger.debug("simhash_dedup: request skipped, %s is %s by the URL rules (%s)", request.url, target, because)
         pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
         raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")
+
+
+#: The names these components had before 0.2 (a spider middleware and a downloader middleware named
+#: ``…PageMiddleware`` and ``…RequestMiddleware``): accepted for one release, with a ScrapyDeprecationWarning.
+SimhashDedupPageMiddleware = create_deprecated_class(
+    "SimhashDedupPageMiddleware", SimhashDedupSpiderMiddleware,
+    old_class_path="scrapy_simhash_dedup.SimhashDedupPageMiddleware",
+    new_class_path="scrapy_simhash_dedup.SimhashDedupSpiderMiddleware")
+SimhashDedupRequestMiddleware = create_deprecated_class(
+    "SimhashDedupRequestMiddleware", SimhashDedupDownloaderMiddleware,
+    old_class_path="scrapy_simhash_dedup.SimhashDedupRequestMiddleware",
+    new_class_path="scrapy_simhash_dedup.SimhashDedupDownloaderMiddleware")

@@ -25,7 +25,7 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..fingerprint.declared import declared_in_header
 from ..guards.canonical import CanonicalUrls
 from ..guards.linkguard import LinkGuard
-from ..matching.decisions import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
+from ..matching.decision_log import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary
 from ..matching.policy import UPDATE, Match, dropped
 from ..matching.urlrules import KnownUrls, RuleBook
 from ..stores.errors import CheckedLocally, StoreNotOpened, StoreUnavailable
@@ -120,7 +120,7 @@ class SimhashDedupPipeline:
     kept one.
 
     With the add-on, the page is the response the items came from
-    (``SimhashDedupPageMiddleware`` hands it over at the first item); else the
+    (``SimhashDedupSpiderMiddleware`` hands it over at the first item); else the
     HTML in an item field, items carrying the very same HTML object being one
     page.  Items without HTML, and pages that cannot be fingerprinted, are kept
     and counted in stats; the first of each kind is logged.
@@ -259,7 +259,7 @@ class SimhashDedupPipeline:
     def _report_hint(self) -> str:
         """The command that shows this crawl's decisions side by side."""
         if self.settings.decisions == 0:
-            return "set SIMHASH_DEDUP_DECISIONS to keep the decision log, then run simhash-dedup report"
+            return "set SIMHASH_DEDUP_LOG_SIZE to keep the decision log, then run simhash-dedup report"
         if isinstance(self.store, SqliteStore):
             return f"simhash-dedup report {self.store.path} -o report.html"
         if self.settings.backend == "redis":

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.settings import BaseSettings
 
 from ..fingerprint.fingerprinter import (
@@ -122,7 +124,7 @@ class DedupSettings:
             workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", default_workers(), 0),
             worker_timeout=_number(settings, "SIMHASH_DEDUP_WORKER_TIMEOUT", default.worker_timeout, 0,
                                    above_low=True),
-            decisions=_integer(settings, "SIMHASH_DEDUP_DECISIONS", default.decisions, 0),
+            decisions=_integer(settings, _renamed(settings, "SIMHASH_DEDUP_LOG_SIZE"), default.decisions, 0),
             review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
             skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),
             url_rules=_flag(settings, "SIMHASH_DEDUP_URL_RULES", default.url_rules),
@@ -135,6 +137,20 @@ class DedupSettings:
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+#: Settings renamed, accepted under their old names for one release: new name -> old name.
+RENAMED = {"SIMHASH_DEDUP_LOG_SIZE": "SIMHASH_DEDUP_DECISIONS"}
+
+
+def _renamed(settings: BaseSettings, new: str) -> str:
+    """The name to read: ``new``, or its old name (with a one-line ScrapyDeprecationWarning) when only that
+    is set."""
+    old = RENAMED[new]
+    if settings.get(old) is not None and settings.get(new) is None:
+        warnings.warn(f"{old} is deprecated, use {new} instead", ScrapyDeprecationWarning, stacklevel=2)
+        return old
+    return new
 
 
 def _integer(settings: BaseSettings, name: str, default: int, low: int, high: int | None = None) -> int:

@@ -44,7 +44,7 @@ from math import comb
 
 import numpy as np
 
-from ..fingerprint.memory import release_freed_memory
+from ..fingerprint.process_memory import release_freed_memory
 from . import indexloops
 
 BUFFER_SIZE = 256

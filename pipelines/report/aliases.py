@@ -14,7 +14,7 @@ import csv
 import json
 from typing import IO, NamedTuple
 
-from ..matching.decisions import CANONICAL, RULE, Alias
+from ..matching.decision_log import CANONICAL, RULE, Alias
 
 #: Rule-skipped requests name a URL already fetched, which may itself name another: followed this far at most.
 MAX_HOPS = 10

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..matching.decisions import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
+from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
 from ..matching.urlrules import Rule
 from ..stores.errors import StoreUnavailable

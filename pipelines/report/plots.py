@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from ..matching.decisions import BORDERLINE, DROPPED, Decision
+from ..matching.decision_log import BORDERLINE, DROPPED, Decision
 
 COLORS = {DROPPED: "#c0392b", BORDERLINE: "#2471a3"}
 LABELS = {DROPPED: "dropped", BORDERLINE: "kept, borderline"}

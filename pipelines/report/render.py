@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from ..crawl.settings import DedupSettings
-from ..matching.decisions import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
+from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
 from .diff import side_by_side
 from .log import Log

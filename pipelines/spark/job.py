@@ -30,7 +30,7 @@ from ..batch.sources import BadInput, Page
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
 from ..guards.canonical import on_its_host
-from ..matching.decisions import run_summary
+from ..matching.decision_log import run_summary
 from ..matching.policy import Match
 from ..matching.urlrules import url_key
 from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks

@@ -17,7 +17,7 @@ import numpy as np
 from ..fingerprint.fingerprinter import Fingerprint
 from ..fingerprint.simhash import hamming
 from ..fingerprint.sketch import similarity
-from ..matching.decisions import Alias, Decision, Skip
+from ..matching.decision_log import Alias, Decision, Skip
 from ..matching.index import SimhashIndex, grown
 from ..matching.indexloops import scan
 from ..matching.policy import Match, Mode, Policy, dropped

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..matching.decisions import DECISION_FIELDS, Alias, Decision, Skip, field_values
+from ..matching.decision_log import DECISION_FIELDS, Alias, Decision, Skip, field_values
 from ..matching.policy import Policy
 from ..matching.urlrules import FETCHED_URLS, Rule
 from .errors import StoreNotOpened

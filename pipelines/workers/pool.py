@@ -51,7 +51,7 @@ PAGES_PER_WORKER = 8
 
 
 #: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
-#: a killed crawl then loses few pages already downloaded (``SimhashDedupRequestMiddleware``).
+#: a killed crawl then loses few pages already downloaded (``SimhashDedupDownloaderMiddleware``).
 WAITING_PER_WORKER = PAGES_PER_WORKER
 
 

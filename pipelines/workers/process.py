@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from multiprocessing.connection import Connection
 
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from ..fingerprint.memory import release_freed_memory, resident_bytes
+from ..fingerprint.process_memory import release_freed_memory, resident_bytes
 from ..fingerprint.textloops import payload_text, text_payload
 
 

@@ -44,7 +44,7 @@ import redis
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, fixed_width, from_fixed_width
-from ...matching.decisions import Alias, Decision, Skip
+from ...matching.decision_log import Alias, Decision, Skip
 from ...matching.index import grown
 from ...matching.indexloops import near_any
 from ...matching.policy import Match, Mode, Policy, dropped
