@@ -93,7 +93,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from bench import command_line
+from bench import command_line, plugin_root
 
 PROJECT = Path(__file__).resolve().parents[1]
 RESULTS = PROJECT / "bench" / "results" / "crawl.json"
@@ -613,8 +613,10 @@ def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree:
     command = ["--in-process", str(work / "site")] if variant == IN_PROCESS else [
         "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
     with errors.open("w") as stderr:
+        # another commit's plugin under the plugin's name, for the crawl and its workers (bench.plugin_root)
+        environment = os.environ if tree == PROJECT else {**os.environ, "PYTHONPATH": str(plugin_root(tree))}
         process = subprocess.Popen([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out",
-                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr)
+                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr, env=environment)
         peak = [0.0, 0.0]
         while process.poll() is None:
             pids = [process.pid, *children(process.pid)]
@@ -733,7 +735,8 @@ def main() -> None:
         from bench.fingerprint import worktree
 
         tree = worktree(args.against)
-        shutil.copyfile(Path(__file__), tree / "bench" / "crawl.py")
+        for name in ("crawl.py", "__init__.py"):  # this script and the helpers it imports
+            shutil.copyfile(Path(__file__).parent / name, tree / "bench" / name)
         for variant in variants[1:]:
             trees[f"{variant} at {args.against}"] = tree
         variants = list(trees)

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import command_line
+from bench import command_line, plugin_root
 from bench.anchors import language_of, visible_text
 from bench.quality_sets import news_test_pages
 
@@ -47,8 +47,9 @@ elif sys.argv[1] == "lxml":
         text = html.decode("utf-8", "replace").encode("utf-8")
         lxml.html.document_fromstring(text, parser=parser)
 else:
-    sys.path.insert(0, sys.argv[1])
+    sys.path.insert(0, sys.argv[1])  # bench.plugin_root: scrapy_simhash_dedup is that checkout's plugin
     from scrapy_simhash_dedup import Fingerprinter
+    assert sys.modules["scrapy_simhash_dedup"].__file__.startswith(sys.argv[1])
     fingerprinter = Fingerprinter()
     work = fingerprinter.fingerprint
 for html in pages[:3]:  # tables, dictionaries and compiled code loaded before the clock starts
@@ -128,10 +129,10 @@ def main() -> None:
     args = parser.parse_args()
     pages = sample(args.data)
     paths = pages["en"] + pages["zh"]
-    targets = {"lxml parse": "lxml", "naive design": "naive", "this checkout": str(PROJECT)}
+    targets = {"lxml parse": "lxml", "naive design": "naive", "this checkout": str(plugin_root(PROJECT))}
     tree = worktree(args.against) if args.against else None
     if tree:
-        targets[f"at {args.against}"] = str(tree)
+        targets[f"at {args.against}"] = str(plugin_root(tree))
     try:
         variants = [Variant(name, target, paths) for name, target in targets.items()]
         for n in range(args.rounds):
