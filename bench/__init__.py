@@ -3,6 +3,7 @@ produced them."""
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 import tempfile
@@ -15,6 +16,7 @@ def command_line(module: str) -> str:
     return shlex.join(["python", "-m", module, *sys.argv[1:]])
 
 
+@functools.cache
 def plugin_root(tree: Path) -> Path:
     """A folder that, first on ``sys.path`` (or ``PYTHONPATH``), makes ``scrapy_simhash_dedup`` the plugin of the
     checkout ``tree`` (its ``pipelines/``): a bench that compares another commit must not import this

@@ -21,8 +21,8 @@ from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 from scrapy.utils.project import data_path
 
-from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..fingerprint.declared import declared_in_header
+from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..guards.linkguard import LinkGuard
 from ..matching.decision_log import RULE, Alias, Reviewer, Skip, canonical_aliases, run_summary

@@ -31,10 +31,10 @@ one token in shingles cost 6 false drops of 358 Webis pairs).
 from __future__ import annotations
 
 import functools
-from array import array
 import importlib.resources
 import re
 import unicodedata
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -95,7 +95,7 @@ class PageText:
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
-        """Read the tree in one walk (any depth; see :mod:`scrapy_simhash_dedup.treewalk`).  The same walk weighs
+        """Read the tree in one walk (any depth; see :mod:`scrapy_simhash_dedup.fingerprint.treewalk`).  The same walk weighs
         the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints.
         With ``max_elements``, a tree of more elements is not read (``elements`` says so)."""
         return cls(*treewalk.read(root, decay, max_elements))

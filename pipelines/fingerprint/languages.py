@@ -17,6 +17,7 @@ Nothing here is learned: the same text, the same languages.
 
 from __future__ import annotations
 
+from .content import HAN_RANGES
 from .textloops import block_languages
 
 #: Blocks with fewer tokens are not classified (labels, captions, names).
@@ -64,7 +65,7 @@ _LANGUAGE_OF = _distinctive_words()
 SCRIPTS = (
     ("ja", ((0x3040, 0x30FF),)),  # kana: Japanese (its Han too, when a block holds kana)
     ("ko", ((0xAC00, 0xD7AF), (0x1100, 0x11FF), (0x3130, 0x318F))),
-    ("han", ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF))),
+    ("han", HAN_RANGES),
     ("cyrillic", ((0x0400, 0x052F),)),
     ("greek", ((0x0370, 0x03FF), (0x1F00, 0x1FFF))),
     ("arabic", ((0x0600, 0x06FF), (0x0750, 0x077F), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF))),

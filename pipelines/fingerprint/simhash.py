@@ -31,11 +31,11 @@ def feature_hashes(features: Mapping[str, float]) -> array:
 def simhash(features: Mapping[str, float], feature_hash: FeatureHash | None = None) -> int:
     """Return the 64-bit SimHash of ``features`` (feature -> weight).  Each feature is hashed by
     ``feature_hash`` over its UTF-8 bytes; by default XXH3-64 (fast, stable across platforms and
-    versions; compiled, see :mod:`scrapy_simhash_dedup.textloops`).
+    versions; compiled, see :mod:`scrapy_simhash_dedup.fingerprint.textloops`).
 
     Features with a weight that rounds to zero do not vote.  An empty mapping
     gives 0xFFFF...: callers must not fingerprint pages with too few features
-    (they get ``None`` instead, see :mod:`scrapy_simhash_dedup.fingerprint`).
+    (they get ``None`` instead, see :mod:`scrapy_simhash_dedup.fingerprint.fingerprinter`).
     """
     if not features:
         return _ALL_BITS

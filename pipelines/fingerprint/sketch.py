@@ -26,7 +26,7 @@ the same template".  The sketch holds three things a candidate must agree on
   entries, what the page shows must agree too.
 
 Comparing two sketches is an XOR and a popcount.  The sketch holds measures, not
-decisions: the thresholds are the policy's (``scrapy_simhash_dedup.policy``).
+decisions: the thresholds are the policy's (``scrapy_simhash_dedup.matching.policy``).
 """
 
 from __future__ import annotations

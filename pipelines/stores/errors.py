@@ -3,7 +3,6 @@ not usable by this crawl."""
 
 from __future__ import annotations
 
-
 from ..matching.policy import Match
 
 

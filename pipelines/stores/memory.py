@@ -23,7 +23,6 @@ from ..matching.indexloops import scan
 from ..matching.policy import Match, Mode, Policy, dropped
 from ..matching.urlrules import Rule
 
-
 #: Up to this many kept pages, a query reads them all (``indexloops.scan``: one sequential read of 16
 #: bytes a page, a few us) rather than the index, whose dozens of scattered reads miss the cache
 #: between a crawl's pages (~35 us a query in a crawl, against 4 us in a tight loop).

@@ -12,7 +12,6 @@ from twisted.python.failure import Failure
 from ..fingerprint.fingerprinter import Fingerprint
 from ..fingerprint.textloops import text_digest
 
-
 #: Distinct HTML documents whose fingerprints are remembered (~300 bytes each).
 RECENT_PAGES = 10_000
 

@@ -20,10 +20,8 @@ from .start import START_TIMEOUT, WorkerCrashed, WorkersCannotStart, start_worke
 
 logger = logging.getLogger(__name__)
 
-
 #: Seconds a worker gets to finish when the pool closes, before it is killed.
 STOP_TIMEOUT = 5.0
-
 
 #: Bytes a worker's socket buffers (the system may cap it: net.core.wmem_max): the pages it holds wait there,
 #: written at once.

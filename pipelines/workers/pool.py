@@ -43,17 +43,14 @@ from .start import START_TIMEOUT, WorkerCrashed, WorkerTimedOut, WorkersCannotSt
 
 logger = logging.getLogger(__name__)
 
-
 #: Pages a worker holds at once: the one it fingerprints, and the next ones in its socket.  A busy reactor
 #: reads answers and hands out pages some milliseconds late: with 2 pages a worker, workers of a saturated
 #: crawl idled half the time (bench/crawl.py: 8 gave ~30 % more pages a second than 2, 4 ~15 %).
 PAGES_PER_WORKER = 8
 
-
 #: Pages per worker that may wait for their fingerprints (held, or queued) before downloads wait for room:
 #: a killed crawl then loses few pages already downloaded (``SimhashDedupDownloaderMiddleware``).
 WAITING_PER_WORKER = PAGES_PER_WORKER
-
 
 #: Seconds a worker may take over one page before it is killed and replaced (``SIMHASH_DEDUP_WORKER_TIMEOUT``):
 #: far above any page's work (the bounds keep a page under ~1 s of CPU; ``bench/hostile.py``), so that only a

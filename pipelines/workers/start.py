@@ -12,7 +12,6 @@ from dataclasses import asdict
 
 from .process import CANNOT_START, READY, FingerprinterOptions
 
-
 #: Seconds a worker may take to start (import the fingerprint's modules, load its tables: ~0.3 s) before it is
 #: killed, and pages are fingerprinted in the crawl process, as for a worker that cannot start.
 START_TIMEOUT = 60.0
