@@ -94,7 +94,7 @@ def reopen(size: int) -> dict:
     """Write a store of ``size`` kept pages, then time opening it again (run in a child process)."""
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
     from scrapy_simhash_dedup.matching.policy import Policy
-    from scrapy_simhash_dedup.stores.sqlite import SqliteStore
+    from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as folder:
@@ -104,8 +104,9 @@ def reopen(size: int) -> dict:
         structure = rng.integers(0, 2**64, size=size, dtype=np.uint64).tolist()
         sketch = bytes(64)
         started = time.perf_counter()
-        for n in range(size):  # rows as the pipeline adds them, without the lookup
-            store._add(f"https://example.com/page/{n}", Fingerprint(content[n], structure[n], sketch=sketch))
+        for n in range(size):  # rows as the pipeline adds and confirms them
+            store.check_and_add(f"https://example.com/page/{n}", Fingerprint(content[n], structure[n], sketch=sketch))
+            store.confirm(n)
         store.close()
         write_seconds = time.perf_counter() - started
         started = time.perf_counter()

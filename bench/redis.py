@@ -37,7 +37,8 @@ import redis
 
 from bench import command_line
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.stores.redis.store import CHUNK, RECORD, RedisStore, pack_record
+from scrapy_simhash_dedup.stores.redis.keys import CHUNK, RECORD, pack_record
+from scrapy_simhash_dedup.stores.redis.store import RedisStore
 from scrapy_simhash_dedup.fingerprint.sketch import SKETCH_BITS, SKETCH_BYTES, fixed_width
 from scrapy_simhash_dedup.matching.policy import Match, Policy
 from tests.redis_server import RedisServer
@@ -64,10 +65,10 @@ class CheckThenInsertStore(RedisStore):
     """The naive shared index: check the replica, then append without an atomic re-check."""
 
     def _check(self, batch: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        results: list[Match | None] = [self._find(url, page) for url, page in batch]
+        results: list[Match | None] = [self.replica.matcher.find(url, page) for url, page in batch]
         for (url, page), match in zip(batch, results):
             if match is None:
-                row = self.client.hincrby(self._meta, "count", 1) - 1
+                row = self.client.hincrby(self.replica.meta, "count", 1) - 1
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
                 pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
@@ -85,7 +86,7 @@ def client(kind: str, url: str, seed: int, checks: int, batch: int, policy: Poli
     store = store_class(policy, connection, KEY, SCHEME)
     if kind != "sadd":
         store.open()
-        store._find(*work[0])  # one query before the clock starts
+        store.replica.matcher.find(*work[0])  # one query before the clock starts
     barrier.wait()
     started, cpu = time.perf_counter(), time.process_time()
     if kind == "sadd":

@@ -26,7 +26,8 @@ from .fingerprint.simhash import hamming, simhash
 if TYPE_CHECKING:
     from .crawl.addon import SimhashDedupAddon
     from .crawl.middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMiddleware
-    from .crawl.pipeline import SimhashDedupPipeline, SimhashDuplicate, SimhashUnchecked
+    from .crawl.items import SimhashDuplicate, SimhashUnchecked
+    from .crawl.pipeline import SimhashDedupPipeline
 
 _MODULES = {
     "SimhashDedupAddon": "crawl.addon",
@@ -35,8 +36,8 @@ _MODULES = {
     "SimhashDedupPageMiddleware": "crawl.middleware",  # deprecated names, for one release
     "SimhashDedupRequestMiddleware": "crawl.middleware",
     "SimhashDedupPipeline": "crawl.pipeline",
-    "SimhashDuplicate": "crawl.pipeline",
-    "SimhashUnchecked": "crawl.pipeline",
+    "SimhashDuplicate": "crawl.items",
+    "SimhashUnchecked": "crawl.items",
 }
 __all__ = [
     "SCHEME_VERSION",

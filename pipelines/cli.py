@@ -20,9 +20,12 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .fingerprint.fingerprinter import SCHEME_VERSION
+
+if TYPE_CHECKING:
+    from .stores.base import Store
 
 
 @dataclass(frozen=True)
@@ -208,11 +211,11 @@ def run_spark(arguments: argparse.Namespace) -> int:
     return run_job(arguments, dedup_settings(arguments))
 
 
-def open_store(target: str | None, key: str, settings: Any) -> Any:
+def open_store(target: str | None, key: str, settings: Any) -> Store:
     """A memory store, a SQLite store (a path: a crawl's store, which a running crawl locks), or the
     Redis store at a URL."""
     from .stores.memory import MemoryStore
-    from .stores.sqlite import SqliteStore
+    from .stores.sqlite.store import SqliteStore
 
     if not target:
         return MemoryStore(settings.policy)

@@ -25,11 +25,13 @@ from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.matching.decision_log import CANONICAL, DROPPED, RULE, Alias, Decision
 from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.stores.redis.store import read_redis_aliases, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
+from scrapy_simhash_dedup.stores.redis.log import read_redis_aliases, read_redis_log
 from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
-from scrapy_simhash_dedup.stores.sqlite import SqliteStore, read_aliases, read_log
+from scrapy_simhash_dedup.stores.sqlite.readers import read_aliases, read_log
+from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 from scrapy_simhash_dedup.matching.urlrules import RuleBook
 
 from .pages import real_page
@@ -148,7 +150,7 @@ def test_an_item_class_without_the_field_is_kept_counted_and_told_about_once(cap
         canonical_url: str | None = None
 
     pipeline = make_pipeline()
-    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup.crawl.pipeline"):
+    with caplog.at_level(logging.INFO, logger="scrapy_simhash_dedup.crawl.items"):
         for n, html in enumerate(ARTICLES[:2]):
             item = Narrow(url=f"https://a.test/{n}", html=html)
             assert process(pipeline, item) is item

@@ -8,10 +8,13 @@ import redis
 
 from scrapy_simhash_dedup.matching.decision_log import BORDERLINE, DROPPED, Decision, Reviewer
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
-from scrapy_simhash_dedup.stores.redis.store import RedisStore, read_redis_log, remove_redis_store
+from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
+from scrapy_simhash_dedup.stores.redis.log import read_redis_log
+from scrapy_simhash_dedup.stores.redis.store import RedisStore
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
-from scrapy_simhash_dedup.stores.sqlite import SqliteStore, read_log
+from scrapy_simhash_dedup.stores.sqlite.readers import read_log
+from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 
 from .pages import plain_sketch
 
@@ -91,7 +94,7 @@ def test_redis_keeps_the_log_in_capped_streams(redis_url):
     store.open()
     for n in range(1, 11):
         store.record(decision(n, text=f"text {n}"))
-    store.send_log()
+    store.log.send()
     store.save_run({"spider": "s", "counts": {"dropped": 10}})
     decisions, runs = read_redis_log(client, key)
     assert [d.url for d in decisions] == [f"https://a.test/{n}" for n in range(1, 11)]

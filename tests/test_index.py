@@ -96,18 +96,19 @@ def test_keys_need_not_be_positions() -> None:
 def test_a_store_finds_the_same_pages_by_scanning_its_rows_as_through_its_index(monkeypatch):
     """A small store scans its rows instead of querying the index (``SCAN_ROWS``): the same matches, in
     the same order, either way."""
-    from scrapy_simhash_dedup.stores import memory as stores
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
+    from scrapy_simhash_dedup.matching import matcher as matching
     from scrapy_simhash_dedup.matching.policy import Policy
+    from scrapy_simhash_dedup.stores.memory import MemoryStore
 
     rng = random.Random(7)
-    store = stores.MemoryStore(Policy())
+    store = MemoryStore(Policy())
     kept = [rng.getrandbits(64) for _ in range(3000)]
     for n, content in enumerate(kept):
         store.check_and_add(f"https://a.test/{n}", Fingerprint(content, None, short=True))
     queries = [kept[rng.randrange(len(kept))] ^ (1 << rng.randrange(64)) for _ in range(200)]
     queries += [rng.getrandbits(64) for _ in range(200)]
-    scanned = [store._near(store._content, query, None) for query in queries]
-    monkeypatch.setattr(stores, "SCAN_ROWS", 0)
-    indexed = [store._near(store._content, query, None) for query in queries]
+    scanned = [store.matcher.near(store.matcher.content, query, None) for query in queries]
+    monkeypatch.setattr(matching, "SCAN_ROWS", 0)
+    indexed = [store.matcher.near(store.matcher.content, query, None) for query in queries]
     assert scanned == indexed and sum(map(len, scanned)) >= 200

@@ -17,8 +17,8 @@ import pytest
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.fingerprint.sketch import SKETCH_BYTES
 from scrapy_simhash_dedup.matching.policy import Policy
-from scrapy_simhash_dedup.stores.lock import StoreLock
-from scrapy_simhash_dedup.stores.sqlite import SqliteStore
+from scrapy_simhash_dedup.stores.sqlite.lock import StoreLock
+from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 
 from .conftest import PROJECT
 from .user_project import make_project, scrapy

@@ -17,18 +17,14 @@ import redis
 
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.stores.redis.store import (
-    LOST_URL,
-    MAX_BATCH,
-    MAX_PAIRS,
-    RETRY_SECONDS,
-    RedisStore,
-    StoreUnavailable,
-    near_any,
-    remove_redis_store,
-)
+from scrapy_simhash_dedup.matching.indexloops import near_any
+from scrapy_simhash_dedup.matching.matcher import fingerprint_rows
 from scrapy_simhash_dedup.matching.policy import Mode, Policy
-from scrapy_simhash_dedup.stores.memory import MemoryStore, fingerprint_rows
+from scrapy_simhash_dedup.stores.errors import StoreUnavailable
+from scrapy_simhash_dedup.stores.memory import MemoryStore
+from scrapy_simhash_dedup.stores.redis.guard import RETRY_SECONDS
+from scrapy_simhash_dedup.stores.redis.keys import LOST_URL, remove_redis_store
+from scrapy_simhash_dedup.stores.redis.store import MAX_BATCH, MAX_PAIRS, RedisStore
 
 from .pages import plain_sketch, real_page, with_date_and_counters
 from .redis_server import RedisServer, free_port
@@ -471,7 +467,7 @@ def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
 ) -> None:
     """A store written by a version whose keys differ (before the sketches got a string of their own):
     one ERROR line naming the key and the way out, no traceback, no item."""
-    from scrapy_simhash_dedup.crawl.pipeline import CLOSE_REASON
+    from scrapy_simhash_dedup.crawl.outage import CLOSE_REASON
     from scrapy_simhash_dedup.crawl.settings import DedupSettings
 
     root, base_url = site

@@ -8,8 +8,9 @@ import redis
 from bench.traps import crawl as crawl_site
 from bench.traps import lost
 from crawler.trap_site import TrapSite
-from scrapy_simhash_dedup.stores.redis.store import read_redis_rules, remove_redis_store
-from scrapy_simhash_dedup.stores.sqlite import read_rules
+from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
+from scrapy_simhash_dedup.stores.redis.log import read_redis_rules
+from scrapy_simhash_dedup.stores.sqlite.readers import read_rules
 
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
 

@@ -14,8 +14,8 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.decision_log import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..matching.policy import dropped
-from ..stores.memory import MemoryStore
-from ..stores.sqlite import SqliteStore
+from ..stores.base import Store
+from ..stores.sqlite.store import SqliteStore
 from .fingerprints import fingerprinted
 from .sources import BadInput, Page, plural, read_inputs
 
@@ -35,7 +35,7 @@ class Progress(Protocol):
 def dedup(
     inputs: Sequence[str | Path],
     settings: DedupSettings,
-    store: MemoryStore,
+    store: Store,
     kept: IO[str] | None = None,
     outcomes_file: IO[str] | None = None,
     workers: int = 1,
@@ -75,7 +75,7 @@ def dedup(
     return happened
 
 
-def _decide(page: Page, result: Fingerprint | Exception | None, store: MemoryStore, reviewer: Reviewer,
+def _decide(page: Page, result: Fingerprint | Exception | None, store: Store, reviewer: Reviewer,
             stats: Counter[str]) -> tuple[str, Decision | None]:
     """The page's outcome and its decision (for the log), counted in ``stats`` as a crawl counts it."""
     stats["checked"] += 1
@@ -106,7 +106,7 @@ class Names:
     canonical URL is the one it declares when believable, else its URL (a batch learns no URL rules); the
     store keeps the aliases (a SQLite or Redis store)."""
 
-    def __init__(self, field: str, store: MemoryStore) -> None:
+    def __init__(self, field: str, store: Store) -> None:
         self.field = field
         self.store = store
         self.canonicals = CanonicalUrls(None)
@@ -126,7 +126,7 @@ class Names:
         return canonical
 
 
-def _write(page: Page, outcome: str, decision: Decision | None, store: MemoryStore, kept: IO[str] | None,
+def _write(page: Page, outcome: str, decision: Decision | None, store: Store, kept: IO[str] | None,
            outcomes_file: IO[str] | None, canonical: str | None, field: str) -> None:
     """The page's outcome line (a kept page's with its ``canonical_url``), its record if kept (with its canonical
     URL in ``field``, unless the record has one); a kept page compared is then confirmed in the store."""
@@ -144,7 +144,7 @@ def _write(page: Page, outcome: str, decision: Decision | None, store: MemorySto
         if canonical is not None and not record.get(field):
             record = {**record, field: canonical}
         kept.write(json.dumps(record, ensure_ascii=False) + "\n")
-    if isinstance(store, SqliteStore) and outcome in (KEPT, BORDERLINE):
+    if store.confirms and outcome in (KEPT, BORDERLINE):
         store.confirm(len(store) - 1)
 
 

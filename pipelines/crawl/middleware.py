@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
-    from .pipeline import PageDecision, PageVerdict, SimhashDedupPipeline
+    from .pages import PageDecision, PageVerdict
+    from .pipeline import SimhashDedupPipeline
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class SimhashDedupSpiderMiddleware(_Component):
         try:
             async for output in result:
                 if isinstance(output, Request):
-                    if pipeline.links is None or (page is not None and page.made is not None):
+                    if pipeline.learner.links is None or (page is not None and page.made is not None):
                         if self._follow(pipeline, output, page.made if page is not None else None):
                             yield output
                     else:
@@ -107,7 +108,7 @@ class SimhashDedupSpiderMiddleware(_Component):
     def _follow(pipeline: SimhashDedupPipeline, request: Request, page: PageVerdict | None) -> bool:
         """Schedule ``request``, yielded by the callback of ``page`` (None: not decided)?  Not when the page
         is a near-duplicate (not a re-crawl) and the link guard finds the link covered."""
-        guard = pipeline.links
+        guard = pipeline.learner.links
         if guard is None:
             return True
         if page is not None and page.duplicate and not page.recrawl and not request.dont_filter:
@@ -130,10 +131,10 @@ class SimhashDedupDownloaderMiddleware(_Component):
         if pipeline is None:
             return
         await pipeline.fingerprints.room()
-        if request.dont_filter or pipeline.rules is None:
+        if request.dont_filter or pipeline.learner.rules is None:
             return
-        rules = pipeline.rules.applying(request.url)
-        target = pipeline.fetched.find(request.url) if rules else None
+        rules = pipeline.learner.rules.applying(request.url)
+        target = pipeline.learner.fetched.find(request.url) if rules else None
         if target is None or target == request.url:
             return
         because = "; ".join(rule.describe() for rule in rules)

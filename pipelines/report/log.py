@@ -12,7 +12,7 @@ from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, 
 from ..matching.policy import Policy
 from ..matching.urlrules import Rule
 from ..stores.errors import StoreUnavailable
-from ..stores.sqlite import read_aliases, read_log, read_rules
+from ..stores.sqlite.readers import read_aliases, read_log, read_rules
 
 
 @dataclass
@@ -45,7 +45,7 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     if source.startswith(("redis://", "rediss://", "unix://")):
         import redis
 
-        from ..stores.redis.store import read_redis_aliases, read_redis_log, read_redis_rules
+        from ..stores.redis.log import read_redis_aliases, read_redis_log, read_redis_rules
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..fingerprint.fingerprinter import Fingerprint
 from ..matching.policy import Match, Policy
-from ..stores.memory import MemoryStore, fingerprint_rows
+from ..matching.matcher import fingerprint_rows
+from ..stores.memory import MemoryStore
 
 #: A page to compare: (order key, URL, content, structure, short, sketch); content/structure may be None.
 Node = tuple[int, str, int | None, int | None, bool, bytes | None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import StoreNotOpened
+from ..errors import StoreNotOpened
 
 
 class StoreLock:

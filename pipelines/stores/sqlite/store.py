@@ -1,30 +1,31 @@
 """Kept pages in one SQLite file per spider: remembered across pause/resume and, when asked, across runs;
-the decision log, URL rules and aliases beside them, and the readers of a file the report and the CLI use."""
+the decision log, URL rules and aliases beside them."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..matching.decision_log import DECISION_FIELDS, Alias, Decision, Skip, field_values
-from ..matching.policy import Policy
-from ..matching.urlrules import FETCHED_URLS, Rule
-from .errors import StoreNotOpened
+from ...fingerprint.fingerprinter import Fingerprint
+from ...matching.decision_log import DECISION_FIELDS, Alias, Decision, Skip, field_values
+from ...matching.matcher import Matcher
+from ...matching.policy import Match, Policy
+from ...matching.urlrules import FETCHED_URLS, Rule
+from ..errors import StoreNotOpened
 from .lock import StoreLock
-from .memory import MemoryStore
+from .schema import DECISION_COLUMNS, SCHEMA, is_store, remove_store
 
 logger = logging.getLogger(__name__)
 
 
-class SqliteStore(MemoryStore):
-    """Kept pages in one SQLite file, remembered across pause, resume and re-runs.
+class SqliteStore:
+    """A ``Store`` in one SQLite file: kept pages remembered across pause, resume and re-runs.
 
     A kept page is in the index at once (later pages are checked against it)
     but is written to the file only once one of its items got past every
@@ -40,9 +41,11 @@ class SqliteStore(MemoryStore):
     are read only for a candidate match.
     """
 
+    confirms = True
+
     def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100,
                  decisions: int = 100_000, texts: int = 1_000) -> None:
-        super().__init__(policy)
+        self.matcher = Matcher(policy, self)
         self.path = path
         self.commit_every = max(1, commit_every)
         self.decisions_kept = decisions  # the log's length: older decisions are deleted
@@ -80,7 +83,7 @@ class SqliteStore(MemoryStore):
             )
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
-        connection.executescript(_SCHEMA)
+        connection.executescript(SCHEMA)
         stored = connection.execute("SELECT value FROM meta WHERE key = 'scheme'").fetchone()
         if stored is None:
             connection.execute("INSERT INTO meta VALUES ('scheme', ?)", (scheme,))
@@ -104,12 +107,23 @@ class SqliteStore(MemoryStore):
         ]
         if parts:
             content, structure, present = (np.concatenate(column) for column in zip(*parts))
-            self._load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
-        self._loaded = self.remembered = self._rows
+            self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
+        self._loaded = self.matcher.remembered = self.matcher.rows
 
-    def _remember(self, row: int, url: str, sketch: bytes | None) -> None:
-        self._unconfirmed[row] = (url, sketch)
-        self._unconfirmed_rows[url] = row
+    def __len__(self) -> int:
+        return self.matcher.rows
+
+    @property
+    def remembered(self) -> int:
+        return self.matcher.remembered
+
+    def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+        """A kept page is remembered in memory until one of its items is confirmed."""
+        match, row = self.matcher.check_and_add(url, fingerprint)
+        if row is not None:
+            self._unconfirmed[row] = (url, fingerprint.sketch)
+            self._unconfirmed_rows[url] = row
+        return match
 
     def confirm(self, row: int) -> None:
         """An item of the page kept at ``row`` got past every pipeline: the page may be written (once,
@@ -182,8 +196,8 @@ class SqliteStore(MemoryStore):
         )
         self._connection.execute(
             "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
-            (first, self._fingerprints[rows, 0].astype("<u8").tobytes(),
-             self._fingerprints[rows, 1].astype("<u8").tobytes(), self._present[rows].tobytes()),
+            (first, self.matcher.fingerprints[rows, 0].astype("<u8").tobytes(),
+             self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(), self.matcher.present[rows].tobytes()),
         )
         for n, row in enumerate(rows):
             self._written_as[row] = first + n
@@ -196,7 +210,7 @@ class SqliteStore(MemoryStore):
             return
         added, self._decisions = self._decisions, []
         self._connection.executemany(
-            f"INSERT INTO decisions ({_DECISION_COLUMNS}) VALUES ({', '.join('?' * (len(DECISION_FIELDS) + 2))})",
+            f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES ({', '.join('?' * (len(DECISION_FIELDS) + 2))})",
             [field_values(decision) for decision in added],
         )
         (last,) = self._connection.execute("SELECT max(id) FROM decisions").fetchone()
@@ -231,11 +245,14 @@ class SqliteStore(MemoryStore):
         self._connection.close()
         self._lock.close()
 
-    def _url(self, row: int) -> str:
+    def url(self, row: int) -> str:
         return self._page(row)[0]
 
-    def _sketch(self, row: int) -> bytes | None:
+    def sketch(self, row: int) -> bytes | None:
         return self._page(row)[1]
+
+    def alive(self, row: int) -> bool:
+        return True
 
     def _page(self, row: int) -> tuple[str, bytes | None]:
         """URL and sketch of a kept page: in memory until written, then in the file."""
@@ -244,12 +261,6 @@ class SqliteStore(MemoryStore):
                 return waiting[row]
         written = row if row < self._loaded else self._written_as[row]
         return self._connection.execute("SELECT url, sketch FROM pages WHERE row = ?", (written,)).fetchone()
-
-
-def remove_store(path: Path) -> None:
-    """Delete a store's file and SQLite's journal files beside it."""
-    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        file.unlink(missing_ok=True)
 
 
 def reset_store(path: Path) -> bool:
@@ -271,88 +282,3 @@ def reset_store(path: Path) -> bool:
                                  f"move it aside, or set SIMHASH_DEDUP_PATH to another file")
         remove_store(path)
     return True
-
-
-def is_store(connection: sqlite3.Connection) -> bool:
-    """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
-    tables = _tables(connection)
-    return not tables or {"meta", "pages", "batches"} <= tables <= {"meta", "pages", "batches", "decisions", "runs",
-                                                                    "skipped", "rules", "aliases"}
-
-
-def _tables(connection: sqlite3.Connection) -> set[str]:
-    return {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def read_log(path: Path) -> tuple[list[Decision], list[dict[str, Any]]]:
-    """The decision log and the runs kept in the store at ``path`` (read-only: a running crawl may hold it)."""
-    with _read_only(path) as connection:
-        if not is_store(connection):
-            raise StoreNotOpened(f"{path} is not a store of simhash_dedup")
-        if "decisions" not in _tables(connection):  # a store written before the log existed
-            return [], []
-        rows = connection.execute(f"SELECT {_DECISION_COLUMNS} FROM decisions ORDER BY id")
-        decisions = [Decision(*row) for row in rows]
-        runs = [json.loads(run) for (run,) in connection.execute("SELECT run FROM runs ORDER BY id")]
-        return decisions, runs
-
-
-def read_rules(path: Path) -> tuple[list[Rule], list[Skip]]:
-    """The URL rules and the skipped links and requests kept in the store at ``path`` (read-only)."""
-    with _read_only(path) as connection:
-        if not {"rules", "skipped"} <= _tables(connection):  # a store written before rules existed
-            return [], []
-        rules = [Rule(*row) for row in connection.execute("SELECT host, kind, name, support, refuted_by FROM rules")]
-        skips = [Skip(*row) for row in connection.execute("SELECT time, kind, url, because, rule FROM skipped "
-                                                          "ORDER BY id")]
-        return rules, skips
-
-
-def read_aliases(path: Path) -> list[Alias]:
-    """The URLs that name the kept pages of the store at ``path``, oldest first (read-only)."""
-    with _read_only(path) as connection:
-        if "aliases" not in _tables(connection):  # a store written before aliases were kept
-            return []
-        rows = connection.execute("SELECT time, url, kept_url, reason FROM aliases ORDER BY time, rowid")
-        return [Alias(*row) for row in rows]
-
-
-@contextlib.contextmanager
-def _read_only(path: Path) -> Iterator[sqlite3.Connection]:
-    """The store at ``path``, opened read-only (a running crawl may hold it) for the readers above; an SQLite
-    error on the way is one ``StoreNotOpened`` that names the file."""
-    try:
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            yield connection
-        finally:
-            connection.close()
-    except sqlite3.Error as error:
-        raise StoreNotOpened(f"{path} cannot be read as a store of simhash_dedup ({error})") from None
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS pages (row INTEGER PRIMARY KEY, url TEXT NOT NULL, sketch BLOB);
-CREATE TABLE IF NOT EXISTS batches (
-    first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS decisions (
-    id INTEGER PRIMARY KEY, time REAL NOT NULL, outcome TEXT NOT NULL, url TEXT NOT NULL, kept_url TEXT NOT NULL,
-    reason TEXT NOT NULL, content_distance INTEGER, structure_distance INTEGER, similarity REAL,
-    similarity_needed REAL, text BLOB, kept_text BLOB
-);
-CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, run TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS skipped (
-    id INTEGER PRIMARY KEY, time REAL NOT NULL, kind TEXT NOT NULL, url TEXT NOT NULL, because TEXT NOT NULL,
-    rule TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS aliases (url TEXT PRIMARY KEY, kept_url TEXT NOT NULL, reason TEXT NOT NULL, time REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS rules (
-    host TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, support INTEGER NOT NULL, refuted_by TEXT,
-    PRIMARY KEY (host, kind, name)
-);
-"""
-
-
-_DECISION_COLUMNS = ", ".join((*DECISION_FIELDS, "text", "kept_text"))  # the texts packed (``Decision``)

@@ -1,0 +1,77 @@
+"""The filter's stats (``simhash_dedup/<outcome>``), with the first case of each kind logged, as Scrapy's
+duplicate filter does: the first logged, the rest counted."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet.task import LoopingCall
+from twisted.python.failure import Failure
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+STATS_PREFIX = "simhash_dedup"
+#: Seconds between two hand-overs of the filter's counts to the crawl's stats.
+STATS_EVERY = 1.0
+
+
+class Counts:
+    """The counts, added up here and handed to the crawl's stats collector every ``STATS_EVERY`` seconds
+    while the spider runs (``start``) and when it closes: each of Scrapy's stats calls costs microseconds
+    (its collector checks every attribute it reads), and a page made five of them."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._pending: Counter[str] = Counter()
+        self._handing: LoopingCall | None = None
+        self._told: set[str] = set()
+
+    def add(self, outcome: str, url: str = "", exc_info: bool | Failure = False) -> None:
+        """Count ``outcome``; the first of its kind with a URL is logged, with the exception being handled or
+        the failure given (``exc_info``) at ERROR."""
+        self._pending[outcome] += 1
+        if not url or not self.first(outcome):
+            return
+        level = logging.ERROR if exc_info else logging.INFO
+        if isinstance(exc_info, Failure):
+            exc_info = (exc_info.type, exc_info.value, exc_info.getTracebackObject())
+        logger.log(
+            level,
+            "simhash_dedup: %s for %s; kept. Further items like this are only "
+            "counted in the stats (simhash_dedup/%s).",
+            outcome, url, outcome, exc_info=exc_info,
+        )
+
+    def first(self, kind: str) -> bool:
+        """Is this the first case of ``kind`` (to be logged)?  Only once ``True``."""
+        if kind in self._told:
+            return False
+        self._told.add(kind)
+        return True
+
+    def get(self, outcome: str) -> int:
+        """The count so far, handed over or not."""
+        return (self.crawler.stats.get_value(f"{STATS_PREFIX}/{outcome}") or 0) + self._pending[outcome]
+
+    def hand_over(self) -> None:
+        """Add what was counted since the last time to the crawl's stats."""
+        pending, self._pending = self._pending, Counter()
+        for outcome, count in pending.items():
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}", count)
+
+    def start(self, clock: Any = None) -> None:
+        """Hand the counts over every ``STATS_EVERY`` seconds (of ``clock``: the reactor's by default)."""
+        self._handing = LoopingCall(self.hand_over)
+        if clock is not None:
+            self._handing.clock = clock
+        self._handing.start(STATS_EVERY, now=False)
+
+    def stop(self) -> None:
+        if self._handing is not None and self._handing.running:
+            self._handing.stop()
+        self.hand_over()

@@ -1,0 +1,135 @@
+"""Which store a crawl uses and where: the SQLite file (opened with the pipeline, before the feed exports
+open theirs), Redis (opened with the spider, whose name its key takes), or memory; reset when asked; and the
+command that shows a crawl's decisions afterwards."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import xxhash
+from scrapy.exceptions import CloseSpider
+from scrapy.utils.project import data_path
+
+from ..stores.errors import StoreNotOpened, StoreUnavailable
+from ..stores.memory import MemoryStore
+from ..stores.sqlite.store import SqliteStore, reset_store
+from .outage import CLOSE_REASON, StoreOutage
+from .settings import DedupSettings
+from .startup import refuse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+
+    from ..stores.base import Store
+    from ..stores.redis.batching import StoreBatcher
+
+logger = logging.getLogger(__name__)
+
+
+class StoreOpener:
+    """Opens the crawl's store as its settings say (``SIMHASH_DEDUP_BACKEND``, ``_PATH``, ``_PERSIST``,
+    ``_RESET``, ``JOBDIR``); a store that cannot be used stops the crawl before it starts."""
+
+    def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
+        self.crawler = crawler
+        self.settings = settings
+
+    def open_local(self, before_write: Callable[[], None]) -> Store:
+        """The SQLite store, locked for this crawl (emptied first unless the crawl remembers earlier runs),
+        ``before_write`` called before it writes pages; a memory store otherwise (Redis opens with the
+        spider: ``open_redis``)."""
+        if self.settings.backend != "sqlite":
+            return MemoryStore(self.settings.policy)
+        path = self.path()
+        try:
+            if (self.reset_requested() or not self.remembers()) and reset_store(path) and self.remembers():
+                logger.info("simhash_dedup: reset, %s removed", path)
+            store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
+                                self.settings.decisions, self.settings.review_texts)
+        except StoreNotOpened as error:
+            raise refuse(str(error)) from None
+        store.before_write = before_write
+        return store
+
+    async def open_redis(self, outage: StoreOutage) -> tuple[Store, StoreBatcher]:
+        """The Redis store under the spider's key and the batcher its checks go through; read (reset first
+        if asked) in the batcher's thread.  Unreachable: said (``outage``), and the crawl goes on as the fail
+        mode says; a store of another scheme or layout stops the crawl."""
+        import redis  # (and the Redis store's modules) only in crawls that use it
+
+        from ..stores.redis.batching import StoreBatcher
+        from ..stores.redis.keys import remove_redis_store
+        from ..stores.redis.store import RedisStore
+
+        key = self.redis_key()
+        timeout = self.settings.redis_timeout
+        client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        expire = round(self.settings.expire_days * 86400)
+        store = RedisStore(self.settings.policy, client, key, self.settings.scheme, expire,
+                           self.settings.decisions, self.settings.review_texts)
+        batcher = StoreBatcher(store)
+        try:
+            if self.reset_requested():
+                removed = await batcher.run(remove_redis_store, client, key)
+                logger.info("simhash_dedup: reset, %d Redis keys of %s removed", removed, key)
+            await batcher.run(store.open)
+        except (StoreUnavailable, redis.RedisError) as error:
+            outage.failed(key, error)
+            return store, batcher
+        except ValueError as error:  # a store of another fingerprint scheme or layout: not this crawl's
+            batcher.stop()
+            logger.error("simhash_dedup: %s The crawl stops.", error)
+            raise CloseSpider(CLOSE_REASON) from None
+        logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
+        return store, batcher
+
+    def remembers(self) -> bool:
+        """Does this crawl go on from what earlier crawls kept?  With ``JOBDIR`` (a resumed job),
+        ``SIMHASH_DEDUP_PERSIST`` or ``SIMHASH_DEDUP_PATH``, as Scrapy's own duplicate filter does
+        with ``JOBDIR`` only."""
+        return self.settings.persist or bool(self.settings.path) or bool(self.crawler.settings.get("JOBDIR"))
+
+    def path(self) -> Path:
+        """``SIMHASH_DEDUP_PATH``, else ``JOBDIR/simhash_dedup.sqlite``, else in ``.scrapy/simhash_dedup/``
+        ``<spider>.sqlite`` with ``SIMHASH_DEDUP_PERSIST``, ``<spider>.last-crawl.sqlite`` without (the
+        spider's name made safe for a file name): a crawl that does not remember never empties the store
+        of those that do."""
+        if self.settings.path:
+            return Path(self.settings.path)
+        if job_dir := self.crawler.settings.get("JOBDIR"):
+            return Path(job_dir) / "simhash_dedup.sqlite"
+        name = file_name((self.crawler.spider or self.crawler.spidercls).name)  # (the spider exists in a crawl)
+        return Path(data_path("simhash_dedup", createdir=True)) / (
+            f"{name}.sqlite" if self.settings.persist else f"{name}.last-crawl.sqlite")
+
+    def redis_key(self) -> str:
+        return self.settings.redis_key % {"spider": self.crawler.spider.name}
+
+    def reset_requested(self) -> bool:
+        """``SIMHASH_DEDUP_RESET``, or ``-a simhash_dedup_reset=1`` on the command line."""
+        argument = str(getattr(self.crawler.spider, "simhash_dedup_reset", "")).lower()
+        return self.settings.reset or argument in ("1", "true", "yes")
+
+    def report_hint(self, store: Store) -> str:
+        """The command that shows this crawl's decisions side by side."""
+        if self.settings.decisions == 0:
+            return "set SIMHASH_DEDUP_LOG_SIZE to keep the decision log, then run simhash-dedup report"
+        if isinstance(store, SqliteStore):
+            return f"simhash-dedup report {store.path} -o report.html"
+        if self.settings.backend == "redis":
+            where = re.sub(r"//[^@/]*@", "//", self.settings.redis_url or "")  # no password in the log
+            return f"simhash-dedup report {where} --key {self.redis_key()} -o report.html"
+        return "the Dropped lines of this log (the memory store keeps no decision log)"
+
+
+def file_name(name: str) -> str:
+    """``name`` as a file name that stays in its folder on every system: letters, digits, ``.``, ``_``
+    and ``-`` kept, anything else (``/``, ``\\``, ``:``, ``..``, a leading dot...) made ``_``, and then, so
+    that two names never share a file, a hash of the name added."""
+    safe = re.sub(r"^\.|\.\.+", "_", re.sub(r"[^A-Za-z0-9._-]", "_", name))[:100]
+    return safe if safe == name and name else f"{safe}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8', 'surrogatepass'))[:8]}"

@@ -1,0 +1,62 @@
+"""The shared store unreachable: said once per outage and counted, and with ``SIMHASH_DEDUP_FAIL_MODE =
+"closed"`` the crawl closed."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.utils.defer import deferred_from_coro
+
+from .counts import STATS_PREFIX
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+CLOSE_REASON = "simhash_dedup_store_unavailable"  # the finish reason with SIMHASH_DEDUP_FAIL_MODE = "closed"
+
+
+class StoreOutage:
+    """Whether the Redis store is down (it failed and has not answered since), and what that does."""
+
+    def __init__(self, crawler: Crawler, fail_mode: str) -> None:
+        self.crawler = crawler
+        self.closed = fail_mode == "closed"  # fail closed: items not checked are dropped, the crawl stops
+        self.down = False
+        self._closing = False
+
+    def failed(self, url: str, error: Exception) -> None:
+        """Redis is unreachable: counted, logged once per outage, the crawl stopped if it fails closed."""
+        self.crawler.stats.inc_value(f"{STATS_PREFIX}/store_errors")
+        if not self.down:
+            self.down = True
+            logger.error(
+                "simhash_dedup: the Redis store is unreachable (%s) at %s; %s", error, url,
+                "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if self.closed else
+                "pages are checked against this crawler's replica of it and the pages it kept meanwhile only "
+                "(simhash_dedup/checked_locally), until it answers (SIMHASH_DEDUP_FAIL_MODE = 'open').",
+            )
+        if self.closed:
+            self.close_spider()
+
+    def answered(self) -> None:
+        """The store answered: an outage, if there was one, is over."""
+        if self.down:
+            self.down = False
+            logger.info("simhash_dedup: the Redis store answers again; items are checked again")
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
+
+    def close_spider(self) -> None:
+        """Close the spider with ``CLOSE_REASON`` (once; on the reactor's next turn: this may run inside
+        ``open_spider`` or ``process_item``)."""
+        if self._closing:
+            return
+        self._closing = True
+        from twisted.internet import reactor
+
+        reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))

@@ -1,0 +1,166 @@
+"""The duplicate decision against a set of kept pages: their fingerprints in arrays, the indexes the mode
+searches by, and the policy asked about each candidate.  Every store holds one (composition): the store
+keeps each page's URL and sketch where it likes (``KeptPages``), the matcher only rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol
+
+import numpy as np
+
+from ..fingerprint.fingerprinter import Fingerprint
+from ..fingerprint.simhash import hamming
+from ..fingerprint.sketch import similarity
+from .index import SimhashIndex, grown
+from .indexloops import scan
+from .policy import Match, Mode, Policy, dropped
+
+#: Up to this many kept pages, a query reads them all (``indexloops.scan``: one sequential read of 16
+#: bytes a page, a few us) rather than the index, whose dozens of scattered reads miss the cache
+#: between a crawl's pages (~35 us a query in a crawl, against 4 us in a tight loop).
+SCAN_ROWS = 4096
+
+
+class KeptPages(Protocol):
+    """What a matcher asks its store about a kept row."""
+
+    def url(self, row: int) -> str: ...
+
+    def sketch(self, row: int) -> bytes | None: ...
+
+    def alive(self, row: int) -> bool:
+        """Does the kept page still count?  Always, but where pages expire (Redis)."""
+        ...
+
+
+class Matcher:
+    """Rows of kept pages (both fingerprints, which parts they have, short or not) and their indexes;
+    ``find`` decides a page against them.  Only what the mode searches by is indexed: "both" checks a
+    content candidate's structure from its row, so the structure index serves "structure" and "either"
+    only."""
+
+    def __init__(self, policy: Policy, pages: KeptPages) -> None:
+        self.policy = policy
+        self.pages = pages
+        self.content = SimhashIndex(policy.search_distance) if policy.mode is not Mode.STRUCTURE else None
+        self.structure = (
+            SimhashIndex(policy.structure_distance) if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else None
+        )
+        self.fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
+        self.present = np.zeros((0, 3), dtype=bool)  # per row: has content, has structure, is short
+        self.rows = 0
+        self.remembered = 0  # rows kept before this crawl started (by an earlier crawl)
+
+    def find(self, url: str, page: Fingerprint, since: int | None = None) -> Match | None:
+        """The kept page the page at ``url`` duplicates (or updates), if any, else its borderline
+        candidate, if any; only the rows from ``since`` on if given."""
+        borderline = None
+        for _, match in self.matches(page, since):
+            if match.duplicate:
+                return self.policy.decided(url, match)
+            borderline = borderline or match
+        return borderline
+
+    def matches(self, page: Fingerprint, since: int | None = None) -> Iterator[tuple[int, Match]]:
+        """Every kept row near the page and how (duplicates and borderline candidates), in the order
+        a store decides by: content candidates nearest first, then structure candidates (modes
+        "structure" and "either")."""
+        mode = self.policy.mode
+        if self.content is not None and page.content is not None:
+            for row, distance in self.near(self.content, page.content, since):
+                if not self.pages.alive(row):
+                    continue
+                kept = self.pages.sketch(row)
+                structure = _distance(self.part(row, 1), page.structure) if mode is Mode.BOTH else None
+                verdict = self.policy.content_verdict(distance, (kept, page.sketch), page.short,
+                                                      bool(self.present[row, 2]), structure)
+                if verdict is not None:
+                    yield row, self._match(row, page, verdict[0], kept, verdict[1])
+        if self.structure is not None and page.structure is not None:
+            for row, _ in self.near(self.structure, page.structure, since):
+                if self.pages.alive(row):
+                    yield row, self._match(row, page, "structure", self.pages.sketch(row))
+
+    def check_and_add(self, url: str, page: Fingerprint) -> tuple[Match | None, int | None]:
+        """The page's match, and unless it is dropped the row it was added at (``None`` if dropped)."""
+        match = self.find(url, page)
+        return match, (None if dropped(match) else self.add(page))
+
+    def add(self, page: Fingerprint) -> int:
+        """Append the page's row and index it; its row."""
+        row = self.rows
+        self.append_rows(*fingerprint_rows([page]))
+        for index, fingerprint in ((self.content, page.content), (self.structure, page.structure)):
+            if index is not None and fingerprint is not None:
+                index.add(row, fingerprint)
+        return row
+
+    def near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
+        """Rows within the index's distance of ``fingerprint`` and their distances, nearest first:
+        through the index, or by brute force over the rows from ``since`` on (a few recent ones), or
+        over all of them while there are at most ``SCAN_ROWS``."""
+        if since is None and self.rows > SCAN_ROWS:
+            return index.query(fingerprint)
+        part = 0 if index is self.content else 1
+        return scan(self.fingerprints, self.present.view(np.uint8), part, fingerprint, index.max_distance,
+                    since or 0, self.rows)
+
+    def part(self, row: int, part: int) -> int | None:
+        return int(self.fingerprints[row, part]) if self.present[row, part] else None
+
+    def append_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
+        """Rows appended, not indexed (found by a scan ``since`` them, or indexed by ``load_rows``)."""
+        count = len(fingerprints)
+        if self.rows + count > len(self.fingerprints):
+            capacity = max(self.rows + count, len(self.fingerprints) * 9 // 8 + 1024)
+            self.fingerprints = grown(self.fingerprints, self.rows, capacity)
+            self.present = grown(self.present, self.rows, capacity)
+        self.fingerprints[self.rows : self.rows + count] = fingerprints
+        self.present[self.rows : self.rows + count] = present
+        self.rows += count
+
+    def load_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
+        """Rows read back (from disk, Redis or a shard): appended, and indexed with one sort."""
+        first = self.rows
+        self.append_rows(fingerprints, present)
+        rows = np.arange(first, self.rows)
+        for part, index in ((0, self.content), (1, self.structure)):
+            if index is not None:
+                index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
+
+    def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
+               duplicate: bool = True) -> Match:
+        content_distance = _distance(self.part(row, 0), page.content)
+        evidence = None
+        if kept_sketch is not None and page.sketch is not None and content_distance is not None:
+            evidence = self.policy.evidence(content_distance, kept_sketch, page.sketch)
+        if evidence is None:  # beyond every rule (a structure match): the shingles' similarity, for the log
+            evidence = (_similarity(kept_sketch, page.sketch), None)
+        return Match(
+            self.pages.url(row),
+            reason,
+            content_distance,
+            _distance(self.part(row, 1), page.structure),
+            *evidence,
+            duplicate,
+            row < self.remembered,
+        )
+
+
+def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
+    """The pages' rows of fingerprints (content, structure) and of which they have and whether they
+    are short, as stores keep them."""
+    return (
+        np.array([(page.content or 0, page.structure or 0) for page in pages], dtype=np.uint64).reshape(-1, 2),
+        np.array([(page.content is not None, page.structure is not None, page.short) for page in pages],
+                 dtype=bool).reshape(-1, 3),
+    )
+
+
+def _similarity(a: bytes | None, b: bytes | None) -> float | None:
+    return None if a is None or b is None else similarity(a, b)
+
+
+def _distance(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else hamming(a, b)

@@ -1,0 +1,63 @@
+"""What every store does (``Store``): the crawl, the batch job and the CLI use a store only through it."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..fingerprint.fingerprinter import Fingerprint
+from ..matching.decision_log import Alias, Decision, Skip
+from ..matching.policy import Match
+from ..matching.urlrules import Rule
+
+
+class Store(Protocol):
+    """Kept pages, and the duplicate decision against them made atomically: "is this page a near-duplicate
+    of a page kept before? if not, remember it" is one call with no ``await`` inside, so that two
+    near-duplicates processed concurrently can never both be kept.  Beside the pages: the decision log,
+    the runs, the URL rules and the aliases (a store may keep none of them: memory)."""
+
+    #: Does the store write a kept page only once one of its items is confirmed (``confirm``)?
+    confirms: bool
+    #: Pages kept before this crawl started (by an earlier crawl): the first rows.
+    remembered: int
+
+    def __len__(self) -> int:
+        """Pages kept, the rows numbered from 0."""
+        ...
+
+    def check_and_add(self, url: str, fingerprint: Fingerprint) -> Match | None:
+        """The match for ``fingerprint``; or, after remembering it as kept (at row ``len(store) - 1``),
+        ``None``, its borderline candidate or the page it updates (``policy.dropped`` tells them apart)."""
+        ...
+
+    def confirm(self, row: int) -> None:
+        """An item of the page kept at ``row`` got past every pipeline: the page may be written."""
+        ...
+
+    def record(self, decision: Decision) -> None:
+        """Add to the decision log (none with a log size of 0)."""
+        ...
+
+    def record_skip(self, skip: Skip) -> None:
+        """Add a skipped link or request to the log (none with a log size of 0)."""
+        ...
+
+    def record_alias(self, alias: Alias) -> None:
+        """Keep a URL that names a kept page (the first naming of a URL stays), once the page is written."""
+        ...
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        """Keep the URL rules that changed."""
+        ...
+
+    def load_rules(self) -> tuple[list[Rule], list[str]]:
+        """The URL rules kept, and the URLs of the most recently kept pages (already fetched)."""
+        ...
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        """Keep a crawl's settings and counts beside its decisions (for the report; not with a log size of 0)."""
+        ...
+
+    def close(self) -> None:
+        """Write what is pending and let go of the store."""
+        ...

@@ -1,0 +1,151 @@
+"""What a crawl keeps in Redis beside the pages: the decision log (``<key>:decisions``, ``<key>:texts``), the
+skipped links and requests (``<key>:skipped``), the aliases, the URL rules and the runs; written in batches
+that never fail a check, and read back for the report and the CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from dataclasses import asdict
+from typing import Any
+
+import redis
+
+from ...matching.decision_log import Alias, Decision, Skip
+from ...matching.urlrules import Rule
+from .guard import RetryGuard
+
+logger = logging.getLogger(__name__)
+
+MAX_WAITING = 10_000  # entries waiting to be sent while Redis is down (the latest)
+MAX_RUNS = 100  # runs whose counts are kept (<key>:runs)
+
+
+class RedisLog:
+    """Entries recorded on the reactor thread and sent by ``send`` (in the batcher's thread, after each
+    check): a failed send keeps them for the next."""
+
+    def __init__(self, client: redis.Redis, guard: RetryGuard, key: str, decisions: int, texts: int) -> None:
+        self.client = client
+        self.guard = guard
+        self.key = key
+        self.decisions_kept = decisions
+        self.texts_kept = texts
+        self._waiting: deque[Decision | Skip | Alias | Rule] = deque(maxlen=MAX_WAITING)
+
+    def record(self, decision: Decision) -> None:
+        if self.decisions_kept:
+            self._waiting.append(decision)
+
+    def record_skip(self, skip: Skip) -> None:
+        if self.decisions_kept:
+            self._waiting.append(skip)
+
+    def record_alias(self, alias: Alias) -> None:
+        """Sent to the hash ``<key>:aliases`` (a URL's first naming stays): the page is in Redis already."""
+        self._waiting.append(alias)
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        """Sent to the hash ``<key>:rules``: each rule's support as this process knows it (the last process
+        to save a rule sets it); in ``<key>:refuted`` its first counterexample, for good."""
+        self._waiting.extend(rules)
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        if not self.decisions_kept:
+            return
+        try:
+            self.client.pipeline(transaction=False).lpush(f"{self.key}:runs", json.dumps(run)).ltrim(
+                f"{self.key}:runs", 0, MAX_RUNS - 1).execute()
+        except redis.RedisError as error:
+            logger.warning("simhash_dedup: this run's counts could not be saved in Redis: %s", error)
+
+    def send(self) -> None:
+        """Append the decisions recorded since the last call to the capped streams ``<key>:decisions``
+        (every field but the texts) and ``<key>:texts`` (whole decisions, the most recent
+        ``texts_kept``), the skipped links and requests to ``<key>:skipped``, the aliases to
+        ``<key>:aliases``, and save the URL rules that changed.  The log never fails a check: on an error
+        the entries wait for the next call (at most ``MAX_WAITING``)."""
+        if not self._waiting or self.guard.failed_recently():
+            return
+        sending = [self._waiting.popleft() for _ in range(len(self._waiting))]
+        pipe = self.client.pipeline(transaction=False)
+        for entry in sending:
+            if isinstance(entry, Rule):
+                pipe.hset(f"{self.key}:rules", _rule_field(entry), entry.support)
+                if entry.refuted_by is not None:
+                    pipe.hsetnx(f"{self.key}:refuted", _rule_field(entry), entry.refuted_by)
+            elif isinstance(entry, Alias):
+                pipe.hsetnx(f"{self.key}:aliases", entry.url, json.dumps([entry.kept_url, entry.reason, entry.time]))
+            elif isinstance(entry, Skip):
+                pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(entry)), maxlen=self.decisions_kept,
+                          approximate=True)
+            else:
+                self._add_decision(pipe, entry)
+        try:
+            pipe.execute()
+        except redis.RedisError:
+            self._waiting.extendleft(reversed(sending))
+
+    def _add_decision(self, pipe: Any, decision: Decision) -> None:
+        record = decision.without_texts()
+        pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
+        if (decision.packed_text or decision.packed_kept_text) and self.texts_kept:
+            texts = {**record, "text": decision.packed_text, "kept_text": decision.packed_kept_text}
+            pipe.xadd(f"{self.key}:texts", _stream_fields(texts), maxlen=self.texts_kept,
+                      approximate=False)  # exact: a few large entries, bounded by their count
+
+
+def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
+    """The decision log and the runs kept under ``key`` (texts joined from ``<key>:texts``)."""
+    texts = {}
+    for _, entry in client.xrange(f"{key}:texts"):
+        decision = _from_stream(entry)
+        texts[(decision.time, decision.url)] = decision
+    decisions = [_from_stream(entry) for _, entry in client.xrange(f"{key}:decisions")]
+    decisions = [texts.get((decision.time, decision.url), decision) for decision in decisions]
+    runs = [json.loads(run) for run in reversed(client.lrange(f"{key}:runs", 0, -1))]
+    return decisions, runs
+
+
+def read_redis_rules(client: redis.Redis, key: str) -> tuple[list[Rule], list[Skip]]:
+    """The URL rules and the skipped links and requests kept under ``key``."""
+    refuted = {name: by.decode() for name, by in client.hgetall(f"{key}:refuted").items()}
+    rules = [Rule(*name.decode().split("\t"), int(support), refuted.get(name))
+             for name, support in client.hgetall(f"{key}:rules").items()]
+    skips = [Skip(float(e[b"time"]), e[b"kind"].decode(), e[b"url"].decode(), e[b"because"].decode(),
+                  e.get(b"rule", b"").decode()) for _, e in client.xrange(f"{key}:skipped")]
+    return rules, skips
+
+
+def read_redis_aliases(client: redis.Redis, key: str) -> list[Alias]:
+    """The URLs that name the kept pages of the store ``key``, oldest first."""
+    aliases = [Alias(time, url.decode(), kept_url, reason) for url, value in client.hgetall(f"{key}:aliases").items()
+               for kept_url, reason, time in [json.loads(value)]]
+    return sorted(aliases, key=lambda alias: alias.time)
+
+
+def _rule_field(rule: Rule) -> str:
+    return "\t".join(rule.ident)
+
+
+def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
+    """A decision's fields as a stream entry holds them: ``None`` left out, the texts packed as they are."""
+    return {name: value if isinstance(value, bytes) else str(value).encode()
+            for name, value in record.items() if value is not None}
+
+
+def _from_stream(entry: dict[bytes, bytes]) -> Decision:
+    values: dict[str, Any] = {}
+    for name, value in entry.items():
+        field = name.decode()
+        if field in ("text", "kept_text"):
+            values[f"packed_{field}"] = value
+        elif field in ("content_distance", "structure_distance"):
+            values[field] = int(value)
+        elif field in ("time", "similarity", "similarity_needed"):
+            values[field] = float(value)
+        else:
+            values[field] = value.decode()
+    return Decision(**{"content_distance": None, "structure_distance": None, "similarity": None,
+                       "similarity_needed": None, **values})
