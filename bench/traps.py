@@ -153,7 +153,7 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
         rows.append({
             "site": name, "variant": variant,
             "requests": stats.get("downloader/request_count", 0),
-            "kept": stats.get("simhash_dedup/kept", 0),
+            "kept": stats.get("simhash_dedup/items_kept", 0),
             "ended on its own": stats.get("finish_reason") == "finished",
             "unique lost": len(lost(own_pages, outcome["kept"])),
             "links skipped": stats.get("simhash_dedup/links_skipped", 0),

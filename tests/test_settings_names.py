@@ -32,3 +32,46 @@ def test_a_middleware_under_its_old_name_is_the_new_one_with_a_warning(old: str,
     with pytest.warns(ScrapyDeprecationWarning, match=warned):
         middleware = deprecated.from_crawler(crawler)
     assert isinstance(middleware, new)
+
+
+def test_items_are_counted_under_their_new_stat_names_and_for_one_release_the_old() -> None:
+    """``kept`` and ``dropped`` counted items beside ``pages_kept``/``pages_dropped``: now ``items_kept`` and
+    ``items_dropped`` (``items_dropped/<reason>``), the old names counted alike until the next release."""
+    from scrapy_simhash_dedup import SimhashDuplicate
+
+    from .pages import real_page
+    from .test_pipeline import make_pipeline, process, stat
+
+    pipeline = make_pipeline()
+    article = real_page("newspaper-theatlanticcities.com1")
+    process(pipeline, {"url": "https://a.test/1", "html": article})
+    with pytest.raises(SimhashDuplicate):
+        process(pipeline, {"url": "https://a.test/copy", "html": article})
+    new = (stat(pipeline, "items_kept"), stat(pipeline, "items_dropped"), stat(pipeline, "items_dropped/content"))
+    old = (stat(pipeline, "kept"), stat(pipeline, "dropped"), stat(pipeline, "dropped/content"))
+    assert new == old == (1, 1, 1)
+
+
+def test_a_run_recorded_under_the_old_stat_names_reads_under_the_new() -> None:
+    from scrapy_simhash_dedup.crawl.counts import current_names, with_old_names
+
+    recorded_before = {"checked": 3, "kept": 2, "dropped": 1, "dropped/content": 1, "pages_kept": 2}
+    assert current_names(recorded_before) == {"checked": 3, "items_kept": 2, "items_dropped": 1,
+                                              "items_dropped/content": 1, "pages_kept": 2}
+    recorded_now = with_old_names({"items_kept": 5, "items_dropped/both": 2})
+    assert recorded_now == {"items_kept": 5, "kept": 5, "items_dropped/both": 2, "dropped/both": 2}
+    assert current_names(recorded_now) == {"items_kept": 5, "items_dropped/both": 2}
+
+
+def test_a_borderline_keep_on_the_structure_says_structure_apart_not_structure() -> None:
+    """Mode "both": the same text under another structure is kept (borderline) with the reason
+    ``structure_apart``; ``structure`` is only ever a drop matched on the structure."""
+    from scrapy_simhash_dedup import Fingerprinter
+    from scrapy_simhash_dedup.matching.policy import Mode, Policy
+
+    from .pages import real_page
+
+    page = Fingerprinter().fingerprint(real_page("newspaper-theatlanticcities.com1"), "https://a.test/1")
+    both = Policy(mode=Mode.BOTH)
+    assert both.content_verdict(0, (page.sketch, page.sketch), False, False, 40) == ("structure_apart", False)
+    assert both.content_verdict(0, (page.sketch, page.sketch), False, False, 0) == ("both", True)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from ..crawl.counts import with_old_names
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
@@ -68,7 +69,7 @@ def dedup(
                 progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
         if progress is not None:
             progress.advance(item.read, pages_read(happened))
-    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, stats)
+    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, with_old_names(stats))
     if outcomes_file is not None:
         outcomes_file.write(json.dumps({"run": summary}) + "\n")
     store.save_run(summary)
@@ -80,19 +81,19 @@ def _decide(page: Page, result: Fingerprint | Exception | None, store: Store, re
     """The page's outcome and its decision (for the log), counted in ``stats`` as a crawl counts it."""
     stats["checked"] += 1
     if not isinstance(result, Fingerprint):
-        stats.update(["errors", "pages_kept", "kept"])
+        stats.update(["errors", "pages_kept", "items_kept"])
         return FAILED, None
     stats.update(outcomes(result))
     if not comparable(result):
-        stats.update(["pages_kept", "kept"])
+        stats.update(["pages_kept", "items_kept"])
         return NOT_COMPARED + (result.problem or "too_few_features"), None
     match = store.check_and_add(page.url, result)
     if dropped(match):
-        stats.update(["pages_dropped", "dropped", f"dropped/{match.reason}"])
+        stats.update(["pages_dropped", "items_dropped", f"items_dropped/{match.reason}"])
         decision = reviewer.dropped(page.url, result, match)
         store.record(decision)
         return DROPPED, decision
-    stats.update(["pages_kept", "kept"])
+    stats.update(["pages_kept", "items_kept"])
     decision = reviewer.kept(page.url, result, match)
     if decision is not None:
         stats["borderline"] += 1

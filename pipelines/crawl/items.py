@@ -63,11 +63,11 @@ class ItemVerdicts:
             self.remove_html(adapter)
             raise SimhashUnchecked(page.url)
         if page.duplicate:
-            self.counts.add("dropped")
-            self.counts.add(f"dropped/{page.match.reason}")
+            self.counts.add("items_dropped")
+            self.counts.add(f"items_dropped/{page.match.reason}")
             self.remove_html(adapter)  # keeps the page out of Scrapy's drop log line
             raise SimhashDuplicate(page.url, page.match, self.settings.drop_log_level)
-        self.counts.add("kept")
+        self.counts.add("items_kept")
         self._finish_kept(adapter, page)
         return item
 

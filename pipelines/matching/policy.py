@@ -101,9 +101,10 @@ class Policy:
                         other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
         """How a page stands to a kept page within the content distance: ``(reason, True)`` a duplicate,
         ``(reason, False)`` a borderline candidate (what failed: "similarity"; "name", the pages' names
-        differ where their texts alone would match; or the "structure" of mode "both"), ``None`` neither (two
-        short texts that differ, a page without own text, a pair beyond the content distance).  Symmetric: it
-        serves the stores, which meet the pair in arrival order, and batch jobs, which meet it in any order."""
+        differ where their texts alone would match; "structure_apart", mode "both" and the structures differ),
+        ``None`` neither (two short texts that differ, a page without own text, a pair beyond the content
+        distance).  Symmetric: it serves the stores, which meet the pair in arrival order, and batch jobs,
+        which meet it in any order."""
         both_short = short and other_short
         if both_short and distance:
             return None
@@ -115,7 +116,7 @@ class Policy:
             return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH else "content"), True
         if both_short:
             return None
-        return ("structure" if content else "name" if self.named_apart(distance, *sketches) else "similarity"), False
+        return ("structure_apart" if content else "name" if self.named_apart(distance, *sketches) else "similarity"), False
 
     def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
         """The similarity a content match of two sketches at this distance rests on, and what it must reach;
@@ -169,7 +170,7 @@ class Match:
     page was kept by an earlier crawl (remembered by the store when this one started)."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure", "exact_text"; else "similarity", "name", "structure", UPDATE
+    reason: str  # a duplicate: "both", "content", "structure", "exact_text"; else "similarity", "name", "structure_apart", UPDATE
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None

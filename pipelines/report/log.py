@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..crawl.counts import current_names
 from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
 from ..matching.urlrules import Rule
@@ -72,7 +73,7 @@ def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]
                aliases: list[Alias] | None = None) -> Log:
     counts: Counter[str] = Counter()
     for run in runs:
-        counts.update(run.get("counts", {}))
+        counts.update(current_names(run.get("counts", {})))
     if runs:
         settings = {**settings, **runs[-1].get("settings", {})}
     return Log(source, decisions, runs, dict(counts), settings, rules or [], skips or [], aliases or [])

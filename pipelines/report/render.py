@@ -7,6 +7,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from ..crawl.counts import current_names
 from ..crawl.settings import DedupSettings
 from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
@@ -20,7 +21,7 @@ MAX_CLUSTERS = 100
 OPEN_PAIRS = 5  # the first pairs are shown unfolded
 
 #: The counts shown first, in this order; any other count follows.
-MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "kept", "dropped", "borderline", "links_skipped", "requests_skipped",
+MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "items_kept", "items_dropped", "borderline", "links_skipped", "requests_skipped",
                "short_text", "same_html")
 
 
@@ -98,12 +99,13 @@ def _runs(log: Log) -> str:
     rows = "".join(
         f"<tr><td>{escape(str(run.get('spider', run.get('input', ''))))}</td><td>{_when(run.get('started'))}</td>"
         f"<td>{_when(run.get('finished'))}</td>"
-        + "".join(f"<td class='num'>{run.get('counts', {}).get(name, 0):,}</td>" for name in ("checked", "kept", "dropped", "borderline"))
+        + "".join(f"<td class='num'>{current_names(run.get('counts', {})).get(name, 0):,}</td>"
+                  for name in ("checked", "items_kept", "items_dropped", "borderline"))
         + "</tr>"
         for run in log.runs[-20:]
     )
     return ("<h2>Runs</h2><table class='runs'><tr><th>spider / input</th><th>started</th><th>finished</th>"
-            f"<th>checked</th><th>kept</th><th>dropped</th><th>borderline</th></tr>{rows}</table>")
+            f"<th>checked</th><th>items kept</th><th>items dropped</th><th>borderline</th></tr>{rows}</table>")
 
 
 def _clusters(log: Log) -> str:

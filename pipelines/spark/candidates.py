@@ -42,7 +42,7 @@ class Pair:
 
     @property
     def rank(self) -> tuple[int, int, int]:
-        structure_stage = self.match.reason == "structure" and self.match.duplicate
+        structure_stage = self.match.reason == "structure"  # (a borderline keep says "structure_apart")
         distance = self.match.structure_distance if structure_stage else self.match.content_distance
         return int(structure_stage), distance or 0, self.earlier
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED
 from ..batch.sources import BadInput, Page
+from ..crawl.counts import with_old_names
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
 from ..guards.canonical import on_its_host
@@ -112,7 +113,8 @@ def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: 
     clock.lap("write")
     result.work.update(work)
     result.seconds, result.cpu = clock.seconds, clock.cpu_seconds()
-    counts = {**_stats(result.happened), **reasons, **{f"spark/{name}": value for name, value in result.work.items()}}
+    counts = {**_stats(result.happened), **with_old_names({f"items_{name}": count for name, count in reasons.items()}),
+              **{f"spark/{name}": value for name, value in result.work.items()}}
     summary = run_summary(", ".join(map(str, inputs)), started, policy, counts)
     (out / "run.json").write_text(json.dumps({"run": summary, "scheme": SCHEME_VERSION, "bad": result.bad,
                                               "seconds": result.seconds, "cpu_seconds": result.cpu}, indent=1))
@@ -386,9 +388,10 @@ def _counted(row: tuple) -> list[tuple[str, int]]:
 def _stats(happened: Counter[str]) -> dict[str, int]:
     """The counts a crawl's stats would show for the same pages (``simhash_dedup/<name>``)."""
     pages = sum(count for name, count in happened.items() if name not in ("unreadable", "skipped"))
-    return {"checked": pages, "pages_kept": pages - happened[DROPPED], "pages_dropped": happened[DROPPED],
-            "kept": pages - happened[DROPPED], "dropped": happened[DROPPED], **{
-                name: count for name, count in happened.items() if name not in (KEPT, DROPPED)}}
+    return with_old_names({
+        "checked": pages, "pages_kept": pages - happened[DROPPED], "pages_dropped": happened[DROPPED],
+        "items_kept": pages - happened[DROPPED], "items_dropped": happened[DROPPED],
+        **{name: count for name, count in happened.items() if name not in (KEPT, DROPPED)}})
 
 
 def _canonical_urls(kept: Any) -> Any:
