@@ -48,6 +48,9 @@ def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(tmp
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"scrapy_simhash_dedup"}
+    packages = {str(path.parent.relative_to(PROJECT / "pipelines")) for path in (PROJECT / "pipelines").rglob("__init__.py")}
+    assert {str(Path(name).parent.relative_to("scrapy_simhash_dedup")) for name in names
+            if name.endswith("/__init__.py")} == packages, "every sub-package of the checkout is in the wheel"
     compiled = sorted(name for name in names if name.endswith(".so"))
     assert sorted(Path(name).name.split(".")[0] for name in compiled) == ["indexloops", "textloops", "treewalk"]
     unpacked = tmp_path / "unpacked"
