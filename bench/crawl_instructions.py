@@ -2,7 +2,7 @@
 shared host's noise does not move.
 
     python -m bench.crawl_instructions [--pages 50 150] [--variants "no filter" defaults ...] [--follow-all]
-                                       [--results FILE]
+                                       [--against REF] [--results FILE]
 
 ``bench/crawl.py`` measures CPU milliseconds, which drift by up to a millisecond a page from one
 round to the next on a shared host, and differ 2.5x from one host to another.  This script runs the
@@ -24,32 +24,39 @@ the share of CPU time (``bench/crawl.py``) is the larger; this one says whether 
 work grew or shrank, without the noise.  Counts repeat to about 0.05 M instructions a response (the
 workers' timing still decides a few paths, such as whether a page's verdict is ready when its item
 comes).  Installs valgrind from Debian's packages when missing.
+
+``--against REF``: the filter's variants also run with the plugin of another commit (built in a worktree,
+put first on the path under the plugin's name: ``bench.plugin_root``), as ``bench/crawl.py --against`` does.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench import command_line
+from bench import command_line, plugin_root
 from bench.crawl import PROJECT, VARIANTS, Nginx, build_site, debian_command, real_pages
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
 
 
-def counted_crawl(variant: str, url: str, work: Path, follow_all: bool) -> tuple[int, int]:
-    """Crawl the site at ``url`` once with ``variant``'s settings under callgrind: the responses, and the
-    instructions the crawl process executed."""
+def counted_crawl(variant: str, url: str, work: Path, follow_all: bool, tree: Path = PROJECT) -> tuple[int, int]:
+    """Crawl the site at ``url`` once with ``variant``'s settings under callgrind (the plugin of the checkout
+    ``tree``): the responses, and the instructions the crawl process executed."""
     counts, out = work / "callgrind.out", work / "result.json"
     command = [debian_command("valgrind", "valgrind"), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
                sys.executable, "-m", "bench.crawl", "--one", variant, "--mode", "saturated", "--url", url,
                "--work", str(work), "--out", str(out), "--no-lag-probe", *(["--follow-all"] if follow_all else [])]
-    done = subprocess.run(command, cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    environment = os.environ if tree == PROJECT else {**os.environ, "PYTHONPATH": str(plugin_root(tree))}
+    done = subprocess.run(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=environment)
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
     total = re.search(r"^(?:totals|summary): (\d+)", counts.read_text(), re.MULTILINE)
@@ -62,10 +69,19 @@ def main() -> None:
     parser.add_argument("--pages", type=int, nargs=2, default=[50, 150], help="the two sites' distinct pages")
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--follow-all", action="store_true", help="the spider follows every link of every page")
+    parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
     parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/"
                         "crawl_instructions.json, crawl_instructions-follow-all.json with --follow-all)")
     args = parser.parse_args()
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
+    trees = {variant: PROJECT for variant in variants}
+    if args.against:
+        from bench.fingerprint import worktree
+
+        tree = worktree(args.against)
+        for name in ("crawl.py", "__init__.py"):  # the crawl script and the helpers it imports
+            shutil.copyfile(Path(__file__).parent / name, tree / "bench" / name)
+        trees.update({f"{variant} at {args.against}": tree for variant in variants[1:]})
     per_response: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as temp:
         servers = []
@@ -75,15 +91,18 @@ def main() -> None:
                 site.mkdir(parents=True)
                 build_site(site, real_pages(args.data, size))
                 servers.append(Nginx(site, site.parent))
-            for variant in variants:
+            for variant, tree in trees.items():
                 (small, small_count), (large, large_count) = (
-                    counted_crawl(variant, server.url, Path(temp), args.follow_all) for server in servers)
+                    counted_crawl(variant.split(" at ")[0], server.url, Path(temp), args.follow_all, tree)
+                    for server in servers)
                 per_response[variant] = (large_count - small_count) / (large - small)
                 print(f"{variant}: {small} responses {small_count:,} instructions, {large} responses {large_count:,}: "
                       f"{per_response[variant] / 1e6:.2f} M a response", flush=True)
         finally:
             for server in servers:
                 server.stop()
+            if args.against:
+                subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
     own = per_response["no filter"]
     print("\n| variant | M instructions a response, crawl process | above no filter | share of the crawl's own |")
     print("|---|---|---|---|")
