@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test clean redis-server chromium java compiled
+.PHONY: demo test dist clean redis-server chromium java compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,6 +21,13 @@ demo: compiled
 
 test: compiled redis-server chromium java
 	$(PYTHON) -m pytest -q
+
+# The sdist and this machine's wheel in dist/ (the release's wheels for every platform: cibuildwheel, see
+# pyproject.toml and .github/workflows/wheels.yml). Built from the checkout's tracked files.
+dist: $(INSTALLED)
+	rm -rf dist
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir dist .
+	$(PYTHON) -m build --sdist --no-isolation --outdir dist . >/dev/null
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.
 redis-server:
@@ -44,4 +51,4 @@ java:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless || command -v java; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo-output .scrapy build pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp
+	rm -rf $(VENV) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .fingerprint.fingerprinter import SCHEME_VERSION, Fingerprint, Fingerprinter
 from .fingerprint.simhash import hamming, simhash
+from .version import __version__
 
 if TYPE_CHECKING:
     from .crawl.addon import SimhashDedupAddon
@@ -41,6 +42,7 @@ _MODULES = {
 }
 __all__ = [
     "SCHEME_VERSION",
+    "__version__",
     "Fingerprint",
     "Fingerprinter",
     "SimhashDedupAddon",

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .extras import require
 from .fingerprint.fingerprinter import SCHEME_VERSION
+from .version import __version__
 
 if TYPE_CHECKING:
     from .stores.base import Store
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="simhash-dedup", description=__doc__.split("\n\n")[0])
-    top.add_argument("--version", action="version", version=f"%(prog)s {_version()} (fingerprint scheme {SCHEME_VERSION})")
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__} (fingerprint scheme {SCHEME_VERSION})")
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     dedup = commands.add_parser("dedup", help="deduplicate HTML folders, JSON Lines and WARC files",
                                 description="Read the pages of every INPUT in order, keep each page no page kept "
@@ -144,15 +146,6 @@ def _setting_options(command: argparse.ArgumentParser) -> None:
                            help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})")
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("scrapy-simhash-dedup")
-    except PackageNotFoundError:  # run from a checkout that is not installed
-        return "(not installed)"
-
-
 def _setting_defaults() -> dict[str, Any]:
     from .crawl.settings import DedupSettings
 
@@ -204,10 +197,10 @@ def run_dedup(arguments: argparse.Namespace) -> int:
 
 
 def run_spark(arguments: argparse.Namespace) -> int:
-    try:
-        from .spark import run_job
-    except ImportError as error:
-        raise ValueError(f"the spark command needs PySpark ({error}): pip install 'scrapy-simhash-dedup[spark]'") from None
+    require("pyspark", "the spark command")
+    require("pyarrow", "the spark command")
+    from .spark import run_job
+
     return run_job(arguments, dedup_settings(arguments))
 
 
@@ -220,7 +213,7 @@ def open_store(target: str | None, key: str, settings: Any) -> Store:
     if not target:
         return MemoryStore(settings.policy)
     if target.startswith(("redis://", "rediss://", "unix://")):
-        import redis
+        redis = require("redis", "a Redis store")
 
         from .stores.redis.store import RedisStore
 

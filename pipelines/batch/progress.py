@@ -7,6 +7,8 @@ import sys
 import time
 from typing import IO, Any
 
+from ..extras import installed
+
 #: Seconds between the plain lines written when stderr is not a terminal.
 PLAIN_EVERY = 60.0
 
@@ -21,7 +23,7 @@ class Progress:
         self._bar: Any = None
         self._pages = 0
         self._started = self._last_line = time.monotonic()
-        if enabled and stream.isatty():
+        if enabled and stream.isatty() and installed("tqdm"):  # (the [warc] extra's; plain lines without it)
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=stream,

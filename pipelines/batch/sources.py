@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..extras import require
+
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 WARC_SUFFIXES = (".warc", ".warc.gz")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -169,7 +171,8 @@ def read_warc(path: Path, stream: IO[bytes] | None = None) -> Iterator[tuple[Pag
     ``bench/batch.py``), each with its offset; from ``stream``'s position on if given (a record's
     offset: the Spark job reads a record again there).  A truncated file yields its whole records and
     one ``BadInput``."""
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
+    warc = require("fastwarc.warc", "reading WARC files")
+    ArchiveIterator, WarcRecordType = warc.ArchiveIterator, warc.WarcRecordType  # noqa: N806 (FastWARC's names)
 
     skipped: list[str] = []  # records of images, scripts, PDFs…: not pages, summed up in one message
     try:

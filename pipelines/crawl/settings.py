@@ -13,6 +13,7 @@ from typing import Any
 from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.settings import BaseSettings
 
+from ..extras import require
 from ..fingerprint.fingerprinter import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_ELEMENTS,
@@ -93,6 +94,8 @@ class DedupSettings:
         redis_url = _text(settings, "SIMHASH_DEDUP_REDIS_URL", "") or None
         backend = _text(settings, "SIMHASH_DEDUP_BACKEND", "") or ("redis" if redis_url else "sqlite")
         _choice("SIMHASH_DEDUP_BACKEND", backend, ("sqlite", "memory", "redis"))
+        if backend == "redis":
+            require("redis", "SIMHASH_DEDUP_BACKEND = 'redis'")  # a missing extra: a refused start, in one line
         if backend == "redis" and not redis_url:
             redis_url = _text(settings, "REDIS_URL", "") or "redis://localhost:6379"  # scrapy-redis's setting
         fail_mode = _text(settings, "SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)

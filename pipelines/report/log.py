@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..crawl.counts import current_names
+from ..extras import require
 from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
 from ..matching.urlrules import Rule
@@ -44,7 +45,7 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     settings = {"mode": policy.mode.value, "content_distance": policy.content_distance,
                 "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity}
     if source.startswith(("redis://", "rediss://", "unix://")):
-        import redis
+        redis = require("redis", "a Redis store's report")
 
         from ..stores.redis.log import read_redis_aliases, read_redis_log, read_redis_rules
 

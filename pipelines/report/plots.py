@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from ..extras import require
 from ..matching.decision_log import BORDERLINE, DROPPED, Decision
 
 COLORS = {DROPPED: "#c0392b", BORDERLINE: "#2471a3"}
@@ -27,7 +28,7 @@ def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
 
 
 def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str) -> str:  # noqa: ANN001
-    import matplotlib
+    matplotlib = require("matplotlib", "the report")
     import matplotlib.ticker
 
     matplotlib.use("Agg")
