@@ -84,6 +84,28 @@ class DropSomeItems:
         return item
 
 
+class RecordScrapyRoutes:
+    """A pipeline that records, at each item, what the filter reaches through Scrapy's private attributes: the
+    feed exports' files (``confirmation.feed_streams``) and, from a middleware, the filter's pipeline."""
+
+    def __init__(self, crawler: Any) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RecordScrapyRoutes:
+        return cls(crawler)
+
+    async def process_item(self, item: Any) -> Any:
+        from scrapy_simhash_dedup import SimhashDedupDownloaderMiddleware, SimhashDedupPipeline
+        from scrapy_simhash_dedup.crawl.confirmation import feed_streams
+
+        stats = self.crawler.stats
+        stats.set_value("test/feed_streams", len(feed_streams(self.crawler)))
+        found = SimhashDedupDownloaderMiddleware.from_crawler(self.crawler).pipeline
+        stats.set_value("test/pipeline_found", isinstance(found, SimhashDedupPipeline))
+        return item
+
+
 class WorkerFault:
     """A pipeline enabled before the filter that acts on the filter's worker process once the page whose URL
     holds the setting ``TEST_<NAME>_AT`` passes by (``act``)."""

@@ -50,10 +50,21 @@ def flush_feeds(crawler: Crawler) -> None:
     """Push what the feed exports hold in memory to their files before pages are written to the
     store, so that a kill leaves no page remembered whose item is not in the output (Scrapy's
     exports buffer ~8 KB)."""
+    for stream in feed_streams(crawler):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # closed
+            pass
+
+
+def feed_streams(crawler: Crawler) -> list[Any]:
+    """The files the crawl's feed exports write to.  Scrapy gives no public route to them: this walks its
+    ``FeedExporter``'s slots (``crawler.extensions.middlewares``, ``slot.exporter.stream``, ``slot.file``), and
+    ``tests/test_scrapy_routes.py`` fails the day Scrapy changes them."""
+    streams = []
     for extension in getattr(crawler.extensions, "middlewares", ()):
         for slot in getattr(extension, "slots", ()):
             for stream in (getattr(getattr(slot, "exporter", None), "stream", None), getattr(slot, "file", None)):
-                try:
-                    stream.flush()
-                except (AttributeError, OSError, ValueError):  # none, or closed
-                    pass
+                if stream is not None:
+                    streams.append(stream)
+    return streams

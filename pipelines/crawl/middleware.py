@@ -63,6 +63,9 @@ class _Component:
 
     @cached_property
     def pipeline(self) -> SimhashDedupPipeline | None:
+        """Scrapy gives no public route from a middleware to a pipeline: this reads the engine's item
+        processor (``engine.scraper.itemproc.middlewares``); ``tests/test_scrapy_routes.py`` fails the day
+        Scrapy changes it."""
         from .pipeline import SimhashDedupPipeline
 
         manager = getattr(getattr(self.crawler.engine, "scraper", None), "itemproc", None)
