@@ -90,6 +90,7 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -614,9 +615,8 @@ def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree:
         "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
     with errors.open("w") as stderr:
         # another commit's plugin under the plugin's name, for the crawl and its workers (bench.plugin_root)
-        environment = os.environ if tree == PROJECT else {**os.environ, "PYTHONPATH": str(plugin_root(tree))}
         process = subprocess.Popen([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out",
-                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr, env=environment)
+                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr, env=plugin_environment(tree))
         peak = [0.0, 0.0]
         while process.poll() is None:
             pids = [process.pid, *children(process.pid)]
@@ -626,6 +626,27 @@ def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree:
     if process.returncode:
         raise RuntimeError(f"{variant} failed:\n{errors.read_text()[-3000:]}")
     return {**json.loads(out.read_text()), "rss_mb_max": peak[0], "pss_mb_max": peak[1]}
+
+
+def against_tree(ref: str) -> Path:
+    """A built checkout of ``ref`` (a git worktree) holding this checkout's crawl script and the helpers it
+    imports: the crawl these benches run, with that commit's plugin (``--against``)."""
+    from bench.fingerprint import worktree
+
+    tree = worktree(ref)
+    for name in ("crawl.py", "__init__.py"):
+        shutil.copyfile(Path(__file__).parent / name, tree / "bench" / name)
+    return tree
+
+
+def plugin_environment(tree: Path) -> Mapping[str, str]:
+    """The environment of a crawl of the checkout ``tree``: another commit's plugin first on the path under the
+    plugin's name (``bench.plugin_root``), this one's as installed."""
+    return os.environ if tree == PROJECT else {**os.environ, "PYTHONPATH": str(plugin_root(tree))}
+
+
+def remove_tree(tree: Path) -> None:
+    subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
 def children(pid: int) -> list[int]:
@@ -732,11 +753,7 @@ def main() -> None:
     variants = list(dict.fromkeys(["no filter", baseline, *args.variants]))
     trees = {variant: PROJECT for variant in variants}
     if args.against:
-        from bench.fingerprint import worktree
-
-        tree = worktree(args.against)
-        for name in ("crawl.py", "__init__.py"):  # this script and the helpers it imports
-            shutil.copyfile(Path(__file__).parent / name, tree / "bench" / name)
+        tree = against_tree(args.against)
         for variant in variants[1:]:
             trees[f"{variant} at {args.against}"] = tree
         variants = list(trees)
@@ -769,7 +786,7 @@ def main() -> None:
         finally:
             server.stop()
             if args.against:
-                subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
+                remove_tree(tree)
     in_process = {mode: statistics.median(r["in_process_ms"][mode] for r in rounds) for mode in args.modes}
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:

@@ -33,16 +33,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench import command_line, plugin_root
-from bench.crawl import PROJECT, VARIANTS, Nginx, build_site, debian_command, real_pages
+from bench import command_line
+from bench.crawl import (PROJECT, VARIANTS, Nginx, against_tree, build_site, debian_command, plugin_environment,
+                         real_pages, remove_tree)
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
 
@@ -54,9 +53,8 @@ def counted_crawl(variant: str, url: str, work: Path, follow_all: bool, tree: Pa
     command = [debian_command("valgrind", "valgrind"), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
                sys.executable, "-m", "bench.crawl", "--one", variant, "--mode", "saturated", "--url", url,
                "--work", str(work), "--out", str(out), "--no-lag-probe", *(["--follow-all"] if follow_all else [])]
-    environment = os.environ if tree == PROJECT else {**os.environ, "PYTHONPATH": str(plugin_root(tree))}
     done = subprocess.run(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          env=environment)
+                          env=plugin_environment(tree))
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
     total = re.search(r"^(?:totals|summary): (\d+)", counts.read_text(), re.MULTILINE)
@@ -76,11 +74,7 @@ def main() -> None:
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
     trees = {variant: PROJECT for variant in variants}
     if args.against:
-        from bench.fingerprint import worktree
-
-        tree = worktree(args.against)
-        for name in ("crawl.py", "__init__.py"):  # the crawl script and the helpers it imports
-            shutil.copyfile(Path(__file__).parent / name, tree / "bench" / name)
+        tree = against_tree(args.against)
         trees.update({f"{variant} at {args.against}": tree for variant in variants[1:]})
     per_response: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-instructions-") as temp:
@@ -102,7 +96,7 @@ def main() -> None:
             for server in servers:
                 server.stop()
             if args.against:
-                subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
+                remove_tree(tree)
     own = per_response["no filter"]
     print("\n| variant | M instructions a response, crawl process | above no filter | share of the crawl's own |")
     print("|---|---|---|---|")

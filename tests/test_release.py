@@ -6,7 +6,6 @@ whose extra is missing says so in one line, and with the extras installed the fe
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -21,7 +20,7 @@ from scrapy_simhash_dedup.batch.sources import write_warc
 from .conftest import PROJECT, serve_directory
 from .pages import real_page
 from .test_wheel import checkout_files
-from .user_project import make_project
+from .user_project import environment, make_project
 
 NOTICES = ("LICENSE", "THIRD_PARTY_NOTICES.md", "LICENSE.xxhash")
 #: The libraries only an extra brings.
@@ -56,9 +55,10 @@ def user_environment(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> It
 
 
 def without_compiler(venv: Path) -> dict[str, str]:
-    """An environment whose ``PATH`` holds the virtual environment's commands only: no cc, c++, gcc."""
-    kept = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "CC", "CXX", "VIRTUAL_ENV")}
-    return {**kept, "PATH": str(venv / "bin"), "VIRTUAL_ENV": str(venv)}
+    """A user's environment (``user_project.environment``) whose ``PATH`` holds the virtual environment's
+    commands only: no cc, c++, gcc (nor ``CC``, ``CXX``)."""
+    user = environment({"PATH": str(venv / "bin"), "VIRTUAL_ENV": str(venv)})
+    return {key: value for key, value in user.items() if key not in ("CC", "CXX")}
 
 
 def test_the_sdist_and_the_wheel_hold_the_licence_and_the_notices(dist: Path) -> None:

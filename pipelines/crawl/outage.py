@@ -25,7 +25,7 @@ class StoreOutage:
         self.crawler = crawler
         self.closed = fail_mode == "closed"  # fail closed: items not checked are dropped, the crawl stops
         self.down = False
-        self._closing = False
+        self.closing = False  # the spider is being closed (fail mode "closed")
 
     def failed(self, url: str, error: Exception) -> None:
         """Redis is unreachable: counted, logged once per outage, the crawl stopped if it fails closed."""
@@ -47,16 +47,12 @@ class StoreOutage:
             self.down = False
             logger.info("simhash_dedup: the Redis store answers again; items are checked again")
 
-    @property
-    def closing(self) -> bool:
-        return self._closing
-
     def close_spider(self) -> None:
         """Close the spider with ``CLOSE_REASON`` (once; on the reactor's next turn: this may run inside
         ``open_spider`` or ``process_item``)."""
-        if self._closing:
+        if self.closing:
             return
-        self._closing = True
+        self.closing = True
         from twisted.internet import reactor
 
         reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))

@@ -74,7 +74,6 @@ class SimhashDedupPipeline:
         self._use(store)
         self._assigned = AssignedItems()
         self._item_pages = SameObjectPages()
-        self._batcher: StoreBatcher | None = None
         self._started = time.time()
         self._frozen = False  # this crawl froze the process's objects (``gcfreeze``) and thaws them at close
 
@@ -87,7 +86,7 @@ class SimhashDedupPipeline:
     def _use(self, store: Store, batcher: StoreBatcher | None = None) -> None:
         """Every part works with ``store`` (through ``batcher``, for Redis)."""
         self.store = self.confirmation.store = self.learner.store = self.queue.store = store
-        self._batcher = self.queue.batcher = batcher
+        self.queue.batcher = batcher
 
     async def open_spider(self) -> None:
         self.counts.start()
@@ -108,8 +107,8 @@ class SimhashDedupPipeline:
             self.crawler.stats.set_value(f"{STATS_PREFIX}/gc_frozen", frozen)
 
     async def _read_rules(self) -> tuple[list, list[str]]:
-        if self._batcher is not None:
-            return await self._batcher.run(self.store.load_rules)
+        if self.queue.batcher is not None:
+            return await self.queue.batcher.run(self.store.load_rules)
         return self.store.load_rules()
 
     async def close_spider(self) -> None:
@@ -117,8 +116,8 @@ class SimhashDedupPipeline:
             self._frozen = False
             StartupObjects.thaw()
         self.fingerprints.close()
-        if self._batcher is not None:
-            self._batcher.stop()
+        if self.queue.batcher is not None:
+            self.queue.batcher.stop()
         self.counts.stop()
         self.learner.summary.log(self.opener.report_hint(self.store))
         self.store.save_run(self.run_summary())

@@ -14,7 +14,8 @@ class Store(Protocol):
     """Kept pages, and the duplicate decision against them made atomically: "is this page a near-duplicate
     of a page kept before? if not, remember it" is one call with no ``await`` inside, so that two
     near-duplicates processed concurrently can never both be kept.  Beside the pages: the decision log,
-    the runs, the URL rules and the aliases (a store may keep none of them: memory)."""
+    the runs, the URL rules and the aliases.  The methods below the matching ones do nothing here: a store
+    that subclasses ``Store`` and keeps none of those (``MemoryStore``) inherits them as they are."""
 
     #: Does the store write a kept page only once one of its items is confirmed (``confirm``)?
     confirms: bool
@@ -32,32 +33,25 @@ class Store(Protocol):
 
     def confirm(self, row: int) -> None:
         """An item of the page kept at ``row`` got past every pipeline: the page may be written."""
-        ...
 
     def record(self, decision: Decision) -> None:
         """Add to the decision log (none with a log size of 0)."""
-        ...
 
     def record_skip(self, skip: Skip) -> None:
         """Add a skipped link or request to the log (none with a log size of 0)."""
-        ...
 
     def record_alias(self, alias: Alias) -> None:
         """Keep a URL that names a kept page (the first naming of a URL stays), once the page is written."""
-        ...
 
     def save_rules(self, rules: list[Rule]) -> None:
         """Keep the URL rules that changed."""
-        ...
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:
         """The URL rules kept, and the URLs of the most recently kept pages (already fetched)."""
-        ...
+        return [], []
 
     def save_run(self, run: dict[str, Any]) -> None:
         """Keep a crawl's settings and counts beside its decisions (for the report; not with a log size of 0)."""
-        ...
 
     def close(self) -> None:
         """Write what is pending and let go of the store."""
-        ...

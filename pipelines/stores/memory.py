@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
 from ..fingerprint.fingerprinter import Fingerprint
-from ..matching.decision_log import Alias, Decision, Skip
 from ..matching.matcher import Matcher
 from ..matching.policy import Match, Policy
-from ..matching.urlrules import Rule
+from .base import Store
 
 
-class MemoryStore:
+class MemoryStore(Store):
     """A ``Store`` in memory: the matcher's rows, and per row the URL and the sketch.  It keeps no log,
-    runs, rules or aliases (the crawl's log lines say what was dropped)."""
+    runs, rules or aliases (the crawl's log lines say what was dropped): ``Store``'s methods for them, which
+    do nothing, are its own."""
 
     confirms = False  # a kept page is in memory at once
 
@@ -59,27 +58,3 @@ class MemoryStore:
 
     def alive(self, row: int) -> bool:
         return True
-
-    def confirm(self, row: int) -> None:
-        """Nothing to write."""
-
-    def record(self, decision: Decision) -> None:
-        """Memory keeps no decision log."""
-
-    def record_skip(self, skip: Skip) -> None:
-        """Memory keeps no log of skips."""
-
-    def record_alias(self, alias: Alias) -> None:
-        """Memory keeps no aliases."""
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        """Memory keeps no rules."""
-
-    def load_rules(self) -> tuple[list[Rule], list[str]]:
-        return [], []
-
-    def save_run(self, run: dict[str, Any]) -> None:
-        """Memory keeps no runs."""
-
-    def close(self) -> None:
-        """Nothing to write."""

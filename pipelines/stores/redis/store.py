@@ -65,7 +65,6 @@ class RedisStore:
         self.client = client
         self.key = key
         self.scheme = f"{scheme}/redis-layout={LAYOUT}"
-        self.expire_seconds = expire_seconds
         self.guard = RetryGuard()
         self.replica = Replica(policy, client, self.guard, key, self.scheme, expire_seconds)
         self.log = RedisLog(client, self.guard, key, decisions, texts)
@@ -165,7 +164,7 @@ class RedisStore:
             kept = [i for i, match in zip(pending, in_batch) if not dropped(match)]
             if not kept:
                 break
-            args = [self.key, replica.epoch, seen, CHUNK, self.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
+            args = [self.key, replica.epoch, seen, CHUNK, replica.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
                     SKETCH_BYTES]
             args += [pack_record(pages[i][1]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
                      for i in kept]
