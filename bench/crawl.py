@@ -18,8 +18,8 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 
 - ``no filter``: no item pipeline;
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
-- ``defaults, GC not frozen``: ``SIMHASH_DEDUP_GC_FREEZE = False`` (the objects that exist when the spider opens
-  stay in Python's full garbage collections, as before the filter froze them);
+- ``defaults, GC frozen``: ``SIMHASH_DEDUP_GC_FREEZE = True`` (the objects that exist when the spider opens are
+  left out of Python's full garbage collections while it runs; opt-in since 0.2, the default before);
 - ``no filter, frozen GC``: no filter, but those objects frozen as the filter freezes them
   (``scrapy_simhash_dedup.crawl.gcfreeze``):
   what the filter costs a crawl that freezes them itself;
@@ -103,7 +103,7 @@ ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
-    "defaults, GC not frozen": {**ADDON, "SIMHASH_DEDUP_GC_FREEZE": False},
+    "defaults, GC frozen": {**ADDON, "SIMHASH_DEDUP_GC_FREEZE": True},
     "no filter, frozen GC": {"EXTENSIONS": {"bench.crawl.FrozenStartupObjects": 0}},
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},

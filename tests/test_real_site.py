@@ -146,6 +146,44 @@ def test_a_rerun_with_the_same_store_finds_every_page_added_since(languages: tup
     assert sorted(item["url"] for item in again["items"]) == sorted(base_url + path for path in added)
 
 
+def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests(
+    languages: tuple[Path, str], project: Path
+) -> None:
+    """At Scrapy's default log level (DEBUG): the first link not followed and the first
+    drop of a page an earlier run kept under the same URL are logged, saying which setting shows all; the rest
+    are counted.  With ``SIMHASH_DEDUP_DEBUG`` each is logged.  Other drops keep their line."""
+    _, base_url = languages
+    first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
+    rerun = crawl(project, base_url, "rerun.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
+    loud = crawl(project, base_url, "loud.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG",
+                 "SIMHASH_DEDUP_DEBUG=True")
+
+    def links_not_followed(run: dict) -> list[str]:
+        return [line for line in run["log"].splitlines() if "link not followed" in line]
+
+    def drops(run: dict) -> dict[str, list[str]]:
+        """The log's drop lines: of a page by its own URL (a re-run's) or by another's."""
+        lines = re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)(.*)", run["log"])
+        return {"rerun": [own + note for kept, own, note in lines if kept == own],
+                "other": [own for kept, own, _ in lines if kept != own]}
+
+    assert first["stats"]["simhash_dedup/links_skipped"] > 1
+    (line,) = links_not_followed(first)
+    assert "no more will be shown" in line and "SIMHASH_DEDUP_DEBUG" in line
+    assert first["stats"]["simhash_dedup/pages_dropped"] == len(drops(first)["other"]) > 0
+
+    reruns = rerun["stats"]["simhash_dedup/pages_dropped/rerun"]
+    assert reruns == first["stats"]["simhash_dedup/pages_kept"] > 1, "every page kept before is met again"
+    (line,) = drops(rerun)["rerun"]
+    assert "no more such drops will be shown" in line and "SIMHASH_DEDUP_DEBUG" in line
+    assert len(drops(rerun)["other"]) == rerun["stats"]["simhash_dedup/pages_dropped"] - reruns > 0
+    assert rerun["stats"]["item_dropped_count"] == rerun["stats"]["simhash_dedup/items_dropped"], "all still dropped"
+
+    assert len(links_not_followed(loud)) == loud["stats"]["simhash_dedup/links_skipped"] > 1
+    assert len(drops(loud)["rerun"]) == loud["stats"]["simhash_dedup/pages_dropped/rerun"] == reruns
+    assert not [line for line in drops(loud)["rerun"] if "no more" in line]
+
+
 def test_a_rerun_without_memory_exports_what_it_scraped(languages: tuple[Path, str], project: Path) -> None:
     """As with Scrapy's own duplicate filter: no JOBDIR, no SIMHASH_DEDUP_PERSIST, each run starts afresh."""
     _, base_url = languages

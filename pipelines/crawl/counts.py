@@ -53,8 +53,9 @@ class Counts:
     while the spider runs (``start``) and when it closes: each of Scrapy's stats calls costs microseconds
     (its collector checks every attribute it reads), and a page made five of them."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, debug: bool = False) -> None:
         self.crawler = crawler
+        self.debug = debug  # SIMHASH_DEDUP_DEBUG: every repeated case logged (``repeated``)
         self._pending: Counter[str] = Counter()
         self._handing: LoopingCall | None = None
         self._told: set[str] = set()
@@ -74,6 +75,16 @@ class Counts:
             "counted in the stats (simhash_dedup/%s).",
             outcome, url, outcome, exc_info=exc_info,
         )
+
+    def repeated(self, kind: str, message: str, *args: Any) -> None:
+        """A case of a kind a crawl meets by the thousand (a link not followed, a request skipped): logged at
+        DEBUG as Scrapy's duplicate filter logs a filtered request, the first only unless ``SIMHASH_DEDUP_DEBUG``
+        asks for all; the rest are counted (``simhash_dedup/<kind>``) by the caller."""
+        if self.debug:
+            logger.debug(message, *args)
+        elif self.first(kind):
+            logger.debug(message + " - no more will be shown (counted in simhash_dedup/%s; "
+                         "SIMHASH_DEDUP_DEBUG = True shows all)", *args, kind)
 
     def first(self, kind: str) -> bool:
         """Is this the first case of ``kind`` (to be logged)?  Only once ``True``."""

@@ -11,7 +11,11 @@ permanent generation that collections skip, after a full collection, so that no
 garbage is frozen.  When the last crawl of the process that froze them closes,
 ``gc.unfreeze`` hands them back: what became cyclic garbage meanwhile is
 collected then.  Reference counting frees everything else as always; only
-when cycles among those objects are found changes (``SIMHASH_DEDUP_GC_FREEZE``).
+when cycles among those objects are found changes.
+
+Opt-in (``SIMHASH_DEDUP_GC_FREEZE = True``): the collector is the whole
+process's, the user's code included, and a plugin should not change it
+unasked.  What it saves is measured in ``bench/results/crawl-gc-freeze.json``.
 """
 
 from __future__ import annotations

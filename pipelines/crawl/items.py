@@ -22,17 +22,20 @@ UPDATE_FIELD = "simhash_dedup_update"
 #: What an item raises when it cannot take a field: undeclared (``scrapy.Item``), frozen (a dataclass, attrs),
 #: a value its validation refuses (a model).  The item is then kept as it is, never lost.
 FIELD_REFUSED = (KeyError, AttributeError, TypeError, ValueError)
+#: Said by the first drop of a page an earlier run kept under the same URL.
+RERUN_NOTE = (" - a page an earlier run kept, met again; no more such drops will be shown (counted in "
+              "simhash_dedup/pages_dropped/rerun; SIMHASH_DEDUP_DEBUG = True shows all)")
 
 
 class SimhashDuplicate(DropItem):
     """An item of a page that is a near-duplicate of a page kept earlier in the crawl (or an earlier crawl)."""
 
-    def __init__(self, url: str, match: Match, log_level: str) -> None:
+    def __init__(self, url: str, match: Match, log_level: str, note: str = "") -> None:
         super().__init__(
             f"near-duplicate of {match.url} (matched on {match.reason}: "
             f"content distance {_show(match.content_distance)}, "
             f"similarity {_show(match.similarity)}, "
-            f"structure distance {_show(match.structure_distance)}): {url}",
+            f"structure distance {_show(match.structure_distance)}): {url}{note}",
             log_level=log_level,
         )
         self.match = match
@@ -66,10 +69,23 @@ class ItemVerdicts:
             self.counts.add("items_dropped")
             self.counts.add(f"items_dropped/{page.match.reason}")
             self.remove_html(adapter)  # keeps the page out of Scrapy's drop log line
-            raise SimhashDuplicate(page.url, page.match, self.settings.drop_log_level)
+            raise self._duplicate(page)
         self.counts.add("items_kept")
         self._finish_kept(adapter, page)
         return item
+
+    def _duplicate(self, page: PageVerdict) -> SimhashDuplicate:
+        """The drop of an item at ``SIMHASH_DEDUP_DROP_LOG_LEVEL``; a re-run's drop of the page an earlier run
+        kept under the same URL, which a re-run makes by the thousand, follows Scrapy's duplicate filter: the
+        first logged, saying how to see all, the rest only counted (``pages_dropped/rerun``), at ``NOTSET``,
+        a level no Scrapy ``LOG_LEVEL`` writes (``SIMHASH_DEDUP_DEBUG``: each at DEBUG)."""
+        if not page.recrawl:
+            return SimhashDuplicate(page.url, page.match, self.settings.drop_log_level)
+        if self.settings.debug:
+            return SimhashDuplicate(page.url, page.match, "DEBUG")
+        if self.counts.first("rerun_drop"):
+            return SimhashDuplicate(page.url, page.match, self.settings.drop_log_level, RERUN_NOTE)
+        return SimhashDuplicate(page.url, page.match, "NOTSET")
 
     def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
         """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""

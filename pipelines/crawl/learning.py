@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..fingerprint.fingerprinter import Fingerprint
 from ..guards.canonical import CanonicalUrls
-from ..guards.linkguard import LinkGuard
+from ..guards.linkguard import LinkGuard, is_recrawl
 from ..matching.decision_log import RULE, Alias, Reviewer, Skip, canonical_aliases
 from ..matching.policy import Match, dropped
 from ..matching.urlrules import KnownUrls, Rule, RuleBook
@@ -63,7 +63,7 @@ class Learner:
 
     def verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
         """The verdict of a page the store checked; a dropped page that an earlier crawl kept is a re-crawl."""
-        recrawl = dropped(match) and self.links is not None and self.links.is_recrawl(url, match)
+        recrawl = dropped(match) and is_recrawl(url, match, self.rules)
         return PageVerdict(url, fingerprint, match, row, recrawl=recrawl)
 
     def settle(self, page: PageDecision, verdict: PageVerdict) -> None:
@@ -89,6 +89,8 @@ class Learner:
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self.counts.add("pages_dropped" if page.duplicate else "pages_kept")
+        if page.recrawl:
+            self.counts.add("pages_dropped/rerun")
         self.summary.add(page.url, page.match, page.fingerprint is not None)
         if page.duplicate:
             self.store.record(self.reviewer.dropped(page.url, page.fingerprint, page.match))

@@ -21,7 +21,6 @@ page already fetched (never a request with ``dont_filter``).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import AsyncIterator
 from functools import cached_property
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
 
     from .pages import PageDecision, PageVerdict
     from .pipeline import SimhashDedupPipeline
-
-logger = logging.getLogger(__name__)
 
 
 class _Component:
@@ -116,8 +113,8 @@ class SimhashDedupSpiderMiddleware(_Component):
             return True
         if page is not None and page.duplicate and not page.recrawl and not request.dont_filter:
             if (covered := guard.covered(request.url)) is not None:
-                logger.debug("simhash_dedup: link not followed, %s is a near-duplicate of %s and %s: %s",
-                             page.url, page.match.url, covered, request.url)
+                pipeline.counts.repeated("links_skipped", "simhash_dedup: link not followed, %s is a near-duplicate "
+                                         "of %s and %s: %s", page.url, page.match.url, covered, request.url)
                 pipeline.skipped(Skip(time.time(), "link", request.url, page.url,
                                       f"near-duplicate of {page.match.url}; {covered}"))
                 return False
@@ -141,7 +138,8 @@ class SimhashDedupDownloaderMiddleware(_Component):
         if target is None or target == request.url:
             return
         because = "; ".join(rule.describe() for rule in rules)
-        logger.debug("simhash_dedup: request skipped, %s is %s by the URL rules (%s)", request.url, target, because)
+        pipeline.counts.repeated("requests_skipped", "simhash_dedup: request skipped, %s is %s by the URL rules (%s)",
+                                 request.url, target, because)
         pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
         raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")
 

@@ -63,7 +63,7 @@ class SimhashDedupPipeline:
         self.settings = settings
         self.fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
         self.fingerprints = FingerprintPool(self.fingerprinter, settings.workers, settings.worker_timeout)
-        self.counts = Counts(crawler)
+        self.counts = Counts(crawler, settings.debug)
         self.outage = StoreOutage(crawler, settings.fail_mode)
         self.opener = StoreOpener(crawler, settings)
         store = self.opener.open_local(partial(flush_feeds, crawler))  # SQLite: before the feed exports open

@@ -42,6 +42,7 @@ class DedupSettings:
     fingerprint_fields: bool = False
     remove_html: bool = False
     drop_log_level: str = "INFO"
+    debug: bool = False  # every link not followed, request skipped and re-run drop logged (DUPEFILTER_DEBUG's role)
     reset: bool = False
     persist: bool = False  # remember kept pages across runs (with JOBDIR or a path: always)
     commit_every: int = 100
@@ -60,7 +61,7 @@ class DedupSettings:
     url_rules: bool = True  # URL rules are learned and requests they show to be copies skipped
     rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
     link_budget: int = DEFAULT_BUDGET  # near-duplicates in a row a URL shape leads to before its links are skipped
-    gc_freeze: bool = True  # the objects that exist when the spider opens are left out of full collections
+    gc_freeze: bool = False  # opt-in: the objects that exist when the spider opens are left out of full collections
 
     @property
     def scheme(self) -> str:
@@ -114,6 +115,7 @@ class DedupSettings:
             fingerprint_fields=_flag(settings, "SIMHASH_DEDUP_FINGERPRINT_FIELDS", default.fingerprint_fields),
             remove_html=_flag(settings, "SIMHASH_DEDUP_REMOVE_HTML", default.remove_html),
             drop_log_level=_log_level(settings, "SIMHASH_DEDUP_DROP_LOG_LEVEL", default.drop_log_level),
+            debug=_flag(settings, "SIMHASH_DEDUP_DEBUG", default.debug),
             reset=_flag(settings, "SIMHASH_DEDUP_RESET", default.reset),
             persist=_flag(settings, "SIMHASH_DEDUP_PERSIST", default.persist),
             commit_every=_integer(settings, "SIMHASH_DEDUP_COMMIT_EVERY", default.commit_every, 1),

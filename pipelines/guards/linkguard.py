@@ -55,6 +55,17 @@ def url_shape(url: str) -> str | None:
     return f"{host}/{''.join(f'{folder}/' for folder in folders)}?{'&'.join(names)}"
 
 
+def is_recrawl(url: str, match: Match, rules: RuleBook | None) -> bool:
+    """Is a page that matched ``match`` the same page met again by a re-run (not a copy): the page an earlier
+    crawl kept, under its URL or one the trusted URL ``rules`` make equal to it?"""
+    if not match.remembered:
+        return False
+    if url == match.url:
+        return True
+    applying = rules.applying(url) + rules.applying(match.url) if rules is not None else []
+    return bool(applying) and rewritten(url, applying) == rewritten(match.url, applying)
+
+
 class ShapeBudget:
     """Per URL shape: the near-duplicates its pages were in a row, since the last unique page."""
 
@@ -94,15 +105,6 @@ class LinkGuard:
     def followed(self, url: str) -> None:
         """A request the crawl schedules."""
         self.known.add(url)
-
-    def is_recrawl(self, url: str, match: Match) -> bool:
-        """Is a page that matched ``match`` the same page met again by a re-run (not a copy)?"""
-        if not match.remembered:
-            return False
-        if url == match.url:
-            return True
-        rules = self.rules.applying(url) + self.rules.applying(match.url) if self.rules is not None else []
-        return bool(rules) and rewritten(url, rules) == rewritten(match.url, rules)
 
     def covered(self, url: str) -> str | None:
         """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it)."""

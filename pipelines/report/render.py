@@ -21,8 +21,8 @@ MAX_CLUSTERS = 100
 OPEN_PAIRS = 5  # the first pairs are shown unfolded
 
 #: The counts shown first, in this order; any other count follows.
-MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "items_kept", "items_dropped", "borderline", "links_skipped", "requests_skipped",
-               "short_text", "same_html")
+MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "pages_dropped/rerun", "items_kept", "items_dropped", "borderline",
+               "links_skipped", "requests_skipped", "short_text", "same_html")
 
 
 def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
