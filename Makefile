@@ -19,8 +19,23 @@ compiled: $(INSTALLED)
 demo: compiled
 	$(PYTHON) -m crawler.demo
 
-test: compiled redis-server chromium java
+# Then the crawl tests again, shorter, on the lowest Scrapy pyproject.toml declares (and the last Twisted that
+# Scrapy allows), put first on PYTHONPATH over the pinned ones.
+LOWEST_SCRAPY := $(shell sed -n 's/.*"Scrapy>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+LOWEST_TWISTED := 25.5.0
+LOWEST := $(CURDIR)/.scrapy-lowest
+LOWEST_TESTS := tests/test_crawl.py tests/test_scrapy_routes.py tests/test_real_site.py \
+	tests/test_persistence.py::test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate
+
+test: compiled redis-server chromium java $(LOWEST)/.installed
 	$(PYTHON) -m pytest -q
+	PYTHONPATH=$(LOWEST) SIMHASH_DEDUP_TEST_SCRAPY=$(LOWEST_SCRAPY) $(PYTHON) -m pytest -q -m "not heavy" $(LOWEST_TESTS)
+
+$(LOWEST)/.installed: pyproject.toml $(INSTALLED)
+	rm -rf $(LOWEST)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps --target $(LOWEST) \
+		"scrapy==$(LOWEST_SCRAPY)" "twisted==$(LOWEST_TWISTED)"
+	touch $@
 
 # The sdist and this machine's wheel in dist/ (the release's wheels for every platform: cibuildwheel, see
 # pyproject.toml and .github/workflows/wheels.yml). Built from the checkout's tracked files.
@@ -51,4 +66,4 @@ java:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless || command -v java; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp
+	rm -rf $(VENV) $(LOWEST) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp

@@ -19,7 +19,7 @@ store on a redis-server of its own (not persistent, as many are run):
   output: neither exported, nor dropped as a near-duplicate of a page
   exported, nor a near-duplicate of a page exported (by the pipeline's own
   decision); the same kill without the filter
-  (``SIMHASH_DEDUP_ENABLED = False``) beside it.  The README's caveat (pages in Redis whose items are in no
+  (``SIMHASH_DEDUP_ENABLED = False``) beside it.  The documented caveat (docs/usage/redis.md) (pages in Redis whose items are in no
   output) is counted apart.
 
 Each variant runs ``--tries`` times, interleaved.  Results go to

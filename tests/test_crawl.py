@@ -171,6 +171,7 @@ SAME_ARTICLE_TWICE = {
 }
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_crawl_keeps_every_different_article_of_the_shared_sets(
     site: tuple[Path, str], crawl: Callable
@@ -230,6 +231,7 @@ def serve(root: Path, pages: dict[str, bytes]) -> list[str]:
     return list(pages)
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tuple[Path, str], crawl: Callable) -> None:
     """398 real pages, then a byte-identical copy of each under another URL (short pages too).  Of the fixtures of
@@ -254,6 +256,7 @@ def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tup
     assert result["stats"]["simhash_dedup/short_text"] >= 2 * 10  # short pages and their copies were compared
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_sites_built_inside_one_form_keep_every_article(site: tuple[Path, str], crawl: Callable) -> None:
     """Every page re-templated as ASP.NET does: the body inside one <form>, a 40-word notice outside it."""

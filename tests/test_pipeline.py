@@ -616,7 +616,7 @@ def process_as_is(pipeline: SimhashDedupPipeline, item: Any) -> Any:
 
 
 def test_rows_are_deduplicated_by_their_own_html_in_an_item_field() -> None:
-    """Row-level deduplication (the README's recipe): each item carries its row's own HTML, and the filter
+    """Row-level deduplication (the recipe of docs/setup.md): each item carries its row's own HTML, and the filter
     reads that field.  A row is short, so it is a duplicate only of a row showing exactly the same words:
     a row repeated on the next listing page is dropped, a row whose price changed is kept."""
     pipeline = make_pipeline(SIMHASH_DEDUP_HTML_FIELD="row_html")

@@ -241,7 +241,7 @@ def test_a_wrong_setting_is_one_error_line_and_exit_status_1(project: Path, lang
 
 
 def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path, str], project: Path) -> None:
-    """The add-on decodes the response's bytes as the README says: valid UTF-8 wins over a contradicting
+    """The add-on decodes the response's bytes as docs/usage/notes.md says: valid UTF-8 wins over a contradicting
     ``<meta charset>``.  The article's print view (declared UTF-8) is then a near-duplicate of it (read as
     gb2312, as Scrapy's ``response.text`` reads it, the article would be other words and both were kept)."""
     root, base_url = site
@@ -258,7 +258,7 @@ def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path,
 def test_the_readme_s_redis_settings_deduplicate_items_without_html(
     languages: tuple[Path, str], tmp_path: Path, redis_url: str
 ) -> None:
-    """The README's settings for several crawlers (scrapy-redis's scheduler, the add-on, the Redis store) in a
+    """The settings of docs/usage/redis.md for several crawlers (scrapy-redis's scheduler, the add-on, the Redis store) in a
     new project whose RedisSpider yields ``{url, title}``, seeded through its start-URLs key."""
     import redis
 

@@ -89,7 +89,7 @@ class SiteSpider(RedisSpider):
             yield response.follow(link)
 """
 
-#: The README's settings for several crawlers sharing one Redis (``{redis_url}`` filled in).
+#: The settings of docs/usage/redis.md for several crawlers sharing one Redis (``{redis_url}`` filled in).
 SCRAPY_REDIS_SETTINGS = """
 SCHEDULER = "scrapy_redis.scheduler.Scheduler"
 DUPEFILTER_CLASS = "scrapy_redis.dupefilter.RFPDupeFilter"
@@ -130,5 +130,10 @@ def scrapy_command(*arguments: str) -> list[str]:
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without its ``PYTHONPATH`` (the checkout), plus ``extra``."""
-    return {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"}, **(extra or {})}
+    """This process's environment without the checkout on its ``PYTHONPATH``, plus ``extra``.  Other entries
+    stay: ``make test``'s run on the lowest Scrapy puts that Scrapy there."""
+    checkout = Path(__file__).resolve().parents[1]
+    path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if entry and Path(entry).resolve() != checkout]
+    return {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"},
+            **({"PYTHONPATH": os.pathsep.join(path)} if path else {}), **(extra or {})}

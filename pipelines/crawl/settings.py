@@ -217,5 +217,5 @@ def _whole(value: Any) -> int:
 def default_workers() -> int:
     """One worker process per core but one: the crawl process keeps a core busy itself, and a worker more
     only shares the cores (measured on 2 cores: 1 worker against 2, 7-10 % less worker CPU a page and
-    ~60 MB less memory, for 13 % fewer pages/s in a crawl that saturates them; README, "What it costs")."""
+    ~60 MB less memory, for 13 % fewer pages/s in a crawl that saturates them; docs/internals/performance.md)."""
     return max(1, (os.cpu_count() or 1) - 1)

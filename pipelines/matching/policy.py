@@ -28,7 +28,7 @@ class Mode(str, Enum):
 #: text is.  Sibling pages of one template (two classes of a reference, two commands of a manual, two letters of an
 #: index) share most of their words beside the few that say what each is about; a partial translation shares most
 #: of its original's; an untranslated chapter whose heading alone was translated shares all the others.
-#: ``bench/real_sites.py``: see the README, "What counts as the same page".
+#: ``bench/real_sites.py``: see docs/usage/comparison.md, "What counts as the same page".
 NAMED_APART_SIMILARITY = 0.85
 #: Own text of fewer than ``SMALL_OWN_TEXT`` shingles (a few sentences, or a title and a footer), less than
 #: ``OWN_SHARE_LINE`` of the shingles of a page whose characters are mostly links (``LINK_SHARE_LINE``: a table
