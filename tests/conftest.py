@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -95,3 +96,27 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.start()
     yield server.url
     server.stop()
+
+
+def checkout_files(to: Path) -> Path:
+    """The checkout's tracked files (and the C++ that Cython made of its ``.pyx``, to save the wait), copied:
+    what a clean clone builds, without what earlier builds left in ``build/``."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True).stdout
+    generated = [str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*")
+                 if path.suffix in (".c", ".cpp")]
+    for name in [*tracked.splitlines(), *generated]:
+        if (PROJECT / name).is_file():
+            (to / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(PROJECT / name, to / name)
+    return to
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``make dist`` run in a copy of the checkout's tracked files: ``dist/`` with the sdist and the wheel."""
+    source = checkout_files(tmp_path_factory.mktemp("release") / "source")
+    (source / ".venv").symlink_to(PROJECT / ".venv")  # the make target's environment: this one
+    done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "dist"], cwd=source,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return source / "dist"

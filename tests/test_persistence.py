@@ -21,7 +21,7 @@ from scrapy_simhash_dedup.stores.sqlite.lock import StoreLock
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 
 from .conftest import PROJECT
-from .user_project import make_project, scrapy
+from .user_project import REFUSED_EXIT_STATUS, make_project, scrapy
 
 ARTICLES = 12
 VOCABULARY = [f"{a}{b}{c}" for a in "bcdfgklmnprst" for b in "aeiou" for c in ("lan", "mor", "tis", "vek", "dun")]
@@ -277,7 +277,7 @@ def test_a_store_that_cannot_be_opened_refuses_the_crawl_before_anything_is_writ
     finally:
         if lock:
             lock.close()
-    assert done.returncode == 1
+    assert done.returncode == REFUSED_EXIT_STATUS
     errors = [line for line in done.stderr.splitlines() if "ERROR" in line or "CRITICAL" in line]
     assert len(errors) == 1 and str(store) in errors[0], done.stderr[-3000:]
     assert ("another running crawl" if problem == "in use" else "move it aside") in errors[0]

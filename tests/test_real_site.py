@@ -22,6 +22,7 @@ from .conftest import PROJECT
 from .pages import CHINESE_ARTICLE, real_page
 from .user_project import (
     REDIS_SPIDER,
+    REFUSED_EXIT_STATUS,
     SCRAPY_REDIS_SETTINGS,
     environment,
     make_project,
@@ -208,7 +209,7 @@ def test_a_second_crawl_at_once_is_refused_and_touches_nothing(languages: tuple[
         second = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl")
         assert first.poll() is None, "the first crawl was still running"
         first.wait(timeout=300)
-    assert second.returncode == 1
+    assert second.returncode == REFUSED_EXIT_STATUS
     errors = [line for line in second.stderr.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
     assert len(errors) == 1 and "in use by another running crawl" in errors[0]
     assert "Traceback" not in second.stderr
@@ -233,7 +234,7 @@ def test_a_wrong_setting_is_one_error_line_and_exit_status_1(project: Path, lang
     _, base_url = languages
     done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl",
                   "-s", "SIMHASH_DEDUP_MODE=sometimes")
-    assert done.returncode == 1
+    assert done.returncode == REFUSED_EXIT_STATUS
     errors = [line for line in done.stderr.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
     assert len(errors) == 1
     assert "SIMHASH_DEDUP_MODE must be one of both, content, structure, either; got 'sometimes'" in errors[0]

@@ -17,9 +17,8 @@ import pytest
 
 from scrapy_simhash_dedup.batch.sources import write_warc
 
-from .conftest import PROJECT, serve_directory
+from .conftest import serve_directory
 from .pages import real_page
-from .test_wheel import checkout_files
 from .user_project import environment, make_project
 
 NOTICES = ("LICENSE", "THIRD_PARTY_NOTICES.md", "LICENSE.xxhash")
@@ -27,17 +26,6 @@ NOTICES = ("LICENSE", "THIRD_PARTY_NOTICES.md", "LICENSE.xxhash")
 EXTRAS_ONLY = {"matplotlib", "fastwarc", "tqdm", "redis", "hiredis", "pyspark", "pyarrow"}
 ARTICLES = ("newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
             "newspaper-theatlanticcities.com2", "postgresql-doc-sql-commit", "postgresql-doc-sql-end")
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``make dist`` run in a copy of the checkout's tracked files: ``dist/`` with the sdist and the wheel."""
-    source = checkout_files(tmp_path_factory.mktemp("release") / "source")
-    (source / ".venv").symlink_to(PROJECT / ".venv")  # the make target's environment: this one
-    done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "dist"], cwd=source,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return source / "dist"
 
 
 @pytest.fixture(scope="module")

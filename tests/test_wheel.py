@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -28,24 +27,8 @@ print(json.dumps([fingerprint.content, fingerprint.structure, fingerprint.sketch
 """
 
 
-def checkout_files(to: Path) -> Path:
-    """The checkout's tracked files (and the C++ that Cython made of its ``.pyx``, to save the wait), copied:
-    what a clean clone builds, without what earlier builds left in ``build/``."""
-    tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True).stdout
-    generated = [str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*")
-                 if path.suffix in (".c", ".cpp")]
-    for name in [*tracked.splitlines(), *generated]:
-        if (PROJECT / name).is_file():
-            (to / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(PROJECT / name, to / name)
-    return to
-
-
-def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(tmp_path: Path) -> None:
-    source = checkout_files(tmp_path / "source")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "--wheel-dir", str(tmp_path), str(source)], check=True)
-    (wheel,) = tmp_path.glob("*.whl")
+def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(dist: Path, tmp_path: Path) -> None:
+    (wheel,) = dist.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"scrapy_simhash_dedup"}
     packages = {str(path.parent.relative_to(PROJECT / "pipelines")) for path in (PROJECT / "pipelines").rglob("__init__.py")}

@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from packaging.version import Version
+from scrapy import __version__ as scrapy_version
+
 
 SETTINGS = '''
 BOT_NAME = "trial"
@@ -127,6 +130,12 @@ def scrapy(project: Path, *arguments: str, timeout: float = 600, env: dict[str, 
 
 def scrapy_command(*arguments: str) -> list[str]:
     return [str(Path(sys.executable).parent / "scrapy"), *arguments]
+
+
+#: The status ``scrapy crawl`` exits with when the filter refuses to start (a wrong setting, a store in use).
+#: Scrapy 2.14's crawl command counts as failed only a crawl whose spider could not be built, and the filter
+#: refuses once the spider is: 0 there (the one ERROR line and the untouched output are the same); 2.15 on, 1.
+REFUSED_EXIT_STATUS = 1 if Version(scrapy_version) >= Version("2.15") else 0
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
