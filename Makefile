@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test dist clean redis-server chromium java compiled
+.PHONY: demo test dist clean redis-server chromium java wget compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -27,7 +27,7 @@ LOWEST := $(CURDIR)/.scrapy-lowest
 LOWEST_TESTS := tests/test_crawl.py tests/test_scrapy_routes.py tests/test_real_site.py \
 	tests/test_persistence.py::test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate
 
-test: compiled redis-server chromium java $(LOWEST)/.installed
+test: compiled redis-server chromium java wget $(LOWEST)/.installed
 	$(PYTHON) -m pytest -q
 	PYTHONPATH=$(LOWEST) SIMHASH_DEDUP_TEST_SCRAPY=$(LOWEST_SCRAPY) $(PYTHON) -m pytest -q -m "not heavy" $(LOWEST_TESTS)
 
@@ -64,6 +64,13 @@ java:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq; \
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openjdk-17-jre-headless || command -v java; }
+
+# Batch mode's tests read WARC files as archivists write them: crawled by GNU wget, installed when missing.
+wget:
+	@command -v wget >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq; \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wget || command -v wget; }
 
 clean:
 	rm -rf $(VENV) $(LOWEST) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp

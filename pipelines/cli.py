@@ -94,6 +94,7 @@ def parser() -> argparse.ArgumentParser:
     dedup.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                        help="fingerprint worker processes (default: the number of cores, %(default)s; 0: none)")
     dedup.add_argument("--no-progress", action="store_true", help="no progress bar nor progress lines")
+    _reading_options(dedup)
     _setting_options(dedup)
     dedup.set_defaults(run=run_dedup)
     spark = commands.add_parser("spark", help="deduplicate stored pages on Spark, as `dedup` does (pip install "
@@ -111,6 +112,7 @@ def parser() -> argparse.ArgumentParser:
                        help="JSON Lines and Parquet: a numeric field giving the arrival order (default: file, then record)")
     spark.add_argument("--shard-pages", type=int, default=None, metavar="N",
                        help="pages per shard of the candidate search (default: 1,000,000)")
+    _reading_options(spark)
     _setting_options(spark)
     spark.set_defaults(run=run_spark)
     report = commands.add_parser("report", help="write the HTML report of a decision log")
@@ -133,6 +135,16 @@ def parser() -> argparse.ArgumentParser:
     aliases.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
     aliases.set_defaults(run=run_aliases)
     return top
+
+
+def _reading_options(command: argparse.ArgumentParser) -> None:
+    """What counts as a page of the inputs, the same for ``dedup`` and ``spark``."""
+    command.add_argument("--all-statuses", action="store_true",
+                         help="compare responses of every HTTP status (WARC records, JSON Lines records with a "
+                              "status field); by default only 2xx, the responses a crawl passes to its spider")
+    command.add_argument("--argument-order", action="store_true",
+                         help="read the inputs in the order given; by default WARC files are read in the order of "
+                              "their first record's WARC-Date (the other inputs keep their places)")
 
 
 def _setting_options(command: argparse.ArgumentParser) -> None:
@@ -190,7 +202,8 @@ def run_dedup(arguments: argparse.Namespace) -> int:
         files.enter_context(_messages_to(progress.say))
         # entered last, closed first: its last write flushes the outputs, still open, before it
         store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
-        happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress)
+        happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
+                         arguments.all_statuses, arguments.argument_order)
         progress.finish()
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
     return 0 if pages_read(happened) else 1

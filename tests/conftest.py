@@ -120,3 +120,23 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return source / "dist"
+
+
+#: Chapters present in every language of the demo site: many da-DK and zh-CN pages are copies of en-US.
+CHAPTERS = 14
+
+
+@pytest.fixture
+def handbook(site: tuple[Path, str]) -> tuple[Path, str, list[str]]:
+    """Chapters of the demo site in three languages, served; their names in sorted (the folder's) order."""
+    root, base_url = site
+    with tarfile.open(DEMO_SITE) as archive:
+        names = sorted(m.name for m in archive if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
+        chapters = [name.removeprefix("html/en-US/") for name in names[:CHAPTERS]]
+        for language in ("da-DK", "en-US", "zh-CN"):
+            for chapter in chapters:
+                member = archive.getmember(f"html/{language}/{chapter}")
+                (root / language).mkdir(exist_ok=True)
+                (root / language / chapter).write_bytes(archive.extractfile(member).read())
+    pages = sorted(str(path.relative_to(root)) for path in root.rglob("*.html"))
+    return root, base_url, pages

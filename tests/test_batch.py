@@ -7,7 +7,7 @@ import re
 import json
 import subprocess
 import sys
-import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -16,30 +16,11 @@ from scrapy_simhash_dedup.batch.sources import Page, write_warc
 
 from .conftest import PROJECT
 
-DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
-#: Chapters present in every language of the demo site: many da-DK and zh-CN pages are copies of en-US.
-CHAPTERS = 14
 
 
 def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", *map(str, arguments)],
                           cwd=PROJECT, capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture
-def handbook(site: tuple[Path, str]) -> tuple[Path, str, list[str]]:
-    """Chapters of the demo site in three languages, served; their names in sorted (the folder's) order."""
-    root, base_url = site
-    with tarfile.open(DEMO_SITE) as archive:
-        names = sorted(m.name for m in archive if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
-        chapters = [name.removeprefix("html/en-US/") for name in names[:CHAPTERS]]
-        for language in ("da-DK", "en-US", "zh-CN"):
-            for chapter in chapters:
-                member = archive.getmember(f"html/{language}/{chapter}")
-                (root / language).mkdir(exist_ok=True)
-                (root / language / chapter).write_bytes(archive.extractfile(member).read())
-    pages = sorted(str(path.relative_to(root)) for path in root.rglob("*.html"))
-    return root, base_url, pages
 
 
 def kept_pages(output: Path, root: Path | None = None) -> set[str]:
@@ -69,6 +50,57 @@ def test_dedup_keeps_what_a_crawl_of_the_same_pages_in_the_same_order_keeps(hand
         assert done.returncode == 0, done.stderr
         results[name] = kept_pages(tmp_path / f"{name}.jsonl", root if name == "folder" else None)
     assert results["folder"] == results["jsonl"] == results["warc"] == crawl_kept
+
+
+def wget_warc(base_url: str, folder: Path, name: str) -> Path:
+    """The site crawled by GNU wget into ``folder/name.warc.gz`` as an archivist crawls one (``wget --recursive
+    --warc-file --warc-cdx``): WARC 1.0 target URIs in angle brackets, the error pages met, a CDX index."""
+    subprocess.run(["wget", "--quiet", "--recursive", "--level=4", f"--directory-prefix={folder / name}",
+                    f"--warc-file={folder / name}", "--warc-cdx", base_url], cwd=folder, timeout=300)  # exit 8: the 404s
+    return folder / f"{name}.warc.gz"
+
+
+def cdx(path: Path) -> dict[int, tuple[str, int]]:
+    """wget's CDX of a WARC file: the offset of each response record -> its URL and HTTP status."""
+    lines = path.read_text().splitlines()
+    fields = lines[0].split()[1:]  # " CDX a b a m s k r M V g u"
+    rows = [dict(zip(fields, line.split())) for line in lines[1:]]
+    return {int(row["V"]): (row["a"], int(row["s"])) for row in rows if row["s"].isdigit()}
+
+
+def test_warc_files_as_wget_writes_them_are_read_as_a_crawl_sees_the_site(handbook, tmp_path):
+    """A site crawled twice by wget (the re-crawl a second later): its pages are named by their URLs (no
+    ``<…>``, as wget's CDX names them), its 404 pages are counted and not compared, and the first crawl's pages
+    are the ones kept whatever the order of the arguments (``warcs/*.warc.gz`` sorts the re-crawl first)."""
+    root, base_url, _ = handbook
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    first = wget_warc(base_url, warcs, "site")
+    time.sleep(1.1)  # WARC-Date counts seconds
+    recrawl = wget_warc(base_url, warcs, "site-recrawl")
+    index = cdx(warcs / "site.cdx")
+    assert any(status == 404 for _, status in index.values()), "the chapters link to pages the site lacks"
+
+    kept, outcomes = tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl"
+    done = dedup(recrawl, first, "-o", kept, "--outcomes", outcomes)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert records and all(record["source"].startswith(f"{first}@") for record in records), "the first crawl's"
+    for record in records:
+        assert index[int(record["source"].rsplit("@", 1)[1])] == (record["url"], 200), record
+    lines = [json.loads(line) for line in outcomes.read_text().splitlines() if '"run"' not in line]
+    assert all(line["url"].startswith(base_url) for line in lines)
+    statuses = [status for _, status in index.values() if status == 404]
+    assert re.search(rf"not compared, as a crawl would not have them: {len(statuses) * 2} of status 404", done.stderr)
+    assert len(lines) == 2 * sum(1 for _, status in index.values() if status == 200), "every 2xx page, no other"
+
+    assert dedup(recrawl, first, "--argument-order", "-o", tmp_path / "as-given.jsonl").returncode == 0
+    assert {json.loads(line)["source"].split("@")[0] for line in (tmp_path / "as-given.jsonl").read_text().splitlines()} \
+        == {str(recrawl)}
+    every_status = dedup(first, "--all-statuses", "--outcomes", tmp_path / "all.jsonl")
+    assert every_status.returncode == 0 and "status 404" not in every_status.stderr
+    compared = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines() if '"run"' not in line]
+    assert len(compared) == len(index) - sum(1 for _, status in index.values() if status not in (200, 404))
 
 
 def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, tmp_path):

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
@@ -33,6 +34,7 @@ from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import shared_pages
 
 from .conftest import PROJECT
+from .test_batch import wget_warc
 
 DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 #: Sizes that make a small input take the paths of a large one: several shards, rounds of joins.
@@ -81,6 +83,26 @@ def test_the_demo_sites_pages_are_kept_as_dedup_keeps_them(spark, tmp_path):
     assert spark_kept(tmp_path / "out") == expected
     decided = {row["url"]: row for row in table(tmp_path / "out", "decisions")}
     assert all(row["kept_url"] in expected for row in decided.values() if row["outcome"] == "dropped")
+
+
+def test_warc_files_as_wget_writes_them_are_read_as_dedup_reads_them(spark, handbook, tmp_path):
+    """wget's WARCs (``<…>`` target URIs, 404 pages, a re-crawl given first): the same pages kept, under the
+    same URLs and sources, and the same records counted and not compared, as ``dedup``."""
+    _, base_url, _ = handbook
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    first = wget_warc(base_url, warcs, "site")
+    time.sleep(1.1)  # WARC-Date counts seconds
+    inputs = [wget_warc(base_url, warcs, "site-recrawl"), first]
+    result = run(spark, inputs, tmp_path / "out", DedupSettings())
+    kept = io.StringIO()
+    happened = dedup(inputs, DedupSettings(), MemoryStore(DedupSettings().policy), kept, workers=2)
+    expected = [(record["url"], record["source"]) for record in map(json.loads, kept.getvalue().splitlines())]
+    assert expected and all(source.startswith(f"{first}@") and url.startswith(base_url) for url, source in expected)
+    assert [(row["url"], row["source"]) for row in table(tmp_path / "out", "kept")] == expected
+    assert happened["status/404"] > 0
+    assert {name: count for name, count in result.happened.items() if name.startswith(("status/", "revisit"))} \
+        == {name: count for name, count in happened.items() if name.startswith(("status/", "revisit"))}
 
 
 def shared_with_copies(path: Path) -> Path:

@@ -18,7 +18,7 @@ from ..matching.policy import dropped
 from ..stores.base import Store
 from ..stores.sqlite.store import SqliteStore
 from .fingerprints import fingerprinted
-from .sources import BadInput, Page, plural, read_inputs
+from .sources import STATUS, BadInput, Page, in_arrival_order, is_page_count, plural, read_inputs
 
 #: A page's outcome when it was compared (else why not: ``not_compared/<reason>``, or ``failed``).
 KEPT, BORDERLINE, DROPPED, FAILED = "kept", "borderline", "dropped", "failed"
@@ -41,11 +41,15 @@ def dedup(
     outcomes_file: IO[str] | None = None,
     workers: int = 1,
     progress: Progress | None = None,
+    all_statuses: bool = False,
+    argument_order: bool = False,
 ) -> Counter[str]:
     """Read, fingerprint and decide every page of ``inputs`` in order; write each kept page to ``kept``
     (a JSON Lines record: the input's record, or its URL and source) and each page's outcome to
     ``outcomes_file``; return what happened: pages by outcome (``kept``, ``borderline``, ``dropped``,
-    ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``)."""
+    ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``,
+    ``status/<code>``, ``revisit``; ``all_statuses``: responses of every status are pages).  WARC files are
+    read in the order of their dates (``in_arrival_order``) unless ``argument_order``."""
     fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
     reviewer = Reviewer(settings.keep_texts)
     names = Names(settings.canonical_field, store)
@@ -54,7 +58,8 @@ def dedup(
     started = time.time()
     if isinstance(store, SqliteStore) and kept is not None:
         store.before_write = kept.flush  # a page is remembered only once its record is in the output
-    pages = read_inputs(inputs, settings.html_field, settings.url_field)
+    pages = read_inputs(inputs if argument_order else in_arrival_order(inputs), settings.html_field,
+                        settings.url_field, all_statuses)
     for item, result in fingerprinted(pages, fingerprinter, workers):
         if isinstance(item, BadInput):
             happened[item.counted_as] += item.records
@@ -150,7 +155,7 @@ def _write(page: Page, outcome: str, decision: Decision | None, store: Store, ke
 
 
 def pages_read(happened: Counter[str]) -> int:
-    return sum(count for outcome, count in happened.items() if outcome not in ("unreadable", "skipped"))
+    return sum(count for outcome, count in happened.items() if is_page_count(outcome))
 
 
 def summary(happened: Counter[str]) -> str:
@@ -170,4 +175,11 @@ def summary(happened: Counter[str]) -> str:
         line += f"; {plural(happened['unreadable'], 'record')} unreadable"
     if happened["skipped"]:
         line += f"; {plural(happened['skipped'], 'record')} not HTML, skipped"
+    statuses = {outcome.removeprefix(STATUS): count for outcome, count in sorted(happened.items())
+                if outcome.startswith(STATUS)}
+    if statuses or happened["revisit"]:
+        parts = [f"{count:,} of status {status}" for status, count in statuses.items()]
+        if happened["revisit"]:
+            parts.append(plural(happened["revisit"], "revisit record"))
+        line += f"; not compared, as a crawl would not have them: {', '.join(parts)}"
     return line

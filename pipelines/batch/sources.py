@@ -2,7 +2,10 @@
 
 Each reader yields the pages it can read and, for what it cannot, a
 ``BadInput`` naming the file and the record: one bad record never stops the
-rest.  A page read as bytes keeps its ``Content-Type``: it is decoded (in a
+rest.  A page is what a crawl would have handed its spider: a response of
+status 2xx (Scrapy's ``HttpErrorMiddleware`` keeps the others from it), so
+error pages, redirects and WARC revisit records are counted, by status, and
+not compared (``all_statuses`` compares every response that has a body).  A page read as bytes keeps its ``Content-Type``: it is decoded (in a
 worker) as a crawl with the add-on decodes a response's body and header
 (``document.decode``), so a page gives the same fingerprint here as there.
 """
@@ -10,8 +13,10 @@ worker) as a crawl with the add-on decodes a response's body and header
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,8 +53,43 @@ class BadInput:
 
     @property
     def counted_as(self) -> str:
-        """What a run counts its records as: ``skipped`` (not pages: images, scripts...) or ``unreadable``."""
-        return "skipped" if self.kind == "not_html" else "unreadable"
+        """What a run counts its records as: ``unreadable``, ``skipped`` (not pages: images, scripts...),
+        ``status/<code>`` (a response a crawl would not have passed on) or ``revisit`` (a WARC revisit record)."""
+        return "skipped" if self.kind == "not_html" else self.kind
+
+
+#: Counts of records that are not pages (``BadInput.counted_as``): the rest of a run's counts are pages.
+NOT_PAGES = ("unreadable", "skipped", "revisit")
+STATUS = "status/"
+
+
+def is_page_count(counted: str) -> bool:
+    """Does a run's count ``counted`` count pages (not unreadable, skipped, revisit or other-status records)?"""
+    return counted not in NOT_PAGES and not counted.startswith(STATUS)
+
+
+def passed_on(status: Any) -> bool:
+    """Would a crawl have passed a response of ``status`` to its spider?  2xx, or no status known."""
+    return not isinstance(status, int) or isinstance(status, bool) or 200 <= status < 300
+
+
+def target_uri(value: str) -> str:
+    """A ``WARC-Target-URI`` as the URL it names: WARC 1.0's grammar writes it in angle brackets, as GNU wget
+    and others do (``<http://…>``); WARC 1.1's without."""
+    value = value.strip()
+    return value[1:-1].strip() if value.startswith("<") and value.endswith(">") else value
+
+
+def not_passed_on(source: str, statuses: Counter[int], revisits: int, size: int) -> Iterator[tuple[BadInput, int]]:
+    """One ``BadInput`` per status a file's responses had that a crawl would not have passed on, one for its
+    revisit records: counted, not compared."""
+    for status, count in sorted(statuses.items()):
+        yield BadInput(source, f"{plural(count, 'response')} of HTTP status {status}, not compared (a crawl would "
+                               f"not have passed them on; --all-statuses compares them)", f"{STATUS}{status}",
+                       count), size
+    if revisits:
+        yield BadInput(source, f"{plural(revisits, 'revisit record')} (a page the archive holds earlier), "
+                               "not compared", "revisit", revisits), size
 
 
 #: Records of a JSON Lines file read before it counts as having no field with the HTML.
@@ -68,20 +108,56 @@ def input_size(inputs: Iterable[str | Path]) -> int:
     return total
 
 
-def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_field: str = "url") -> Iterator[Page | BadInput]:
+def in_arrival_order(inputs: Sequence[str | Path]) -> list[str | Path]:
+    """The inputs with their WARC files in the order the archive's crawls fetched them: by the ``WARC-Date`` of
+    each file's first record (a file's records are read front to back, as its crawler wrote them); the other
+    inputs keep their places.  Arguments in any order (``warcs/*.warc.gz`` sorts ``site-recrawl`` before
+    ``site``) then give the same run; a WARC file with no readable date comes after the dated ones."""
+    inputs = list(inputs)
+    places = [index for index, name in enumerate(inputs) if str(name).endswith(WARC_SUFFIXES)]
+    dates = {index: first_warc_date(Path(inputs[index])) for index in places}
+    ordered = sorted(places, key=lambda index: (dates[index] is None, dates[index] or 0.0, index))
+    arranged = list(inputs)
+    for place, index in zip(places, ordered):
+        arranged[place] = inputs[index]
+    return arranged
+
+
+def first_warc_date(path: Path) -> float | None:
+    """The ``WARC-Date`` of a WARC file's first record (a POSIX time), or None when it has none readable."""
+    try:
+        warc = require("fastwarc.warc", "reading WARC files")
+        for record in warc.ArchiveIterator(str(path), parse_http=False):
+            return warc_date(record.headers.get("WARC-Date"))
+    except OSError:
+        return None
+    return None
+
+
+def warc_date(value: str | None) -> float | None:
+    """A ``WARC-Date`` (W3C-ISO8601, UTC: ``2026-11-27T10:00:00Z``, fractions allowed) as a POSIX time."""
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_field: str = "url",
+                all_statuses: bool = False) -> Iterator[Page | BadInput]:
     """Every page of every input, in order: a folder's HTML files sorted by path, a JSON Lines file's
     lines, a WARC file's HTML response records.  Each item says how many bytes of the inputs were read
     up to it (``read``)."""
     done = 0
     for name in inputs:
         path = Path(name)
-        for item, position in _read(path, html_field, url_field):
+        for item, position in _read(path, html_field, url_field, all_statuses):
             item.read = done + position
             yield item
         done += input_size([path])
 
 
-def _read(path: Path, html_field: str, url_field: str) -> Iterator[tuple[Page | BadInput, int]]:
+def _read(path: Path, html_field: str, url_field: str, all_statuses: bool) -> Iterator[tuple[Page | BadInput, int]]:
     """The items of one input, each with the bytes of the input read up to it."""
     try:
         if not path.exists():
@@ -89,9 +165,9 @@ def _read(path: Path, html_field: str, url_field: str) -> Iterator[tuple[Page | 
         elif path.is_dir():
             yield from read_folder(path)
         elif path.name.endswith(WARC_SUFFIXES):
-            yield from read_warc(path)
+            yield from read_warc(path, all_statuses=all_statuses)
         elif path.name.endswith((".jsonl", ".jl", ".jsonl.gz")):  # not .json: Scrapy writes an array there
-            yield from read_json_lines(path, html_field, url_field)
+            yield from read_json_lines(path, html_field, url_field, all_statuses)
         elif path.name.endswith(HTML_SUFFIXES):
             yield read_html_file(path), path.stat().st_size
         else:
@@ -119,10 +195,12 @@ def read_html_file(path: Path) -> Page:
     return Page(path.resolve().as_uri(), path.read_bytes(), str(path), content_type="text/html")
 
 
-def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tuple[Page | BadInput, int]]:
+def read_json_lines(path: Path, html_field: str, url_field: str,
+                    all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
     """A Scrapy feed in JSON Lines: the HTML and URL in the fields the pipeline reads (gzip allowed).  A
     file whose first ``FIELD_PROBE`` records have no such field (or all, if fewer) is one message
-    naming the fields they have, and is not read further."""
+    naming the fields they have, and is not read further.  A record whose ``status`` field is an HTTP
+    status a crawl would not pass on is counted, not compared, unless ``all_statuses``."""
     import gzip
 
     with path.open("rb") as raw:
@@ -130,6 +208,7 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
         held: list[tuple[BadInput, int]] = []  # records without the HTML, while no record had it
         fields: dict[str, None] = {}  # theirs
         found_html = False
+        statuses: Counter[int] = Counter()
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -140,6 +219,9 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
                 yield BadInput(source, f"not a JSON line ({error})"), raw.tell()
                 continue
             page = json_page(record, source, html_field, url_field)
+            if page is not None and not all_statuses and not passed_on(status := record.get("status")):
+                statuses[status] += 1
+                continue
             if page is not None:
                 if not found_html:
                     found_html = True
@@ -154,6 +236,7 @@ def read_json_lines(path: Path, html_field: str, url_field: str) -> Iterator[tup
             fields.update(dict.fromkeys(record if isinstance(record, dict) else ()))
             if len(held) == FIELD_PROBE:
                 break
+        yield from not_passed_on(str(path), statuses, 0, raw.tell())
         if held and not found_html:
             yield BadInput(str(path), f"no record has a {html_field!r} field holding the page's HTML (the first "
                                       f"{plural(len(held), 'record')} have: {', '.join(fields) or 'no field'}); "
@@ -166,17 +249,25 @@ def json_page(record: Any, source: str, html_field: str, url_field: str) -> Page
     return Page(str(record.get(url_field) or ""), html, source, record) if isinstance(html, str) else None
 
 
-def read_warc(path: Path, stream: IO[bytes] | None = None) -> Iterator[tuple[Page | BadInput, int]]:
+def read_warc(path: Path, stream: IO[bytes] | None = None,
+              all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
     """The HTML response records of a WARC file (gzip or not; FastWARC, ~1.9x warcio's speed here,
     ``bench/batch.py``), each with its offset; from ``stream``'s position on if given (a record's
     offset: the Spark job reads a record again there).  A truncated file yields its whole records and
-    one ``BadInput``."""
+    one ``BadInput``; responses of a status a crawl would not pass on (unless ``all_statuses``) and revisit
+    records are counted (``not_passed_on``)."""
     warc = require("fastwarc.warc", "reading WARC files")
     ArchiveIterator, WarcRecordType = warc.ArchiveIterator, warc.WarcRecordType  # noqa: N806 (FastWARC's names)
 
     skipped: list[str] = []  # records of images, scripts, PDFs…: not pages, summed up in one message
+    statuses: Counter[int] = Counter()
+    revisits = 0
     try:
-        for record in ArchiveIterator(stream or str(path), record_types=WarcRecordType.response, parse_http=True):
+        for record in ArchiveIterator(stream or str(path), record_types=WarcRecordType.response | WarcRecordType.revisit,
+                                      parse_http=True):
+            if record.record_type == WarcRecordType.revisit:
+                revisits += 1
+                continue
             source = f"{path}@{record.stream_pos}"
             url = record.headers.get("WARC-Target-URI")
             body = record.reader.read()
@@ -184,13 +275,17 @@ def read_warc(path: Path, stream: IO[bytes] | None = None) -> Iterator[tuple[Pag
                 yield BadInput(source, "incomplete record (the file is truncated?); the records before it were read"), \
                     record.stream_pos
                 break
+            if not all_statuses and not passed_on(status := record.http_headers.status_code):
+                statuses[status] += 1
+                continue
             content_type = record.http_headers.get("Content-Type") or ""
             if content_type.split(";")[0].strip().lower() not in HTML_TYPES:
                 skipped.append(f"{source} ({content_type or 'no Content-Type'})")
                 continue
-            yield Page(url, body, source, content_type=content_type), record.stream_pos
+            yield Page(target_uri(url), body, source, content_type=content_type), record.stream_pos
     except OSError as error:  # FastWARC reports a broken or foreign file so
         yield BadInput(str(path), f"not readable as WARC ({error})"), 0
+    yield from not_passed_on(str(path), statuses, revisits, path.stat().st_size)
     if skipped:
         yield BadInput(str(path), f"{plural(len(skipped), 'response record')} not HTML, skipped; the first at "
                                   f"{skipped[0]}", "not_html", len(skipped)), path.stat().st_size

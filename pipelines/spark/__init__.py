@@ -37,8 +37,9 @@ def run_job(arguments: argparse.Namespace, settings: Any) -> int:
     """The ``spark`` command: run the job, then one line of outcomes and one of the work done."""
     from ..batch.dedup import pages_read, summary
 
-    options = JobOptions(Fields(settings.html_field, settings.url_field, arguments.order_field),
-                         tuple(arguments.against), **({"shard_pages": arguments.shard_pages} if arguments.shard_pages else {}))
+    options = JobOptions(Fields(settings.html_field, settings.url_field, arguments.order_field, arguments.all_statuses),
+                         tuple(arguments.against), arguments.argument_order,
+                         **({"shard_pages": arguments.shard_pages} if arguments.shard_pages else {}))
     spark = session(arguments.master)
     try:
         result = run(spark, arguments.inputs, arguments.output, settings, options)

@@ -52,6 +52,7 @@ class Fields:
     html: str = "html"
     url: str = "url"
     order: str | None = None
+    all_statuses: bool = False  # responses of every status are pages (``--all-statuses``)
 
 
 @dataclass(frozen=True)
@@ -135,9 +136,9 @@ def _batch_reader(file: InputFile, fields: Fields) -> Iterator[tuple[Page | BadI
     it starts)."""
     path = Path(file.path)
     if file.kind == "warc":
-        return read_warc(path)
+        return read_warc(path, all_statuses=fields.all_statuses)
     if file.kind in ("jsonl", "jsonl.gz"):
-        return read_json_lines(path, fields.html, fields.url)
+        return read_json_lines(path, fields.html, fields.url, fields.all_statuses)
     if file.kind == "folder":
         return read_folder(path)
     return iter([(read_html_file(path), 0)])
@@ -203,7 +204,8 @@ def _read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Fiel
         with open(file.path, "rb") as stream:
             for key, offset in locators:
                 stream.seek(offset)
-                yield key, next((page for page, _ in read_warc(Path(file.path), stream)), BadInput(file.path, "gone"))
+                yield key, next((page for page, _ in read_warc(Path(file.path), stream, fields.all_statuses)),
+                                BadInput(file.path, "gone"))
     elif file.kind == "jsonl":
         with open(file.path, "rb") as stream:
             for key, offset in locators:
@@ -226,7 +228,7 @@ def _read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Fiel
     else:  # gzipped JSON Lines: read through again, taking the records located
         wanted = dict(locators)
         record = 0
-        for item, _ in read_json_lines(Path(file.path), fields.html, fields.url):
+        for item, _ in read_json_lines(Path(file.path), fields.html, fields.url, fields.all_statuses):
             if isinstance(item, Page):
                 key = order_key(file, record)
                 if key in wanted:

@@ -25,8 +25,8 @@ from operator import add
 from pathlib import Path
 from typing import Any
 
-from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED
-from ..batch.sources import BadInput, Page
+from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED, pages_read
+from ..batch.sources import BadInput, Page, in_arrival_order
 from ..crawl.counts import with_old_names
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
@@ -58,6 +58,7 @@ class JobOptions:
 
     fields: Fields = Fields()
     against: tuple[str, ...] = ()
+    argument_order: bool = False  # else WARC files in the order of their dates, as batch mode reads them
     shard_pages: int = SHARD_PAGES
     pages_per_task: int = PAGES_PER_TASK
     driver_pairs: int = DRIVER_PAIRS
@@ -83,7 +84,7 @@ def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: 
         raise ValueError(f"{out} is not empty; give a new folder for the output")
     context, policy, fields = spark.sparkContext, settings.policy, options.fields
     clock = Clock(context)
-    files = input_files(inputs)
+    files = input_files(inputs if options.argument_order else in_arrival_order(inputs))
     located = context.parallelize(files, max(1, len(files))).flatMap(lambda file: locate(file, fields)).persist()
     read = Counter(dict(located.map(_what_was_read).reduceByKey(add).collect()))
     bad = located.filter(lambda item: isinstance(item, BadInput))
@@ -387,7 +388,7 @@ def _counted(row: tuple) -> list[tuple[str, int]]:
 
 def _stats(happened: Counter[str]) -> dict[str, int]:
     """The counts a crawl's stats would show for the same pages (``simhash_dedup/<name>``)."""
-    pages = sum(count for name, count in happened.items() if name not in ("unreadable", "skipped"))
+    pages = pages_read(happened)
     return with_old_names({
         "checked": pages, "pages_kept": pages - happened[DROPPED], "pages_dropped": happened[DROPPED],
         "items_kept": pages - happened[DROPPED], "items_dropped": happened[DROPPED],
