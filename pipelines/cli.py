@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .extras import require
 from .fingerprint.fingerprinter import SCHEME_VERSION
@@ -188,6 +189,37 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
     return DedupSettings.from_settings(settings)
 
 
+class Output:
+    """A file a command writes, under a temporary name beside it until the run has read something (``done``):
+    a run that fails or reads nothing leaves an earlier file of that name as it was.  Interrupted, a run that
+    remembers its pages in a store (``resumable``) keeps what it wrote, as ``NAME.part1`` (or the next number
+    free), since the store now holds those pages as seen."""
+
+    def __init__(self, path: str, resumable: bool = False) -> None:
+        self.path = Path(path)
+        self.writing = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self.resumable = resumable
+        self.done = False
+        self.kept_as: Path | None = None  # where an interrupted run left what it wrote
+
+    def __enter__(self) -> IO[str]:
+        if not self.path.parent.is_dir():
+            raise ValueError(f"{self.path}: there is no folder {self.path.parent}")
+        self.file = open(self.writing, "w", encoding="utf-8", newline="")
+        return self.file
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.file.close()
+        if kind is None and self.done:
+            os.replace(self.writing, self.path)
+        elif kind is KeyboardInterrupt and self.resumable:
+            self.kept_as = next(part for number in itertools.count(1)
+                                if not (part := self.path.with_name(f"{self.path.name}.part{number}")).exists())
+            os.replace(self.writing, self.kept_as)
+        else:
+            self.writing.unlink(missing_ok=True)
+
+
 def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch import dedup
     from .batch.dedup import pages_read, summary
@@ -195,18 +227,39 @@ def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch.sources import input_size
 
     settings = dedup_settings(arguments)
-    with contextlib.ExitStack() as files:
-        kept = files.enter_context(open(arguments.output, "w", encoding="utf-8")) if arguments.output else None
-        outcomes = files.enter_context(open(arguments.outcomes, "w", encoding="utf-8")) if arguments.outcomes else None
-        progress = files.enter_context(Progress(input_size(arguments.inputs), enabled=not arguments.no_progress))
-        files.enter_context(_messages_to(progress.say))
-        # entered last, closed first: its last write flushes the outputs, still open, before it
-        store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
-        happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
-                         arguments.all_statuses, arguments.argument_order)
-        progress.finish()
+    named = {name: Output(name, resumable=arguments.store is not None)
+             for name in (arguments.output, arguments.outcomes) if name}
+    outputs = list(named.values())
+    try:
+        with contextlib.ExitStack() as files:
+            kept, outcomes = (files.enter_context(named[name]) if name else None
+                              for name in (arguments.output, arguments.outcomes))
+            progress = files.enter_context(Progress(input_size(arguments.inputs), enabled=not arguments.no_progress))
+            files.enter_context(_messages_to(progress.say))
+            # entered last, closed first: its last write flushes the outputs, still open, before it
+            store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
+            happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
+                             arguments.all_statuses, arguments.argument_order)
+            progress.finish()
+            for output in outputs:
+                output.done = pages_read(happened) > 0
+    except KeyboardInterrupt:
+        print(f"simhash-dedup: {interrupted(outputs, arguments.store)}", file=sys.stderr)
+        return 130
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
+    if not pages_read(happened) and outputs:
+        print(f"simhash-dedup: nothing read: {', '.join(str(o.path) for o in outputs)} left as it was", file=sys.stderr)
     return 0 if pages_read(happened) else 1
+
+
+def interrupted(outputs: list[Output], store: str | None) -> str:
+    """What an interrupted ``dedup`` left, and how to go on, in one line."""
+    if store is None:
+        return f"interrupted; nothing written ({', '.join(str(o.path) for o in outputs) or 'no output asked'})"
+    parts = " and ".join(str(o.kept_as) for o in outputs if o.kept_as is not None)
+    return (f"interrupted; the pages decided so far are remembered in {store}" + (
+        f" and written to {parts} (keep it: run again with the same --store to go on; its pages are then "
+        f"dropped as seen)" if parts else "; run again with the same --store to go on"))
 
 
 def run_spark(arguments: argparse.Namespace) -> int:
@@ -252,9 +305,11 @@ def run_aliases(arguments: argparse.Namespace) -> int:
 
     rows = alias_rows(load_log(arguments.source, arguments.key).names())
     form = "csv" if (arguments.output or "").lower().endswith(".csv") else "jsonl"
-    with (open(arguments.output, "w", encoding="utf-8", newline="") if arguments.output
-          else contextlib.nullcontext(sys.stdout)) as out:
+    output = Output(arguments.output) if arguments.output else None
+    with output if output is not None else contextlib.nullcontext(sys.stdout) as out:
         write_rows(rows, out, form)
+        if output is not None:
+            output.done = True
     print(f"simhash-dedup: {len(rows):,} aliases of {len({r.kept_url for r in rows}):,} kept pages"
           + (f" written to {arguments.output}" if arguments.output else ""), file=sys.stderr)
     return 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gzip
-import re
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -135,21 +137,67 @@ def test_bad_input_is_named_and_the_rest_is_read(handbook, tmp_path):
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps({"url": good[1][0], "html": good[1][1].decode()}) + "\n{not json\n"
                       + json.dumps({"url": "https://a.test/no-html"}) + "\n")
-    missing = tmp_path / "missing.warc.gz"
+    missing, empty = tmp_path / "missing.warc.gz", tmp_path / "empty.warc.gz"
+    empty.write_bytes(b"")
 
-    done = dedup(truncated, mixed, broken, missing, "-o", tmp_path / "kept.jsonl")
+    done = dedup(truncated, mixed, broken, missing, empty, "-o", tmp_path / "kept.jsonl")
     assert done.returncode == 0, done.stderr
     messages = done.stderr
     assert f"{truncated}@" in messages and "incomplete record" in messages
     assert f"{mixed}: 1 response record not HTML, skipped" in messages and "image/png" in messages
     assert f"{broken}:2: not a JSON line" in messages and f"{broken}:3: no 'html' field" in messages
-    assert f"{missing}: cannot be read" in messages
-    read = [json.loads(line)["url"] for line in (tmp_path / "kept.jsonl").read_text().splitlines()]
+    assert f"{missing}: cannot be read" in messages and f"{empty}: empty (0 bytes)" in messages
+    kept = (tmp_path / "kept.jsonl").read_text()
+    read = [json.loads(line)["url"] for line in kept.splitlines()]
     assert read == [good[0][0], good[1][0]]  # the truncated file's whole records; their copies dropped
-    assert "4 pages: 2 kept, 2 dropped; 4 records unreadable; 1 record not HTML, skipped" in messages
+    assert "4 pages: 2 kept, 2 dropped; 5 records unreadable; 1 record not HTML, skipped" in messages
 
-    nothing = dedup(missing, tmp_path / "garbage.warc.gz")
+    nothing = dedup(missing, tmp_path / "garbage.warc.gz", "-o", tmp_path / "kept.jsonl")  # a mistyped input
     assert nothing.returncode == 1 and "cannot be read" in nothing.stderr
+    assert f"nothing read: {tmp_path / 'kept.jsonl'} left as it was" in nothing.stderr
+    assert (tmp_path / "kept.jsonl").read_text() == kept, "a failed run leaves the earlier output as it was"
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == [], "no temporary file"
+    nowhere = dedup(truncated, "-o", tmp_path / "no" / "such" / "kept.jsonl")
+    assert nowhere.returncode == 2 and nowhere.stderr.count("\n") == 1 and "there is no folder" in nowhere.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_an_interrupted_run_says_so_in_one_line_and_goes_on_from_its_store(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while ``dedup`` reads a feed still being
+    written (a FIFO): one line, no traceback from it or its workers, the earlier output as it was, what it wrote
+    kept beside it as ``.part1``; the same command then goes on from the store, and the two files hold what one
+    run keeps."""
+    bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
+    records = [json.dumps({"url": f"https://a.test/{number}", "html": body.decode("utf-8", "replace")}) + "\n"
+               for number, body in enumerate(bodies * 2)]  # each page twice: copies to drop
+    half = len(records) // 2
+    feed, store, kept = tmp_path / "feed.jsonl", tmp_path / "seen.sqlite", tmp_path / "kept.jsonl"
+    kept.write_text("an earlier run's output\n")
+    os.mkfifo(feed)
+    command = [sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", "--workers", "2", str(feed),
+               "--store", str(store), "-o", str(kept)]
+    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    with feed.open("w") as writing:  # opens once dedup reads it
+        writing.writelines(records[:half])
+        writing.flush()
+        time.sleep(1)  # dedup decides what it has, then waits for more lines
+        os.killpg(running.pid, signal.SIGINT)
+        _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 130
+    assert "Traceback" not in stderr and stderr.count("\n") == 1, stderr
+    assert f"written to {kept}.part1" in stderr and f"remembered in {store}" in stderr
+    assert kept.read_text() == "an earlier run's output\n"
+    feed.unlink()
+    feed.write_text("".join(records))
+    again = dedup(feed, "--store", store, "-o", kept)
+    assert again.returncode == 0, again.stderr
+    one_run = tmp_path / "one-run.jsonl"
+    assert dedup(feed, "-o", one_run).returncode == 0
+
+    def urls(*paths: Path) -> list[str]:
+        return [json.loads(line)["url"] for path in paths for line in path.read_text().splitlines()]
+
+    assert sorted(urls(Path(f"{kept}.part1"), kept)) == sorted(urls(one_run)) and len(urls(one_run)) == len(bodies)
 
 
 def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):

@@ -210,16 +210,18 @@ def test_bad_inputs_are_named_and_counted_and_the_rest_is_processed(spark, tmp_p
                             for url, html in pages[30:35]) + "{not json\n")
     parquet = tmp_path / "pages.parquet"
     pq.write_table(pa.table({"url": [url for url, _ in pages[35:]], "html": [html for _, html in pages[35:]]}), parquet)
-    missing, unknown = tmp_path / "gone.warc.gz", tmp_path / "notes.txt"
+    missing, unknown, empty = tmp_path / "gone.warc.gz", tmp_path / "notes.txt", tmp_path / "empty.warc.gz"
     unknown.write_text("not pages")
+    empty.write_bytes(b"")
 
-    result = run(spark, [good, truncated, feed, parquet, missing, unknown], tmp_path / "out", DedupSettings())
+    result = run(spark, [good, truncated, feed, parquet, missing, unknown, empty], tmp_path / "out", DedupSettings())
     named = "\n".join(result.bad)
     assert "truncated.warc.gz" in named and "incomplete record" in named
     assert "feed.jsonl:6" in named and "not a JSON line" in named
     assert "gone.warc.gz" in named and "notes.txt" in named and "image/png" in named
+    assert f"{empty}: empty (0 bytes)" in named
     assert result.happened["skipped"] == 1  # the PNG
-    assert result.happened["unreadable"] == 4  # the truncated record, the broken line, the missing and the unknown file
+    assert result.happened["unreadable"] == 5  # the truncated record, the broken line, the missing, unknown, empty file
     assert result.happened["not_compared/empty_html"] == 1 and result.happened["not_compared/not_html"] == 1
     kept = spark_kept(tmp_path / "out")
     assert "https://x.example/empty" in kept and "https://x.example/binary" in kept, "bad pages are kept, not lost"

@@ -92,6 +92,10 @@ def not_passed_on(source: str, statuses: Counter[int], revisits: int, size: int)
                                "not compared", "revisit", revisits), size
 
 
+#: What a run says of an input it cannot read at all (counted as one record ``unreadable``).
+MISSING = "cannot be read: no such file or folder"
+EMPTY = "empty (0 bytes): nothing to read"
+
 #: Records of a JSON Lines file read before it counts as having no field with the HTML.
 FIELD_PROBE = 5
 
@@ -161,7 +165,9 @@ def _read(path: Path, html_field: str, url_field: str, all_statuses: bool) -> It
     """The items of one input, each with the bytes of the input read up to it."""
     try:
         if not path.exists():
-            yield BadInput(str(path), "cannot be read: no such file or folder"), 0
+            yield BadInput(str(path), MISSING), 0
+        elif path.is_file() and path.stat().st_size == 0:
+            yield BadInput(str(path), EMPTY), 0
         elif path.is_dir():
             yield from read_folder(path)
         elif path.name.endswith(WARC_SUFFIXES):
@@ -204,19 +210,22 @@ def read_json_lines(path: Path, html_field: str, url_field: str,
     import gzip
 
     with path.open("rb") as raw:
-        lines = gzip.open(raw) if path.name.endswith(".gz") else raw
+        zipped = path.name.endswith(".gz")
+        lines = gzip.open(raw) if zipped else raw
         held: list[tuple[BadInput, int]] = []  # records without the HTML, while no record had it
         fields: dict[str, None] = {}  # theirs
         found_html = False
         statuses: Counter[int] = Counter()
+        consumed = 0  # bytes of the file read: a line's end (counted, not told: a feed may come through a pipe)
         for number, line in enumerate(lines, 1):
+            consumed = raw.tell() if zipped else consumed + len(line)
             if not line.strip():
                 continue
             source = f"{path}:{number}"
             try:
                 record = json.loads(line.decode("utf-8", "surrogateescape"))
             except ValueError as error:
-                yield BadInput(source, f"not a JSON line ({error})"), raw.tell()
+                yield BadInput(source, f"not a JSON line ({error})"), consumed
                 continue
             page = json_page(record, source, html_field, url_field)
             if page is not None and not all_statuses and not passed_on(status := record.get("status")):
@@ -226,9 +235,9 @@ def read_json_lines(path: Path, html_field: str, url_field: str,
                 if not found_html:
                     found_html = True
                     yield from held
-                yield page, raw.tell()
+                yield page, consumed
                 continue
-            missing = BadInput(source, f"no {html_field!r} field holding the page's HTML"), raw.tell()
+            missing = BadInput(source, f"no {html_field!r} field holding the page's HTML"), consumed
             if found_html:
                 yield missing
                 continue
@@ -236,11 +245,11 @@ def read_json_lines(path: Path, html_field: str, url_field: str,
             fields.update(dict.fromkeys(record if isinstance(record, dict) else ()))
             if len(held) == FIELD_PROBE:
                 break
-        yield from not_passed_on(str(path), statuses, 0, raw.tell())
+        yield from not_passed_on(str(path), statuses, 0, consumed)
         if held and not found_html:
             yield BadInput(str(path), f"no record has a {html_field!r} field holding the page's HTML (the first "
                                       f"{plural(len(held), 'record')} have: {', '.join(fields) or 'no field'}); "
-                                      f"name it with --html-field", records=len(held)), raw.tell()
+                                      f"name it with --html-field", records=len(held)), consumed
 
 
 def json_page(record: Any, source: str, html_field: str, url_field: str) -> Page | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from html import escape
@@ -26,8 +27,18 @@ MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "pages_dropped/rerun", 
 
 
 def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(log, pairs), encoding="utf-8")
+    """The report written to ``path`` whole or not at all: rendered, written beside it and moved into place
+    (an earlier report stays as it was if anything fails).  Its folder must exist: a mistyped folder is said,
+    not made."""
+    if not path.parent.is_dir():
+        raise ValueError(f"{path}: there is no folder {path.parent}")
+    html = render(log, pairs)
+    writing = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        writing.write_text(html, encoding="utf-8")
+        os.replace(writing, path)
+    finally:
+        writing.unlink(missing_ok=True)
     return path
 
 

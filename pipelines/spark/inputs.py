@@ -24,7 +24,7 @@ from typing import Any
 
 import xxhash
 
-from ..batch.sources import (HTML_SUFFIXES, WARC_SUFFIXES, BadInput, Page, json_page, read_folder,
+from ..batch.sources import (EMPTY, HTML_SUFFIXES, MISSING, WARC_SUFFIXES, BadInput, Page, json_page, read_folder,
                              read_html_file, read_json_lines, read_warc)
 
 #: The order key of a record: its input's index above these bits, its record's number below.
@@ -41,7 +41,7 @@ class InputFile:
 
     index: int
     path: str
-    kind: str  # "warc", "jsonl", "jsonl.gz", "folder", "html", "parquet", or "unknown"/"missing"
+    kind: str  # "warc", "jsonl", "jsonl.gz", "folder", "html", "parquet", or "unknown"/"missing"/"empty"
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,8 @@ def _kind(path: Path) -> str:
     name = path.name
     if not path.exists():
         return "missing"
+    if path.is_file() and path.stat().st_size == 0:
+        return "empty"
     if path.is_dir():
         return "folder"
     for kind, suffixes in (("warc", WARC_SUFFIXES), ("jsonl.gz", (".jsonl.gz",)), ("jsonl", JSON_LINES_SUFFIXES),
@@ -109,8 +111,8 @@ def locate(file: InputFile, fields: Fields) -> Iterator[Located | BadInput]:
 
 
 def _locate(file: InputFile, fields: Fields) -> Iterator[Located | BadInput]:
-    if file.kind == "missing":
-        yield BadInput(file.path, "cannot be read: no such file or folder")
+    if file.kind in ("missing", "empty"):
+        yield BadInput(file.path, MISSING if file.kind == "missing" else EMPTY)
         return
     if file.kind == "unknown":
         yield BadInput(file.path, "not a folder, an HTML file, JSON Lines (.jsonl), Parquet nor WARC (.warc, .warc.gz)")
