@@ -83,8 +83,8 @@ def test_warc_files_as_wget_writes_them_are_read_as_a_crawl_sees_the_site(handbo
     index = cdx(warcs / "site.cdx")
     assert any(status == 404 for _, status in index.values()), "the chapters link to pages the site lacks"
 
-    kept, outcomes = tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl"
-    done = dedup(recrawl, first, "-o", kept, "--outcomes", outcomes)
+    kept, outcomes, store = tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl", tmp_path / "seen.sqlite"
+    done = dedup(recrawl, first, "-o", kept, "--outcomes", outcomes, "--store", store, "--review-texts", "3")
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in kept.read_text().splitlines()]
     assert records and all(record["source"].startswith(f"{first}@") for record in records), "the first crawl's"
@@ -95,6 +95,19 @@ def test_warc_files_as_wget_writes_them_are_read_as_a_crawl_sees_the_site(handbo
     statuses = [status for _, status in index.values() if status == 404]
     assert re.search(rf"not compared, as a crawl would not have them: {len(statuses) * 2} of status 404", done.stderr)
     assert len(lines) == 2 * sum(1 for _, status in index.values() if status == 200), "every 2xx page, no other"
+    # a drop names the kept page's record (the re-crawl's pages are dropped as the first crawl's, same URLs)
+    kept_at = {line["source"]: line["url"] for line in lines if line["outcome"] in ("kept", "borderline")}
+    drops = [line for line in lines if line["outcome"] == "dropped"]
+    assert drops and all(kept_at[line["kept_source"]] == line["kept_url"] for line in drops)
+    assert sum(1 for line in drops if line["source"].startswith(f"{recrawl}@")) == len(lines) // 2, "all its pages"
+    assert sum(1 for line in lines if "text" in line) == 3, "the texts of the first --review-texts decisions only"
+    # the same aliases from the outcomes file and from the store, none a URL naming itself
+    from_outcomes, from_store = (subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source)],
+                                                cwd=PROJECT, capture_output=True, text=True, check=True).stdout
+                                 for source in (outcomes, store))
+    rows = [json.loads(line) for line in from_outcomes.splitlines()]
+    assert from_outcomes == from_store and rows
+    assert all(row["alias"] != row["kept_url"] for row in rows)
 
     assert dedup(recrawl, first, "--argument-order", "-o", tmp_path / "as-given.jsonl").returncode == 0
     assert {json.loads(line)["source"].split("@")[0] for line in (tmp_path / "as-given.jsonl").read_text().splitlines()} \

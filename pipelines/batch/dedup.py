@@ -14,7 +14,7 @@ from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.decision_log import Alias, Decision, Reviewer, canonical_aliases, run_summary
-from ..matching.policy import dropped
+from ..matching.policy import Match, dropped
 from ..stores.base import Store
 from ..stores.sqlite.store import SqliteStore
 from .fingerprints import fingerprinted
@@ -53,6 +53,7 @@ def dedup(
     fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
     reviewer = Reviewer(settings.keep_texts)
     names = Names(settings.canonical_field, store)
+    lines = OutcomeLines(outcomes_file, settings.review_texts)
     happened: Counter[str] = Counter()
     stats: Counter[str] = Counter()  # the pipeline's stats, for the run's record (the report reads them)
     started = time.time()
@@ -66,45 +67,81 @@ def dedup(
             if progress is not None:
                 progress.say(f"{item.source}: {item.message}")
         else:
-            outcome, decision = _decide(item, result, store, reviewer, stats)
+            outcome, decision, match = _decide(item, result, store, reviewer, stats)
             happened[outcome] += 1
             canonical = names.named(item, outcome, decision, result)
-            _write(item, outcome, decision, store, kept, outcomes_file, canonical, settings.canonical_field)
+            lines.write(item, outcome, decision, match, canonical)
+            _write(item, outcome, store, kept, canonical, settings.canonical_field)
+            if outcome in (KEPT, BORDERLINE):
+                lines.kept(len(store) - 1, item)
             if outcome == FAILED and progress is not None:
                 progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
         if progress is not None:
             progress.advance(item.read, pages_read(happened))
     summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, with_old_names(stats))
-    if outcomes_file is not None:
-        outcomes_file.write(json.dumps({"run": summary}) + "\n")
+    lines.finish(summary)
     store.save_run(summary)
     return happened
 
 
 def _decide(page: Page, result: Fingerprint | Exception | None, store: Store, reviewer: Reviewer,
-            stats: Counter[str]) -> tuple[str, Decision | None]:
-    """The page's outcome and its decision (for the log), counted in ``stats`` as a crawl counts it."""
+            stats: Counter[str]) -> tuple[str, Decision | None, Match | None]:
+    """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it."""
     stats["checked"] += 1
     if not isinstance(result, Fingerprint):
         stats.update(["errors", "pages_kept", "items_kept"])
-        return FAILED, None
+        return FAILED, None, None
     stats.update(outcomes(result))
     if not comparable(result):
         stats.update(["pages_kept", "items_kept"])
-        return NOT_COMPARED + (result.problem or "too_few_features"), None
+        return NOT_COMPARED + (result.problem or "too_few_features"), None, None
     match = store.check_and_add(page.url, result)
     if dropped(match):
         stats.update(["pages_dropped", "items_dropped", f"items_dropped/{match.reason}"])
         decision = reviewer.dropped(page.url, result, match)
         store.record(decision)
-        return DROPPED, decision
+        return DROPPED, decision, match
     stats.update(["pages_kept", "items_kept"])
     decision = reviewer.kept(page.url, result, match)
     if decision is not None:
         stats["borderline"] += 1
         store.record(decision)
-        return BORDERLINE, decision
-    return KEPT, None
+        return BORDERLINE, decision, match
+    return KEPT, None, match
+
+
+class OutcomeLines:
+    """The ``--outcomes`` file: a line per page read, its outcome; a drop's or a borderline keep's names the
+    kept page's record (``kept_source``: where this run read it; None for a page an earlier run kept) and, for
+    the first ``texts`` of them, both pages' texts (the report's diffs: ~4 KB a line, where the rest are
+    ~0.3 KB); then the run's record."""
+
+    def __init__(self, file: IO[str] | None, texts: int) -> None:
+        self.file = file
+        self.texts = texts
+        self.sources: dict[int, str] = {}  # the store's row of each page this run kept -> its record
+
+    def kept(self, row: int, page: Page) -> None:
+        if self.file is not None:
+            self.sources[row] = page.source
+
+    def write(self, page: Page, outcome: str, decision: Decision | None, match: Match | None,
+              canonical: str | None) -> None:
+        if self.file is None:
+            return
+        record: dict[str, Any] = {"source": page.source, "url": page.url, "outcome": outcome.removeprefix(NOT_COMPARED)}
+        if canonical is not None:
+            record["canonical_url"] = canonical
+        if decision is not None:
+            fields = decision.to_json() if self.texts > 0 else decision.without_texts()
+            self.texts -= self.texts > 0
+            record.update({k: v for k, v in fields.items() if k not in ("url", "outcome")})
+            record["kept_source"] = self.sources.get(match.kept_row) if match is not None else None
+        self.file.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        if self.file is not None:
+            self.file.write(json.dumps({"run": summary}) + "\n")
 
 
 class Names:
@@ -132,17 +169,9 @@ class Names:
         return canonical
 
 
-def _write(page: Page, outcome: str, decision: Decision | None, store: Store, kept: IO[str] | None,
-           outcomes_file: IO[str] | None, canonical: str | None, field: str) -> None:
-    """The page's outcome line (a kept page's with its ``canonical_url``), its record if kept (with its canonical
-    URL in ``field``, unless the record has one); a kept page compared is then confirmed in the store."""
-    if outcomes_file is not None:
-        record = {"source": page.source, "url": page.url, "outcome": outcome.removeprefix(NOT_COMPARED)}
-        if canonical is not None:
-            record["canonical_url"] = canonical
-        if decision is not None:
-            record.update({k: v for k, v in decision.to_json().items() if k not in ("url", "outcome")})
-        outcomes_file.write(json.dumps(record, ensure_ascii=False) + "\n")
+def _write(page: Page, outcome: str, store: Store, kept: IO[str] | None, canonical: str | None, field: str) -> None:
+    """A kept page's record (with its canonical URL in ``field``, unless the record has one); a kept page
+    compared is then confirmed in the store."""
     if outcome == DROPPED:
         return
     if kept is not None:

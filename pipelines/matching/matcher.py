@@ -145,6 +145,7 @@ class Matcher:
             *evidence,
             duplicate,
             row < self.remembered,
+            row,
         )
 
 

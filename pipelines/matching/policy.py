@@ -167,7 +167,7 @@ class Match:
     nearest content candidate that failed the sketch or the mode (the page is kept, but a user
     tuning the distances should look at the pair: the decision log calls it a borderline keep), or
     the earlier version of a page kept as an update (reason ``UPDATE``).  ``remembered``: the earlier
-    page was kept by an earlier crawl (remembered by the store when this one started)."""
+    page was kept by an earlier crawl (remembered by the store when this one started); ``kept_row``: its row."""
 
     url: str
     reason: str  # a duplicate: "both", "content", "structure", "exact_text"; else "similarity", "name", "structure_apart", UPDATE
@@ -177,6 +177,7 @@ class Match:
     similarity_needed: float | None = None  # what the sketches had to agree on
     duplicate: bool = True
     remembered: bool = False
+    kept_row: int | None = None  # the earlier page's row in the store that answered (batch mode names its record)
 
 
 def dropped(match: Match | None) -> bool:

@@ -31,14 +31,18 @@ class AliasRow(NamedTuple):
 
 
 def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
-    """One row per alias, in the order they were met; a kept page's canonical URL is its own when none
-    was recorded (it was its URL).  A rule skip names the URL it was rewritten to, which is followed to the
-    kept page; a drop and a canonical URL name the kept page itself."""
+    """One row per aliased URL, in the order they were met, its first naming (as the stores keep it); a kept
+    page's canonical URL is its own when none was recorded (it was its URL).  A rule skip names the URL it was
+    rewritten to, which is followed to the kept page; a drop and a canonical URL name the kept page itself.
+    A URL that names itself (a re-crawl's page dropped as the copy kept under its own URL) is no alias."""
     canonical = {a.kept_url: a.url for a in aliases if a.reason == CANONICAL}
     named = {a.url: a.kept_url for a in aliases if a.reason != CANONICAL}
-    rows = []
+    rows, seen = [], set()
     for alias in aliases:
         kept = _kept_page(alias.kept_url, named) if alias.reason == RULE else alias.kept_url
+        if alias.url == kept or alias.url in seen:
+            continue
+        seen.add(alias.url)
         rows.append(AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason))
     return rows
 

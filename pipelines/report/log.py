@@ -100,6 +100,8 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                 pages += 1
                 if record["outcome"] in (DROPPED, BORDERLINE):
                     decisions.append(Decision.from_json(record))
+                if record["outcome"] == DROPPED:  # named as the run's store names it, in the same order
+                    aliases.append(Alias(record.get("time") or 0.0, record["url"], record["kept_url"], record["reason"]))
                 aliases.extend(canonical_aliases(record["url"], record.get("canonical_url")))
             else:
                 break
