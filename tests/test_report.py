@@ -40,8 +40,13 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
         counts = dict(line.split("\t") for line in page.inner_text("#counts").splitlines())
         assert int(counts["checked"].replace(",", "")) == checked
         assert int(counts["pages_dropped"].replace(",", "")) == dropped
+        assert not [name for name in counts if name.startswith("items_")], "one item a page: its pages' counts only"
         plots = page.locator("figure svg")
         assert plots.count() == 2
+        legends = [re.findall(r"dropped \(([\d,]+)(?:; ([\d,]+) more, [^)]*)?\)", plots.nth(n).inner_html())
+                   for n in range(2)]
+        totals = [sum(int(count.replace(",", "")) for count in legend[0] if count) for legend in legends]
+        assert totals[0] == totals[1] == dropped, "both histograms account for every drop"
         for n in range(2):
             box = plots.nth(n).bounding_box()
             assert box is not None and box["width"] > 200 and box["height"] > 100
@@ -53,3 +58,16 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
         browser.close()
     assert errors == []
     assert requests == [report.resolve().as_uri()]  # nothing fetched but the file itself
+
+
+def test_both_histograms_account_for_every_pair_and_say_why_some_have_no_similarity():
+    """A short page dropped on its exact text has a content distance but no sketch similarity: the similarity
+    histogram says it left it out, so that its total and the distance histogram's agree."""
+    from scrapy_simhash_dedup.matching.decision_log import Decision
+    from scrapy_simhash_dedup.report.plots import distance_histogram, similarity_histogram
+
+    decisions = [Decision(0.0, "dropped", "https://a.test/copy", "https://a.test/page", "content", 2, 1, 0.9, 0.65),
+                 Decision(0.0, "dropped", "https://a.test/stub2", "https://a.test/stub", "exact_text", 0, 0, None, None)]
+    assert "<!-- dropped (2) -->" in distance_histogram(decisions, 8)
+    assert "<!-- dropped (1; 1 more, no similarity: exact-text matches of short pages) -->" in \
+        similarity_histogram(decisions, 0.65)

@@ -16,7 +16,7 @@ def distance_histogram(decisions: list[Decision], threshold: int) -> str:
     top = max([threshold, *(d.content_distance or 0 for d in decisions)]) + 1
     bins = [x - 0.5 for x in range(top + 1)]
     return _histogram(decisions, lambda d: d.content_distance, bins, threshold,
-                      f"content distance ≤ {threshold}", "content SimHash distance (bits)")
+                      f"content distance ≤ {threshold}", "content SimHash distance (bits)", "no content fingerprint")
 
 
 def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
@@ -24,10 +24,13 @@ def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
     similarity is never negative); the threshold marked (pages whose names differ need more)."""
     bins = [x / 20 for x in range(21)]
     return _histogram(decisions, lambda d: None if d.similarity is None else max(0.0, d.similarity), bins, threshold,
-                      f"similarity ≥ {threshold:.2f} (more for pages of other names)", "sketch similarity (estimated Jaccard of word 3-grams)")
+                      f"similarity ≥ {threshold:.2f} (more for pages of other names)", "sketch similarity (estimated Jaccard of word 3-grams)",
+                      "no similarity: exact-text matches of short pages")
 
 
-def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str) -> str:  # noqa: ANN001
+def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str, without: str) -> str:  # noqa: ANN001
+    """The pairs of each outcome that have a ``value``; the legend says how many of them have none (``without``
+    says why), so that two histograms of one log add up to the same pairs."""
     matplotlib = require("matplotlib", "the report")
     import matplotlib.ticker
 
@@ -35,12 +38,13 @@ def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: 
     from matplotlib import pyplot as plt
 
     figure, axes = plt.subplots(figsize=(6.4, 2.8), dpi=100)
-    groups = [(outcome, [value(d) for d in decisions if d.outcome == outcome and value(d) is not None])
-              for outcome in (DROPPED, BORDERLINE)]
-    shown = [(outcome, values) for outcome, values in groups if values]
+    groups = [(outcome, [value(d) for d in decisions if d.outcome == outcome and value(d) is not None],
+               sum(d.outcome == outcome for d in decisions)) for outcome in (DROPPED, BORDERLINE)]
+    shown = [(outcome, values, total) for outcome, values, total in groups if values]
     if shown:
-        axes.hist([values for _, values in shown], bins=bins, color=[COLORS[o] for o, _ in shown],
-                  label=[f"{LABELS[o]} ({len(v)})" for o, v in shown], log=True)  # one pair stays visible
+        axes.hist([values for _, values, _ in shown], bins=bins, color=[COLORS[o] for o, _, _ in shown],
+                  label=[f"{LABELS[o]} ({len(v):,}" + (f"; {total - len(v):,} more, {without}" if total > len(v) else "")
+                         + ")" for o, v, total in shown], log=True)  # one pair stays visible
     axes.axvline(threshold, color="#333333", linestyle="--", linewidth=1.2, label=threshold_label)
     axes.set_xlabel(xlabel)
     axes.set_ylim(bottom=0.5)  # (log scale: a bar of one pair beside one of hundreds)

@@ -98,10 +98,13 @@ def _counts(log: Log) -> str:
         DROPPED: sum(d.outcome == DROPPED for d in log.decisions),
         BORDERLINE: sum(d.outcome == BORDERLINE for d in log.decisions),
     }
+    if all(counts.get(f"items_{what}") == counts.get(f"pages_{what}") for what in ("kept", "dropped")):
+        counts = {name: count for name, count in counts.items() if not name.startswith("items_")}  # one item a page
     names = [name for name in MAIN_COUNTS if name in counts] + sorted(set(counts) - set(MAIN_COUNTS))
     rows = "".join(f"<tr><th>{escape(name)}</th><td class='num'>{counts[name]:,}</td></tr>" for name in names)
     return (f"<h2>Counts</h2><p>Pages by outcome over the {len(log.runs) or 'logged'} run(s) "
-            f"(the stats <code>simhash_dedup/…</code>).</p><table class='counts' id='counts'>{rows}</table>")
+            f"(the stats <code>simhash_dedup/…</code>); <code>items_…</code> count the items of those pages, "
+            f"shown when a page had several.</p><table class='counts' id='counts'>{rows}</table>")
 
 
 def _runs(log: Log) -> str:
