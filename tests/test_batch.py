@@ -195,7 +195,7 @@ def test_an_interrupted_run_says_so_in_one_line_and_goes_on_from_its_store(tmp_p
         writing.flush()
         time.sleep(1)  # dedup decides what it has, then waits for more lines
         os.killpg(running.pid, signal.SIGINT)
-        _, stderr = running.communicate(timeout=60)
+    _, stderr = running.communicate(timeout=60)
     assert running.returncode == 130
     assert "Traceback" not in stderr and stderr.count("\n") == 1, stderr
     assert f"written to {kept}.part1" in stderr and f"remembered in {store}" in stderr

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import marshal
 import os
-import signal
 import struct
 import time
 import traceback
@@ -202,8 +201,5 @@ class FreedMemory:
 
 
 def main(fd: int, options: str) -> None:
-    """Serve the crawl at the other end of the socket ``fd``, with the options given as JSON.  Ctrl-C in a
-    terminal reaches the whole process group: the worker leaves it to its parent (Scrapy's shutdown, the
-    command's), which stops it, rather than die mid-page with a traceback of its own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Serve the crawl at the other end of the socket ``fd``, with the options given as JSON."""
     serve(Connection(fd), FingerprinterOptions(**json.loads(options)))

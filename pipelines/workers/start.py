@@ -51,6 +51,9 @@ def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Pope
         [sys.executable, "-c", _BOOTSTRAP, package, str(theirs.fileno()), json.dumps(asdict(options)),
          os.pathsep.join(sys.path)],
         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+        # its own process group: Ctrl-C in a terminal reaches the crawl (Scrapy's shutdown) or the command, which
+        # stop their workers, never a worker starting or mid-page (a traceback of its own, a page lost)
+        process_group=0,
     )
     theirs.close()
     return process, mine
