@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -189,13 +190,16 @@ def test_an_interrupted_run_says_so_in_one_line_and_goes_on_from_its_store(tmp_p
     os.mkfifo(feed)
     command = [sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", "--workers", "2", str(feed),
                "--store", str(store), "-o", str(kept)]
-    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Ctrl-C's default in the command even when this run ignores it (a background job of a script does)
+    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
     with feed.open("w") as writing:  # opens once dedup reads it
         writing.writelines(records[:half])
         writing.flush()
         time.sleep(1)  # dedup decides what it has, then waits for more lines
         os.killpg(running.pid, signal.SIGINT)
-    _, stderr = running.communicate(timeout=60)
+        running.wait(timeout=60)  # the feed still open: the run cannot end on its own
+    stderr = running.stderr.read()
     assert running.returncode == 130
     assert "Traceback" not in stderr and stderr.count("\n") == 1, stderr
     assert f"written to {kept}.part1" in stderr and f"remembered in {store}" in stderr
