@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from .extras import require
+from .output import Output
 from .fingerprint.fingerprinter import SCHEME_VERSION
 from .version import __version__
 
@@ -189,37 +189,6 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
     return DedupSettings.from_settings(settings)
 
 
-class Output:
-    """A file a command writes, under a temporary name beside it until the run has read something (``done``):
-    a run that fails or reads nothing leaves an earlier file of that name as it was.  Interrupted, a run that
-    remembers its pages in a store (``resumable``) keeps what it wrote, as ``NAME.part1`` (or the next number
-    free), since the store now holds those pages as seen."""
-
-    def __init__(self, path: str, resumable: bool = False) -> None:
-        self.path = Path(path)
-        self.writing = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        self.resumable = resumable
-        self.done = False
-        self.kept_as: Path | None = None  # where an interrupted run left what it wrote
-
-    def __enter__(self) -> IO[str]:
-        if not self.path.parent.is_dir():
-            raise ValueError(f"{self.path}: there is no folder {self.path.parent}")
-        self.file = open(self.writing, "w", encoding="utf-8", newline="")
-        return self.file
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        self.file.close()
-        if kind is None and self.done:
-            os.replace(self.writing, self.path)
-        elif kind is KeyboardInterrupt and self.resumable:
-            self.kept_as = next(part for number in itertools.count(1)
-                                if not (part := self.path.with_name(f"{self.path.name}.part{number}")).exists())
-            os.replace(self.writing, self.kept_as)
-        else:
-            self.writing.unlink(missing_ok=True)
-
-
 def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch import dedup
     from .batch.dedup import pages_read, summary
@@ -241,15 +210,16 @@ def run_dedup(arguments: argparse.Namespace) -> int:
             happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
                              arguments.all_statuses, arguments.argument_order)
             progress.finish()
+            read = pages_read(happened)
             for output in outputs:
-                output.done = pages_read(happened) > 0
+                output.done = read > 0
     except KeyboardInterrupt:
         print(f"simhash-dedup: {interrupted(outputs, arguments.store)}", file=sys.stderr)
         return 130
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
-    if not pages_read(happened) and outputs:
+    if not read and outputs:
         print(f"simhash-dedup: nothing read: {', '.join(str(o.path) for o in outputs)} left as it was", file=sys.stderr)
-    return 0 if pages_read(happened) else 1
+    return 0 if read else 1
 
 
 def interrupted(outputs: list[Output], store: str | None) -> str:

@@ -1,7 +1,7 @@
 """The package's layers, as each sub-package's docstring states them: a module imports its own sub-package's
 modules and those of the layers below it, never one above (nor ``stores`` and ``workers`` each other).
 
-    extras | version  <  fingerprint  <  matching  <  stores | workers  <  guards  <  crawl  <  batch  <  spark  <  report  <  cli
+    extras | output | version  <  fingerprint  <  matching  <  stores | workers  <  guards  <  crawl  <  batch  <  spark  <  report  <  cli
 
 The package's face (its ``__init__``, which exports from every layer) and the entry points (``python -m``,
 the script spark-submit runs) stand above them all.  Read from the source (every import, at module level or
@@ -18,7 +18,7 @@ from .conftest import PROJECT
 PACKAGE = "scrapy_simhash_dedup"
 SOURCE = PROJECT / "pipelines"
 #: Lowest first; a tuple is one layer of independent parts.
-LAYERS: list[tuple[str, ...]] = [("extras", "version"), ("fingerprint",), ("matching",), ("stores", "workers"), ("guards",), ("crawl",),
+LAYERS: list[tuple[str, ...]] = [("extras", "output", "version"), ("fingerprint",), ("matching",), ("stores", "workers"), ("guards",), ("crawl",),
                                  ("batch",), ("spark",), ("report",), ("cli",), ("__main__", "__init__")]
 #: Above every layer: the package's face and the entry points.
 ABOVE = {PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}.spark.submit"}

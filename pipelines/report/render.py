@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections import defaultdict
 from html import escape
 from pathlib import Path
 
 from ..crawl.counts import current_names
+from ..output import Output
 from ..crawl.settings import DedupSettings
 from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
@@ -27,18 +27,13 @@ MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "pages_dropped/rerun", 
 
 
 def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
-    """The report written to ``path`` whole or not at all: rendered, written beside it and moved into place
-    (an earlier report stays as it was if anything fails).  Its folder must exist: a mistyped folder is said,
-    not made."""
-    if not path.parent.is_dir():
-        raise ValueError(f"{path}: there is no folder {path.parent}")
+    """The report written to ``path`` whole or not at all (``Output``: an earlier report stays as it was if
+    anything fails); its folder must exist: a mistyped folder is said, not made."""
     html = render(log, pairs)
-    writing = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        writing.write_text(html, encoding="utf-8")
-        os.replace(writing, path)
-    finally:
-        writing.unlink(missing_ok=True)
+    output = Output(str(path))
+    with output as file:
+        file.write(html)
+        output.done = True
     return path
 
 
