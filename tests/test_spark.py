@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections.abc import Iterator
 from itertools import islice
@@ -245,20 +249,50 @@ def test_parquet_with_an_order_column_is_decided_in_that_order(spark, tmp_path):
 
 
 def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
+    """The command says its lines and nothing else (the JVM's output goes to ``spark.log``); its first run
+    saves Java's classes for the next; an output that is not empty is refused before Java starts."""
     pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 30)]
     archive = tmp_path / "in.warc.gz"
     write_warc(archive, [(url, html, "text/html") for url, html in pages + [(f"{u}?again", h) for u, h in pages[:10]]])
     command = [sys.executable, "-m", "scrapy_simhash_dedup", "spark", str(archive), "-o", str(tmp_path / "out"), "--master", "local[2]"]
-    done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300)
+    cache = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300, env=cache)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "40 pages: 30 kept" in done.stderr and "10 dropped" in done.stderr
-    again = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 2 and "is not empty" in again.stderr.splitlines()[-1]
+    assert all(line.startswith("simhash-dedup: ") for line in done.stderr.splitlines()), done.stderr
+    assert "NativeCodeLoader" in (tmp_path / "out" / "spark.log").read_text(), "Spark's WARN lines are in its log"
+    assert len(list((tmp_path / "cache" / "scrapy-simhash-dedup").glob("spark-classes-*.jsa"))) == 1
+    again = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300, env=cache)
+    assert again.returncode == 2 and again.stderr.splitlines() == [f"simhash-dedup: {tmp_path / 'out'} is not empty; "
+                                                                   "give a new folder for the output"]
     report = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "report", str(tmp_path / "out"), "-o", str(tmp_path / "r.html")],
                             cwd=PROJECT, capture_output=True, text=True, timeout=120)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()
     assert all(f"{url}?again" in html for url, _ in pages[:10]), "every dropped copy is in the report"
+
+
+def test_an_interrupted_run_says_one_line_and_leaves_no_output(tmp_path):
+    """Ctrl-C (SIGINT to the process group) while the job reads a feed still being written: one line, exit 130,
+    no folder, no log left behind; the run started with the class archive an earlier run saved, if any."""
+    feed = tmp_path / "feed.jsonl"
+    os.mkfifo(feed)
+    command = [sys.executable, "-m", "scrapy_simhash_dedup", "spark", str(feed), "-o", str(tmp_path / "out"),
+               "--master", "local[2]"]
+    logs_before = set(Path(tempfile.gettempdir()).glob("simhash-dedup-spark-*.log"))
+    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
+    with feed.open("w") as writing:  # opens once a task of the job reads it
+        writing.write(json.dumps({"url": "https://a.test/1", "html": "<html><body><p>One page</p></body></html>"}))
+        writing.flush()
+        os.killpg(running.pid, signal.SIGINT)
+        running.wait(timeout=120)  # the feed still open: the job cannot end on its own
+    stderr = running.stderr.read()
+    assert running.returncode == 130, stderr
+    assert stderr.splitlines() == [f"simhash-dedup: interrupted; nothing written to {tmp_path / 'out'} "
+                                   "(a new run starts over)"], stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["feed.jsonl"]
+    assert set(Path(tempfile.gettempdir()).glob("simhash-dedup-spark-*.log")) == logs_before
 
 
 def test_a_run_of_bad_inputs_only_names_them(spark, tmp_path):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -78,10 +80,31 @@ class JobResult:
 
 def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: DedupSettings,
         options: JobOptions = JobOptions()) -> JobResult:
-    """Deduplicate ``inputs`` in order (against ``options.against``'s kept pages first) into ``output``."""
-    started, out = time.time(), Path(output)
-    if out.exists() and any(out.iterdir()):
-        raise ValueError(f"{out} is not empty; give a new folder for the output")
+    """Deduplicate ``inputs`` in order (against ``options.against``'s kept pages first) into ``output``, a new
+    folder (or an empty one): written under a temporary name beside it, moved into place once complete."""
+    started, final = time.time(), usable_output(output)
+    out = final.with_name(f".{final.name}.{os.getpid()}.tmp")  # moved into place when the run succeeds
+    try:
+        result = _run(spark, inputs, out, settings, options, started)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    os.replace(out, final)
+    return result
+
+
+def usable_output(output: str | Path) -> Path:
+    """``output`` as a folder a run can be moved into (new, or empty, in an existing folder), else ValueError."""
+    final = Path(output)
+    if final.exists() and (not final.is_dir() or any(final.iterdir())):
+        raise ValueError(f"{final} is not empty; give a new folder for the output")
+    if not final.parent.is_dir():
+        raise ValueError(f"{final.parent} is not a folder; the output goes in an existing one")
+    return final
+
+
+def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSettings, options: JobOptions,
+         started: float) -> JobResult:
     context, policy, fields = spark.sparkContext, settings.policy, options.fields
     clock = Clock(context)
     files = input_files(inputs if options.argument_order else in_arrival_order(inputs))
