@@ -2,12 +2,14 @@
 
     python -m bench.traps [--articles 60] [--cap 3000] [--data ../shared/data]
 
-Three sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
+Four sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
 page's links within the site) in three variants, one crawl at a time:
 
 - the trap site (``crawler/trap_site.py``): ``--articles`` articles of real
   shared pages behind an endless calendar, session ids, sort and view
   parameters, print views, a mirrored path and tracking parameters;
+- the same site with ``--alias-articles`` articles and a second host name
+  that serves the same pages, where some links lead;
 - the demo site (the Debian handbook in three languages), which has no traps;
 - the whole Debian handbook of ``--data`` (26 language folders): no traps,
   but language index pages that are near-duplicates of each other while
@@ -19,13 +21,18 @@ ended on its own, unique pages lost: pages of the site's own (the trap
 site's unique pages; on the sites without traps, the pages the unguarded crawl kept)
 of which no kept page of the variant is a near-duplicate, by the pipeline's
 own decision; and how many kept pages carry their true canonical URL
-(``canonical_url``): on the trap site, its articles' real addresses; on the
-others, the canonical URL the page declares, else its own URL.  Results go to ``bench/results/traps.json``.
+(``canonical_url``): on the trap sites, their articles' real addresses; on the
+handbook, a page's copy in its own language's folder (an untranslated page
+met in another folder); else the canonical URL the page declares, else its
+own URL; on the items as the crawl gave them, and as ``simhash-dedup aliases``
+exports them after the crawl (pages renamed as the crawl learned the site).
+Results go to ``bench/results/traps.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -38,13 +45,17 @@ from urllib.parse import urljoin
 
 from bench import command_line
 from crawler.local_site import serve_directory
-from crawler.trap_site import articles_from_html, serve_trap_site
+from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_html
+from scrapy_simhash_dedup.fingerprint.sketch import written_in
+from scrapy_simhash_dedup.guards.canonical import LANGUAGE_CODES
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter, comparable
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
-from scrapy_simhash_dedup.matching.urlrules import host_key
+from scrapy_simhash_dedup.matching.urlrules import host_key, split
+from scrapy_simhash_dedup.report.aliases import canonical_names
+from scrapy_simhash_dedup.report.log import load_log
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"
@@ -101,8 +112,12 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
     process.crawl(crawler, url=config["url"])
     process.start()
     stats = crawler.stats.get_stats()
+    settings = config["settings"]
+    store = settings.get("SIMHASH_DEDUP_REDIS_URL") or settings["SIMHASH_DEDUP_PATH"]
+    exported = canonical_names(load_log(store, settings.get("SIMHASH_DEDUP_REDIS_KEY", "simhash_dedup")).names())
     result.write_text(json.dumps({"stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
-                                  "kept": kept, "canonical": canonical}, default=str))
+                                  "kept": kept, "canonical": canonical,
+                                  "exported": [exported.get(url, url) for url, _ in kept]}, default=str))
 
 
 def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[str]:
@@ -131,6 +146,22 @@ def declared_or_own(url: str, html: str) -> str:
     return declared if host_key(declared) == host_key(url) else url
 
 
+def in_its_language_folder(root: Path, base_url: str, url: str, html: str) -> str | None:
+    """What a kept page of a site in language folders (``root``/``en-US``/...) should be known by: its copy in
+    the folder of the language its text is written in, when the page is in another folder and that copy exists
+    (an untranslated page); else what it declares, or its URL.  None (not counted) when its language has several
+    folders and the page is in none of them."""
+    folder, _, rest = url.removeprefix(base_url).lstrip("/").partition("/")
+    written = written_in(Fingerprinter().fingerprint(html, url).sketch)
+    if len(written) != 1 or not rest:
+        return declared_or_own(url, html)
+    own = [path.name for path in root.iterdir() if LANGUAGE_CODES.get(path.name[:2].lower()) == written[0]
+           and (path / rest).is_file()]
+    if folder in own or not own:
+        return declared_or_own(url, html)
+    return f"{base_url.rstrip('/')}/{own[0]}/{rest}" if len(own) == 1 else None
+
+
 def named_right(kept: list[tuple[str, str]], canonical: list[str | None],
                 truth: Callable[[str, str], str | None]) -> tuple[int, int]:
     """Of the kept pages ``truth`` knows the canonical URL of, how many carry it (``canonical_url``), and how many
@@ -150,6 +181,7 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
         if own_pages is None:  # a site without traps: its own pages are those the unguarded crawl kept
             own_pages = outcome["kept"]
         right, counted = named_right(outcome["kept"], outcome["canonical"], truth)
+        exported_right, _ = named_right(outcome["kept"], outcome["exported"], truth)
         rows.append({
             "site": name, "variant": variant,
             "requests": stats.get("downloader/request_count", 0),
@@ -160,6 +192,8 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
             "requests skipped": stats.get("simhash_dedup/requests_skipped", 0),
             "rules": stats.get("simhash_dedup/rules", 0),
             "true canonical": f"{right} of {counted}",
+            "true canonical, exported": f"{exported_right} of {counted}",
+            "renamed": stats.get("simhash_dedup/canonical/renamed", 0),
         })
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
@@ -168,6 +202,7 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--articles", type=int, default=60)
+    parser.add_argument("--alias-articles", type=int, default=300, help="articles of the trap site with an alias host")
     parser.add_argument("--cap", type=int, default=3000, help="pages after which a crawl is stopped")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # a crawl in this process (see crawl())
@@ -175,16 +210,21 @@ def main() -> None:
     if options.one:
         crawl_here(json.loads(options.one[0]), Path(options.one[1]))
         return
-    articles = articles_from_html((body for _, body in shared_pages(options.data)), options.articles)
+    articles = articles_from_html((body for _, body in shared_pages(options.data)),
+                                  max(options.articles, options.alias_articles))
     rows = []
-    with serve_trap_site(articles) as (base_url, site):
-        own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
+    for name, count, alias_host in (("trap site", options.articles, False),
+                                    ("trap site, alias host", options.alias_articles, True)):
+        with serve_trap_site(articles[:count], alias_host) as (base_url, site):
+            own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
 
-        def article_address(url: str, _: str) -> str | None:  # the trap site's articles, by their real address
-            path = site.canonical_path(url.removeprefix(base_url))
-            return base_url + path if path is not None and path.startswith("/article/") else None
+            def article_address(url: str, _: str, base_url: str = base_url, site: TrapSite = site) -> str | None:
+                """The trap site's articles, by their real address (on the site's own host)."""
+                parts = split(url)
+                path = site.canonical_path(parts._replace(scheme="", netloc="").geturl())
+                return base_url + path if path is not None and path.startswith("/article/") else None
 
-        rows += run_site("trap site", base_url + "/", own, options.cap, article_address)
+            rows += run_site(name, base_url + "/", own, options.cap, article_address)
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(DEMO_SITE) as archive:
             archive.extractall(tmp, filter="data")
@@ -194,7 +234,8 @@ def main() -> None:
         with tarfile.open(next((options.data / "debian-handbook-site").glob("*.tar.xz"))) as archive:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
-            rows += run_site("handbook, 26 languages", base_url, None, cap=0)
+            rows += run_site("handbook, 26 languages", base_url, None, cap=0,
+                             truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url))
     columns = list(rows[0])
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in rows:

@@ -17,6 +17,12 @@ Pages declare a canonical URL (``<link rel="canonical">``) as real sites do: the
 right one on most pages (``canonical_path``), on some articles the very URL
 requested (a template echoing the request, trap parameters and all), on others
 none (``CANONICAL_KINDS``).
+
+Served with ``alias_host``, the site has a second name, as sites reached by an IP
+address or an old host name do: the site is ``http://localhost:PORT``, the same
+pages answer at ``http://127.0.0.1:PORT``, and some links lead there (every
+``ALIAS_EVERY``-th article of the list, the "Next" link of every other article);
+the right canonical URLs are absolute, on the site's own host.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ EVENT_MONTHS = ("2026-06", "2026-09")  # the calendar's months with an event: an
 VIEWS = ("list", "grid")
 #: What article ``n`` declares as its canonical URL: ``CANONICAL_KINDS[n % 10]``.
 CANONICAL_KINDS = ("right",) * 7 + ("echo",) * 2 + ("none",)
+#: With an alias host: every this many articles of the list are linked on it.
+ALIAS_EVERY = 3
 
 
 def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
@@ -63,9 +71,11 @@ def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int
 class TrapSite:
     """The pages of the site, by path and query."""
 
-    def __init__(self, articles: list[Article]) -> None:
-        """The last ``len(EVENT_MONTHS)`` articles are the events' texts, not served as articles."""
+    def __init__(self, articles: list[Article], main: str = "", alias: str = "") -> None:
+        """The last ``len(EVENT_MONTHS)`` articles are the events' texts, not served as articles.  ``main`` and
+        ``alias``: the site's base URL and its other name's (none: relative links only)."""
         self.articles, self.events = articles[: -len(EVENT_MONTHS)], articles[-len(EVENT_MONTHS):]
+        self.main, self.alias = main, alias
 
     def unique_paths(self) -> list[str]:
         return ["/", "/articles", *(f"/calendar?month={m}" for m in EVENT_MONTHS),
@@ -122,6 +132,10 @@ class TrapSite:
         return (f"<html><head>{head}</head><body><header>{nav}</header>"
                 f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>")
 
+    def _on_alias(self, linked_there: bool) -> str:
+        """The base of a link: the alias host's for the links that lead there, else none (relative)."""
+        return self.alias if linked_there else ""
+
     def _home(self, here: str) -> str:
         links = "".join(f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
                         for n, (t, _) in enumerate(self.articles[:10]))
@@ -133,7 +147,8 @@ class TrapSite:
     def _list(self, sort: str, view: str, here: str) -> str:
         order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}".encode()))
         tag = "ul" if view == "list" else "div"
-        items = "".join(f'<li><a href="/article/{n}">{html.escape(self.articles[n][0])}</a></li>' for n in order)
+        items = "".join(f'<li><a href="{self._on_alias(n % ALIAS_EVERY == 0)}/article/{n}">'
+                        f'{html.escape(self.articles[n][0])}</a></li>' for n in order)
         sorts = " ".join(f'<a href="/articles?sort={s}&amp;view={view}">{s}</a>' for s in SORTS)
         views = " ".join(f'<a href="/articles?sort={sort}&amp;view={v}">{v}</a>' for v in VIEWS)
         return self._frame("All articles", f"<h1>All articles</h1><p>Sort by {sorts}; show as {views}.</p>"
@@ -159,11 +174,12 @@ class TrapSite:
     def _article(self, number: int, printed: bool, target: str, here: str) -> str:
         title, paragraphs = self.articles[number]
         text = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
-        canonical = {"right": f"/article/{number}", "echo": target, "none": None}[CANONICAL_KINDS[number % 10]]
+        canonical = {"right": f"{self.main}/article/{number}", "echo": target, "none": None}[CANONICAL_KINDS[number % 10]]
         if printed:
             return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True, canonical=canonical)
         sid = xxhash.xxh32_hexdigest(target.encode())  # a "session" per page view: every link differs
-        neighbours = "".join(f'<a href="/article/{n}?sid={sid}">{"Previous" if n < number else "Next"}</a> '
+        neighbours = "".join(f'<a href="{self._on_alias(n > number and number % 2 == 1)}/article/{n}?sid={sid}">'
+                             f'{"Previous" if n < number else "Next"}</a> '
                              for n in (number - 1, number + 1) if 0 <= n < len(self.articles))
         return self._frame(title, f"<article><h1>{html.escape(title)}</h1>{text}</article>"
                                   f'<p>{neighbours}<a href="/print/article/{number}">Print</a> '
@@ -172,8 +188,9 @@ class TrapSite:
 
 
 @contextmanager
-def serve_trap_site(articles: list[Article]) -> Iterator[tuple[str, TrapSite]]:
-    """Serve the site on 127.0.0.1 (a free port) until the block ends; its base URL and pages."""
+def serve_trap_site(articles: list[Article], alias_host: bool = False) -> Iterator[tuple[str, TrapSite]]:
+    """Serve the site on 127.0.0.1 (a free port) until the block ends; its base URL and pages.  With
+    ``alias_host``, the site is ``http://localhost:PORT`` and ``http://127.0.0.1:PORT`` its other name."""
     site = TrapSite(articles)
 
     class Handler(BaseHTTPRequestHandler):
@@ -192,8 +209,11 @@ def serve_trap_site(articles: list[Article]) -> Iterator[tuple[str, TrapSite]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    port = server.server_address[1]
+    if alias_host:
+        site.main, site.alias = f"http://localhost:{port}", f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", site
+        yield site.main or f"http://127.0.0.1:{port}", site
     finally:
         server.shutdown()
         server.server_close()

@@ -11,9 +11,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..fingerprint.fingerprinter import Fingerprint
+from ..fingerprint.sketch import written_in
 from ..guards.canonical import CanonicalUrls
 from ..guards.linkguard import LinkGuard, is_recrawl
-from ..matching.decision_log import RULE, Alias, Reviewer, Skip, canonical_aliases
+from ..matching.decision_log import CANONICAL, RULE, Alias, Reviewer, Skip, canonical_aliases
 from ..matching.policy import Match, dropped
 from ..matching.urlrules import KnownUrls, Rule, RuleBook
 from .counts import STATS_PREFIX, Counts
@@ -43,7 +44,7 @@ class Learner:
         # pages fetched, and those earlier crawls kept: what the downloader middleware skips requests for
         self.fetched = KnownUrls(self.rules) if self.rules is not None else None
         self.links = LinkGuard(self.rules, settings.link_budget) if settings.skip_links else None
-        self.canonicals = CanonicalUrls(self.rules) if settings.canonical_field else None
+        self.canonicals = CanonicalUrls(self.rules, learning=True) if settings.canonical_field else None
 
     async def load_rules(self, read: Callable[[], Awaitable[tuple[list[Rule], list[str]]]]) -> None:
         """The URL rules and the pages fetched that earlier crawls kept, from the store (``read``)."""
@@ -71,6 +72,7 @@ class Learner:
         try:
             self._decided(verdict)
             verdict = self._named(verdict, page.declared)
+            self._renamed()
         except Exception:  # noqa: BLE001 (its items must never wait for ever)
             self.counts.add("errors", page.url, exc_info=True)
         page.settle(verdict)
@@ -95,6 +97,8 @@ class Learner:
         if page.duplicate:
             self.store.record(self.reviewer.dropped(page.url, page.fingerprint, page.match))
             self.store.record_alias(Alias(time.time(), page.url, page.match.url, page.match.reason))
+            if self.canonicals is not None:
+                self.canonicals.kept_page_dropped(page.url, page.match.url)
         else:
             if page.update:
                 self.counts.add("updated")
@@ -112,7 +116,9 @@ class Learner:
         comes before its ``Link`` header's."""
         if self.canonicals is None or page.duplicate or page.unchecked:
             return page
-        canonical = self.canonicals.choose(page.url, (page.fingerprint and page.fingerprint.canonical) or declared)
+        fingerprint = page.fingerprint
+        canonical = self.canonicals.choose(page.url, (fingerprint and fingerprint.canonical) or declared,
+                                           written_in(fingerprint.sketch) if fingerprint is not None else ())
         self.counts.add(f"canonical/{canonical.source}")
         if canonical.cleaned:
             self.counts.add("canonical/cleaned")
@@ -120,11 +126,21 @@ class Learner:
             self.store.record_alias(alias)
         return replace(page, canonical=canonical.url)
 
+    def _renamed(self) -> None:
+        """Kept pages that what the crawl learned names otherwise: their new names in the alias table (the
+        last naming of a page is its name there)."""
+        for page in self.canonicals.take_renamed() if self.canonicals is not None else ():
+            self.counts.add("canonical/renamed")
+            self.store.record_alias(Alias(time.time(), page.name, page.kept_url, CANONICAL))
+
     def _learn(self, page: PageVerdict) -> None:
         """A decided page teaches the URL rules: a drop is a supporting pair, a keep may refute."""
         if page.duplicate:
-            for rule in self.rules.learn(page.url, page.match.url):
+            trusted = self.rules.learn(page.url, page.match.url)
+            for rule in trusted:
                 logger.info("simhash_dedup: URL rule trusted after %d pairs: %s", rule.support, rule.describe())
+            if self.canonicals is not None:
+                self.canonicals.rules_trusted(trusted)
         elif page.fingerprint is not None:
             for rule in self.rules.kept(page.url):
                 if rule.support >= self.rules.support:  # it was trusted

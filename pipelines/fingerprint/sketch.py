@@ -139,6 +139,14 @@ def same_name(a: bytes, b: bytes) -> bool:
                                                               (a[_LANGUAGES:_VISIBLE], b[_LANGUAGES:_VISIBLE])))
 
 
+def written_in(sketch: bytes | None) -> list[str]:
+    """The languages the page's own text is written in (``languages.LANGUAGES`` names; none known: [])."""
+    from .languages import LANGUAGES
+
+    bits = int.from_bytes(sketch[_LANGUAGES:_VISIBLE], "little") if sketch else 0
+    return [name for number, name in enumerate(LANGUAGES) if bits >> number & 1]
+
+
 def same_own_text(a: bytes, b: bytes) -> bool:
     """Are the two own texts' sketches (bits and set size) the same?"""
     return a[_OWN:_NAME] == b[_OWN:_NAME]

@@ -14,20 +14,52 @@ crawl's URL rules (``urlrules``):
 
 and either one cleaned by the trusted URL rules that apply to it (a declared
 canonical that merely echoes a session or tracking URL loses its variant
-part).  A page kept before a rule was trusted keeps the canonical URL it got
-then.
+part).
+
+A crawl also learns (``learning=True``; batch mode, which learns no rules,
+does not), and renames the kept pages it remembers when it does (``Renamed``:
+the item already went out under the first name, the alias table and the export
+take the new one):
+
+- hosts that serve the same pages (``hosts.HostAliases``) are one site: a
+  canonical URL declared on another of its hosts is believed, and every name
+  is given on the site's main host;
+- a URL rule trusted after a page was kept cleans that page's name too;
+- a page that declares no believable canonical URL is named by the URL that
+  looks most canonical among those it was met under, its own and its
+  near-duplicates' (``looks_canonical``): in the folder of its language, with
+  no session or tracking parameter, the shortest.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import NamedTuple
-from urllib.parse import urljoin
+from urllib.parse import parse_qsl, urljoin
 
-from ..matching.urlrules import RuleBook, cleaned, host_key, split, url_key
+from ..matching.urlrules import Rule, RuleBook, cleaned, host_key, split, url_key
+from .hosts import HostAliases
 
 #: Kept pages whose URLs and declared canonical URLs are remembered to doubt the next ones (the most recent).
 KEPT_PAGES = 100_000
+#: URLs a kept page was met under that are remembered to name it (its own first).
+URLS_PER_PAGE = 8
+#: Query and path parameters that track a visit or a session, never what a page shows.
+TRACKING = frozenset({"fbclid", "gclid", "dclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl", "igshid",
+                      "ref", "ref_src", "sid", "sessionid", "session_id", "phpsessid", "jsessionid", "cfid", "cftoken"})
+#: A path segment that is a language folder: ``en``, ``pt-BR``, ``zh_CN``.
+LANGUAGE_FOLDER = re.compile(r"([a-z]{2})(?:[-_][a-z]{2,4})?", re.IGNORECASE)
+#: ISO 639-1 codes taken as language folders, and the language names of ``fingerprint.languages`` they mean.
+LANGUAGE_CODES = {code: name for name, codes in {
+    "en": "en", "de": "de", "fr": "fr", "es": "es", "pt": "pt", "it": "it", "nl": "nl", "da/nb": "da nb no nn",
+    "sv": "sv", "ca": "ca", "cs/sk": "cs sk", "ja": "ja", "ko": "ko", "han": "zh", "ru": "ru", "pl": "pl", "fi": "fi",
+    "tr": "tr", "el": "el", "he": "he", "ar": "ar", "hu": "hu", "ro": "ro", "uk": "uk", "vi": "vi", "id": "id",
+    "th": "th", "hi": "hi", "fa": "fa", "hr": "hr", "sr": "sr", "sl": "sl", "bg": "bg", "lt": "lt", "lv": "lv",
+    "et": "et", "eu": "eu", "gl": "gl", "is": "is", "ms": "ms", "bn": "bn", "ta": "ta", "ka": "ka", "hy": "hy"}.items()
+    for code in codes.split()}
 
 
 def on_its_host(url: str, declared: str | None) -> str | None:
@@ -43,6 +75,21 @@ def on_its_host(url: str, declared: str | None) -> str | None:
     return target if same_host else None
 
 
+def looks_canonical(url: str, languages: Sequence[str] = ()) -> tuple[int, int, int, int, int, str]:
+    """How canonical ``url`` looks for a page written in ``languages`` (``fingerprint.languages`` names), as a
+    key to sort by (the smallest first): not in another language's folder, in its own language's folder, no
+    tracking or session parameter, fewer query parameters, shorter, then the URL itself (the same choice in
+    any order)."""
+    parts = split(url)
+    folders = {LANGUAGE_CODES.get(match.group(1).lower()) for segment in parts.path.split("/")
+               if (match := LANGUAGE_FOLDER.fullmatch(segment.split(";")[0]))} - {None}
+    own, other = bool(folders & set(languages)), bool(folders - set(languages)) and bool(languages)
+    params = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
+    params += [param.split("=", 1)[0].lower() for segment in parts.path.split("/") for param in segment.split(";")[1:]]
+    tracking = sum(name in TRACKING or name.startswith("utm_") for name in params)
+    return int(other), int(not own), tracking, len(params), len(url), url
+
+
 class Canonical(NamedTuple):
     """A kept page's canonical URL; ``source``: ``"declared"`` (the page's own), ``"doubted"`` (one was
     declared but not believed: the fetched URL) or ``"fetched"`` (none declared); ``cleaned``: the trusted
@@ -53,42 +100,140 @@ class Canonical(NamedTuple):
     cleaned: bool
 
 
+class Renamed(NamedTuple):
+    """A kept page (``kept_url``) that what the crawl learned since names otherwise: ``name``."""
+
+    kept_url: str
+    name: str
+
+
+@dataclass
+class KeptName:
+    """What names a kept page: the canonical URL it declared (absolute, any host), the URLs it was met under (its
+    own first, then its near-duplicates'), the languages it is written in, its name now."""
+
+    declared: str | None
+    urls: list[str]
+    languages: tuple[str, ...]
+    name: str
+    said: bool = False  # it declared something (believable or not)
+    source: str = "fetched"
+    hosts: set[str] = field(default_factory=set)  # the hosts of its URLs
+
+
 class CanonicalUrls:
     """Chooses kept pages' canonical URLs, and remembers what it needs to doubt the next ones: the kept
     pages' URLs and canonical URLs, and the canonical URLs they declared (by normal form,
-    ``urlrules.url_key``, after the trusted URL rules)."""
+    ``urlrules.url_key``, after the trusted URL rules).  With ``learning``, it learns the site's hosts and
+    renames the pages it remembers (``kept_page_dropped``, ``rules_trusted``; ``take_renamed``)."""
 
-    def __init__(self, rules: RuleBook | None, size: int = KEPT_PAGES) -> None:
+    def __init__(self, rules: RuleBook | None, size: int = KEPT_PAGES, learning: bool = False) -> None:
         self.rules = rules
         self.size = size
+        self.hosts = HostAliases() if learning else None
         self._kept: OrderedDict[int, str] = OrderedDict()  # a kept page's URL, and its canonical URL -> its URL
         self._declared: OrderedDict[int, str] = OrderedDict()  # a declared canonical URL -> the kept page's URL
+        self._pages: OrderedDict[str, KeptName] = OrderedDict()  # with learning: a kept page's URL -> its naming
+        self._renames: dict[str, Renamed] = {}  # pages renamed since ``take_renamed``
 
-    def choose(self, url: str, declared: str | None) -> Canonical:
+    def choose(self, url: str, declared: str | None, languages: Sequence[str] = ()) -> Canonical:
         """The canonical URL of a page kept at ``url`` that declares ``declared`` (relative or absolute,
-        or None)."""
-        target = on_its_host(url, declared)
+        or None), written in ``languages``."""
         try:
             key = url_key(url)
         except ValueError:  # a URL that cannot be parsed (a broken IPv6 address): the page's own
             return Canonical(url, "doubted" if declared else "fetched", False)
-        named = self._cleaned(target) if target is not None else None
-        trusted = named is not None and self._believable(url, named)
-        chosen, source = (named, "declared") if trusted else (self._cleaned(url), "doubted" if declared else "fetched")
+        target = self._absolute(url, declared)
+        if self.hosts is not None:
+            self.hosts.kept(url)
+            if target is not None and self.hosts.declared(url, target):
+                self._rename(list(self._pages))  # hosts became one site: every page remembered is named again
+        page = KeptName(target, [url], tuple(languages), url, bool(declared), hosts={host_key(url)})
+        chosen, source, was_cleaned = self._name(url, page)
+        page.name, page.source = chosen, source
         self._remember(self._kept, key, url)
         self._remember(self._kept, url_key(chosen), url)
-        if named is not None:
-            self._remember(self._declared, url_key(named), url)
-        return Canonical(chosen, source, chosen != (target if trusted else url))
+        if source == "declared" or (target is not None and self._on_site(url, target)):
+            self._remember(self._declared, url_key(self._site_name(target)), url)
+        if self.hosts is not None:
+            self._pages[url] = page
+            if len(self._pages) > self.size:
+                self._pages.popitem(last=False)
+        return Canonical(chosen, source, was_cleaned)
 
-    def _cleaned(self, url: str) -> str:
-        """``url`` cleaned by the trusted URL rules that apply to it."""
+    def kept_page_dropped(self, url: str, kept_url: str) -> None:
+        """A page at ``url`` was dropped as a near-duplicate of the page kept at ``kept_url``: a URL the kept
+        page may be named by, and maybe two hosts that are one site."""
+        if self.hosts is None:
+            return
+        if self.hosts.dropped(url, kept_url):
+            self._rename(list(self._pages))
+        page = self._pages.get(kept_url)
+        if page is not None and url not in page.urls and len(page.urls) < URLS_PER_PAGE:
+            page.urls.append(url)
+            if (host := host_key(url)) is not None:
+                page.hosts.add(host)
+            self._rename([kept_url])
+
+    def rules_trusted(self, rules: Sequence[Rule]) -> None:
+        """URL rules just became trusted: they clean the names of the pages kept before them too."""
+        if self.hosts is not None and rules:
+            hosts = {rule.host for rule in rules}
+            self._rename([url for url, page in self._pages.items() if page.hosts & hosts])
+
+    def take_renamed(self) -> list[Renamed]:
+        """The pages kept before that are named otherwise since the last call (each with its last name)."""
+        renamed, self._renames = list(self._renames.values()), {}
+        return renamed
+
+    def _rename(self, urls: list[str]) -> None:
+        for url in urls:
+            page = self._pages[url]
+            name, source, _ = self._name(url, page)
+            if name != page.name:
+                page.name, page.source = name, source
+                self._remember(self._kept, url_key(name), url)
+                self._renames[url] = Renamed(url, name)
+
+    def _name(self, url: str, page: KeptName) -> tuple[str, str, bool]:
+        """The name of the page kept at ``url``: its declared canonical URL if believable, else the URL it was
+        met under that looks the most canonical; on its site's main host, cleaned by the trusted rules."""
+        if page.declared is not None and self._on_site(url, page.declared):
+            named = self._site_name(page.declared)
+            if self._believable(url, named):
+                return named, "declared", named != page.declared
+        source = "doubted" if page.said else "fetched"
+        names = [self._site_name(met) for met in page.urls]
+        names = [name for name in names if self._believable(url, name)] or [self._site_name(url)]
+        chosen = min(names, key=lambda name: looks_canonical(name, page.languages)) if len(names) > 1 else names[0]
+        return chosen, source, chosen != url
+
+    def _absolute(self, url: str, declared: str | None) -> str | None:
+        """``declared`` resolved against ``url``, if it is an http(s) URL: on the page's host (``on_its_host``),
+        or with ``learning`` on any host (which host serves the page is learned)."""
+        if self.hosts is None:
+            return on_its_host(url, declared)
+        if not declared:
+            return None
+        try:
+            target = urljoin(url, declared)
+            return target if split(target).scheme in ("http", "https") and host_key(target) is not None else None
+        except ValueError:
+            return None
+
+    def _on_site(self, url: str, target: str) -> bool:
+        return host_key(target) == host_key(url) or (self.hosts is not None and self.hosts.same_site(url, target))
+
+    def _site_name(self, url: str) -> str:
+        """``url`` on its site's main host, cleaned by the trusted URL rules that apply to it."""
+        if self.hosts is not None:
+            url = self.hosts.on_main_host(url)
         applying = self.rules.applying(url) if self.rules is not None else []
         return cleaned(url, applying) if applying else url
 
     def _believable(self, url: str, named: str) -> bool:
-        """Is ``named`` (a URL of the page's host, ``on_its_host``, as the rules clean it) neither the URL or
-        canonical URL of another kept page, nor declared by another kept page?"""
+        """Is ``named`` (a URL of the page's site, as the rules clean it) neither the URL or canonical URL of
+        another kept page, nor declared by another kept page?"""
         key = url_key(named)
         return self._kept.get(key, url) == url and self._declared.get(key, url) == url
 

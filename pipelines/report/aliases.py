@@ -32,11 +32,12 @@ class AliasRow(NamedTuple):
 
 def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
     """One row per aliased URL, in the order they were met, its first naming (as the stores keep it); a kept
-    page's canonical URL is its own when none was recorded (it was its URL).  A rule skip names the URL it was
-    rewritten to, which is followed to the kept page; a drop and a canonical URL name the kept page itself.
+    page's canonical URL is its last naming, its own when none was recorded (it was its URL).  A rule skip
+    names the URL it was rewritten to, which is followed to the kept page; a drop and a canonical URL name the
+    kept page itself.
     A URL that names itself (a re-crawl's page dropped as the copy kept under its own URL) is no alias."""
-    canonical = {a.kept_url: a.url for a in aliases if a.reason == CANONICAL}
-    named = {a.url: a.kept_url for a in aliases if a.reason != CANONICAL}
+    canonical = canonical_names(aliases)
+    named = {a.url: a.kept_url for a in aliases}  # a canonical URL too names its page: a rule skip may lead there
     rows, seen = [], set()
     for alias in aliases:
         kept = _kept_page(alias.kept_url, named) if alias.reason == RULE else alias.kept_url
@@ -45,6 +46,12 @@ def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
         seen.add(alias.url)
         rows.append(AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason))
     return rows
+
+
+def canonical_names(aliases: list[Alias]) -> dict[str, str]:
+    """Each kept page's canonical URL, by the URL it was kept at: its last naming (a crawl renames a page when it
+    learns more of the site: ``guards.canonical``)."""
+    return {a.kept_url: a.url for a in aliases if a.reason == CANONICAL}
 
 
 def _kept_page(url: str, named: dict[str, str]) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from pyspark import SparkConf, SparkContext  # fails here, not mid-run, when PySpark is missing
 from pyspark.java_gateway import launch_gateway
+from pyspark.serializers import PickleSerializer
 from pyspark.sql import SparkSession
 
 from .inputs import Fields
@@ -40,7 +41,8 @@ def session(master: str | None = None, cores: int | None = None, jvm: Jvm | None
     jvm = jvm or Jvm(master)
     conf.setMaster(master).setAll(list(jvm.conf().items()))
     jvm.gateway = launch_gateway(conf, popen_kwargs=jvm.popen_kwargs())
-    return _quiet(SparkSession(SparkContext(conf=conf, gateway=jvm.gateway)))
+    # the pages' rows are plain data of this package's classes: pickle, not cloudpickle (functions still are)
+    return _quiet(SparkSession(SparkContext(conf=conf, gateway=jvm.gateway, serializer=PickleSerializer())))
 
 
 def _quiet(spark: Any) -> Any:

@@ -44,6 +44,8 @@ from .inputs import RECORD_BITS, RECORD_MASK, Fields, InputFile, Located, input_
 SHARD_PAGES = 1_000_000
 #: Pages fingerprinted by one task.
 PAGES_PER_TASK = 512
+#: Pages of a one-shard job per task of its candidate stage (each task builds the whole shard's index).
+PAGES_PER_SHARE = 5_000
 #: Candidate pairs the driver decides at once (else rounds of joins until as few duplicate pairs are left).
 DRIVER_PAIRS = 1_000_000
 #: Rows of a shuffle's partition (pages, pairs).
@@ -309,22 +311,25 @@ def _decided(nodes: Any, count: int, policy: Any, options: JobOptions, clock: Cl
         sides = dict(side for _, side in task)
         return pairs(sides.get(0, []), sides.get(1, []), policy)
 
-    if shards == 1:  # one task: no shards to cut, the pages are sorted in it
-        near = nodes.coalesce(1).mapPartitions(
-            clock.timed("candidates", lambda all_nodes: _all_pairs(sorted(all_nodes), policy)))
+    if shards == 1:  # one shard: each task holds it all (a broadcast) and asks it for its share of the pages
+        context = nodes.context
+        everything = context.broadcast(sorted(nodes.collect()))
+        shares = max(1, min(context.defaultParallelism, count // PAGES_PER_SHARE))
+        near = context.parallelize(range(shares), shares).mapPartitions(clock.timed(
+            "candidates", lambda share: _share_pairs(everything.value, next(iter(share)), shares, policy)))
     else:
         near = nodes.sortBy(lambda node: node[0], numPartitions=shards).glom().zipWithIndex().flatMap(routed) \
             .partitionBy(len(tasks), lambda number: number).mapPartitions(clock.timed("candidates", search))
     near = near.persist()
     candidates = near.count()
     clock.lap("candidates")
-    if candidates <= options.driver_pairs:  # a small graph: decided on the driver, sent to every task
-        found = near.collect()
+    duplicates = near.filter(lambda pair: pair.match.duplicate).map(lambda pair: (pair.later, pair.earlier))
+    edges = duplicates.count()
+    if edges <= options.driver_pairs:  # a small graph: decided on the driver, each page's match chosen in the tasks
+        dropped = dropped_locally(duplicates.collect())
+        decided, rounds, on_driver = Decided(local=_chosen_locally(near, dropped)), 0, edges
         near.unpersist()
-        dropped = dropped_locally((pair.later, pair.earlier) for pair in found if pair.match.duplicate)
-        decided, rounds, on_driver = Decided(local=_chosen_locally(found, dropped)), 0, len(dropped)
     else:
-        duplicates = near.filter(lambda pair: pair.match.duplicate).map(lambda pair: (pair.later, pair.earlier))
         dropped, rounds, on_driver = dropped_by_rounds(duplicates, options.driver_pairs, _partitions(nodes.context, count))
         decided = Decided(near=near, dropped=dropped.map(lambda page: (page, True)).persist())
         decided.dropped.count()
@@ -333,13 +338,17 @@ def _decided(nodes: Any, count: int, policy: Any, options: JobOptions, clock: Cl
                      "pairs_on_driver": on_driver}
 
 
-def _chosen_locally(found: list[Pair], dropped: set[int]) -> dict[int, tuple[bool, Match | None]]:
-    """Every page with a pair: dropped or not, and the match chosen among its pairs with kept pages."""
-    with_kept: dict[int, list[Pair]] = {}
-    for pair in found:
-        if pair.earlier not in dropped:
-            with_kept.setdefault(pair.later, []).append(pair)
-    return {later: (later in dropped, chosen(pairs_of, later in dropped)) for later, pairs_of in with_kept.items()}
+def _chosen_locally(near: Any, dropped: set[int]) -> dict[int, tuple[bool, Match | None]]:
+    """Every page with a pair with a kept page: dropped or not, and the match chosen among those pairs (as
+    ``chosen`` chooses, each task's pairs reduced first: only a page's chosen pair reaches the driver)."""
+    gone = near.context.broadcast(dropped)
+
+    def candidate(pair: Pair) -> bool:
+        return pair.earlier not in gone.value and pair.match.duplicate == (pair.later in gone.value)
+
+    first = near.filter(candidate).map(lambda pair: (pair.later, pair)) \
+        .reduceByKey(lambda a, b: a if a.rank <= b.rank else b)
+    return {later: (later in dropped, pair.match) for later, pair in first.collect()}
 
 
 def chosen(pairs_of: Iterable[Pair], dropped: bool) -> Match | None:
@@ -355,8 +364,10 @@ def _partitions(context: Any, rows: int) -> int:
     return max(context.defaultParallelism, math.ceil(rows / ROWS_PER_PARTITION))
 
 
-def _all_pairs(nodes: list[Node], policy: Any) -> Iterator[Pair]:
-    return pairs(nodes, [node for node in nodes if node[0] >= 0], policy)
+def _share_pairs(nodes: list[Node], share: int, shares: int, policy: Any) -> Iterator[Pair]:
+    """The pairs of every ``shares``-th page of ``nodes`` (sorted), from the ``share``-th on, with the pages
+    before it (pages of earlier runs are never a later side)."""
+    return pairs(nodes, [node for node in nodes[share::shares] if node[0] >= 0], policy)
 
 
 def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from ...matching.decision_log import Alias, Decision, Skip
+from ...matching.decision_log import CANONICAL, Alias, Decision, Skip
 from ...matching.urlrules import Rule
 from .guard import RetryGuard
 
@@ -43,7 +43,8 @@ class RedisLog:
             self._waiting.append(skip)
 
     def record_alias(self, alias: Alias) -> None:
-        """Sent to the hash ``<key>:aliases`` (a URL's first naming stays): the page is in Redis already."""
+        """Sent to the hash ``<key>:aliases`` (a URL's first naming stays, a canonical URL's last): the page is
+        in Redis already."""
         self._waiting.append(alias)
 
     def save_rules(self, rules: list[Rule]) -> None:
@@ -76,7 +77,9 @@ class RedisLog:
                 if entry.refuted_by is not None:
                     pipe.hsetnx(f"{self.key}:refuted", _rule_field(entry), entry.refuted_by)
             elif isinstance(entry, Alias):
-                pipe.hsetnx(f"{self.key}:aliases", entry.url, json.dumps([entry.kept_url, entry.reason, entry.time]))
+                # a URL's first naming stays, but a canonical URL names the page that took it last (a page renamed)
+                setting = pipe.hset if entry.reason == CANONICAL else pipe.hsetnx
+                setting(f"{self.key}:aliases", entry.url, json.dumps([entry.kept_url, entry.reason, entry.time]))
             elif isinstance(entry, Skip):
                 pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(entry)), maxlen=self.decisions_kept,
                           approximate=True)

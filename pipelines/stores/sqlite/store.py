@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...fingerprint.fingerprinter import Fingerprint
-from ...matching.decision_log import DECISION_FIELDS, Alias, Decision, Skip, field_values
+from ...matching.decision_log import CANONICAL, DECISION_FIELDS, Alias, Decision, Skip, field_values
 from ...matching.matcher import Matcher
 from ...matching.policy import Match, Policy
 from ...matching.urlrules import FETCHED_URLS, Rule
@@ -237,8 +237,11 @@ class SqliteStore:
     def _write_aliases(self) -> None:
         if self._aliases:
             added, self._aliases = self._aliases, []
-            self._connection.executemany("INSERT OR IGNORE INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
-                                         [(a.url, a.kept_url, a.reason, a.time) for a in added])
+            # a URL's first naming stays, but a canonical URL names the page that took it last (a page renamed)
+            for replace, sql in ((False, "INSERT OR IGNORE"), (True, "INSERT OR REPLACE")):
+                self._connection.executemany(f"{sql} INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
+                                             [(a.url, a.kept_url, a.reason, a.time) for a in added
+                                              if (a.reason == CANONICAL) == replace])
 
     def close(self) -> None:
         self.flush()
