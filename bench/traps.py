@@ -72,12 +72,13 @@ VARIANTS = {
 }
 
 
-def crawl(url: str, settings: dict[str, Any], cap: int) -> dict[str, Any]:
-    """One crawl of the ``site`` spider in its own process: its stats and kept pages (url, html)."""
+def crawl(url: str, settings: dict[str, Any], cap: int, hosts: str = "") -> dict[str, Any]:
+    """One crawl of the ``site`` spider in its own process (``hosts``: the site's other names, followed too): its
+    stats and kept pages (url, html)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "result.json"
-        config = {"url": url, "cap": cap, "settings": {"SIMHASH_DEDUP_PATH": str(Path(tmp) / "seen.sqlite"),
-                                                       **settings}}
+        config = {"url": url, "cap": cap, "hosts": hosts,
+                  "settings": {"SIMHASH_DEDUP_PATH": str(Path(tmp) / "seen.sqlite"), **settings}}
         subprocess.run([sys.executable, "-m", "bench.traps", "--one", json.dumps(config), str(result)],
                        check=True, cwd=Path(__file__).parents[1])
         return json.loads(result.read_text())
@@ -109,7 +110,7 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
         canonical.append(item.get("canonical_url"))
 
     crawler.signals.connect(on_scraped, signal=signals.item_scraped)
-    process.crawl(crawler, url=config["url"])
+    process.crawl(crawler, url=config["url"], hosts=config.get("hosts", ""))
     process.start()
     stats = crawler.stats.get_stats()
     settings = config["settings"]
@@ -172,11 +173,11 @@ def named_right(kept: list[tuple[str, str]], canonical: list[str | None],
 
 
 def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: int,
-             truth: Callable[[str, str], str | None] = declared_or_own) -> list[dict[str, Any]]:
+             truth: Callable[[str, str], str | None] = declared_or_own, hosts: str = "") -> list[dict[str, Any]]:
     """Every variant's crawl of one site; ``truth``: a kept page's true canonical URL (None: not counted)."""
     rows = []
     for variant, settings in VARIANTS.items():
-        outcome = crawl(url, settings, cap)
+        outcome = crawl(url, settings, cap, hosts)
         stats = outcome["stats"]
         if own_pages is None:  # a site without traps: its own pages are those the unguarded crawl kept
             own_pages = outcome["kept"]
@@ -224,12 +225,14 @@ def main() -> None:
                 path = site.canonical_path(parts._replace(scheme="", netloc="").geturl())
                 return base_url + path if path is not None and path.startswith("/article/") else None
 
-            rows += run_site(name, base_url + "/", own, options.cap, article_address)
+            rows += run_site(name, base_url + "/", own, options.cap, article_address,
+                             hosts=split(site.alias).netloc if site.alias else "")
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(DEMO_SITE) as archive:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
-            rows += run_site("demo site", base_url, None, cap=0)  # no trap: no cap
+            rows += run_site("demo site", base_url, None, cap=0,  # no trap: no cap
+                             truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url))
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(next((options.data / "debian-handbook-site").glob("*.tar.xz"))) as archive:
             archive.extractall(tmp, filter="data")

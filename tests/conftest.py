@@ -75,14 +75,17 @@ def crawls(tmp_path: Path) -> Callable[..., list[CrawlResult]]:
     return run
 
 
-@pytest.fixture(scope="module")
-def trap_site() -> Iterator[tuple[str, TrapSite]]:
-    """The trap site, its articles from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
+def trap_articles() -> list:
+    """The trap site's articles, from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
     with tarfile.open(DEMO_SITE) as archive:
         pages = (archive.extractfile(m).read() for m in archive
                  if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
-        articles = articles_from_html(pages, 14)
-    with serve_trap_site(articles) as served:
+        return articles_from_html(pages, 14)
+
+
+@pytest.fixture(scope="module")
+def trap_site() -> Iterator[tuple[str, TrapSite]]:
+    with serve_trap_site(trap_articles()) as served:
         yield served
 
 

@@ -17,7 +17,7 @@ import redis
 import scrapy
 
 from bench.traps import crawl as crawl_site
-from crawler.trap_site import CANONICAL_KINDS
+from crawler.trap_site import CANONICAL_KINDS, serve_trap_site
 from scrapy_simhash_dedup import cli
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls, looks_canonical
@@ -27,13 +27,14 @@ from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_aliases, read_redis_log
-from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows
+from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows, canonical_names
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
 from scrapy_simhash_dedup.stores.sqlite.readers import read_aliases, read_log
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 from scrapy_simhash_dedup.matching.urlrules import RuleBook
 
+from .conftest import trap_articles
 from .pages import real_page
 from .test_pipeline import make_pipeline, process, run, stat
 
@@ -370,3 +371,23 @@ def test_a_renamed_page_has_its_last_name_in_the_store_s_alias_table(tmp_path: P
     rows = alias_rows(read_aliases(tmp_path / "s.sqlite"))
     assert {row.alias: row.canonical for row in rows} == {"https://a.test/p?sid=1&x=1": "https://a.test/p",
                                                           "https://a.test/p": "https://a.test/p"}
+
+
+def test_a_crawl_of_a_site_with_a_second_host_name_exports_every_article_under_its_real_address(tmp_path) -> None:
+    """The trap site served as ``localhost`` with ``127.0.0.1`` as its other name, where some links lead:
+    the crawl learns the two hosts are one site; its items name most articles by their real address (on the
+    site's host), and the alias table, where pages kept before it learned are renamed, every one."""
+    with serve_trap_site(trap_articles(), alias_host=True) as (base_url, site):
+        store = tmp_path / "seen.sqlite"
+        result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_PATH": str(store)}, cap=2000,
+                            hosts=site.alias.removeprefix("http://"))
+    articles = [(url, base_url + path) for url, _ in result["kept"]
+                if (path := site.canonical_path(url.split("/", 3)[3] and "/" + url.split("/", 3)[3])) is not None
+                and path.startswith("/article/")]
+    assert len(articles) == len(site.articles) and any("127.0.0.1" in url for url, _ in articles)
+    exported = canonical_names(load_log(str(store)).names())
+    assert all(exported.get(url, url) == real for url, real in articles), \
+        [(url, exported.get(url), real) for url, real in articles if exported.get(url, url) != real]
+    named = dict(zip((url for url, _ in result["kept"]), result["canonical"]))
+    assert sum(named[url] == real for url, real in articles) > len(articles) / 2
+    assert result["stats"]["simhash_dedup/canonical/renamed"] > 0
