@@ -31,8 +31,9 @@ LOWEST_TESTS := tests/test_crawl.py tests/test_scrapy_routes.py \
 	tests/test_real_site.py::test_a_wrong_setting_is_one_error_line_and_exit_status_1 \
 	tests/test_persistence.py::test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate
 
+# The suite runs on every core, each test file on one worker (its module fixtures built once).
 test: compiled redis-server chromium java wget $(LOWEST)/.installed
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto --dist loadfile
 	PYTHONPATH=$(LOWEST) SIMHASH_DEDUP_TEST_SCRAPY=$(LOWEST_SCRAPY) $(PYTHON) -m pytest -q -m "not heavy" $(LOWEST_TESTS)
 
 $(LOWEST)/.installed: pyproject.toml $(INSTALLED)
