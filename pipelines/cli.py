@@ -208,7 +208,8 @@ def run_dedup(arguments: argparse.Namespace) -> int:
             # entered last, closed first: its last write flushes the outputs, still open, before it
             store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
             happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
-                             arguments.all_statuses, arguments.argument_order)
+                             arguments.all_statuses, arguments.argument_order,
+                             outcome_texts=arguments.review_texts or 0)  # texts in --outcomes only when asked
             progress.finish()
             read = pages_read(happened)
             for output in outputs:

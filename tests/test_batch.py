@@ -102,6 +102,9 @@ def test_warc_files_as_wget_writes_them_are_read_as_a_crawl_sees_the_site(handbo
     assert drops and all(kept_at[line["kept_source"]] == line["kept_url"] for line in drops)
     assert sum(1 for line in drops if line["source"].startswith(f"{recrawl}@")) == len(lines) // 2, "all its pages"
     assert sum(1 for line in lines if "text" in line) == 3, "the texts of the first --review-texts decisions only"
+    plain = tmp_path / "plain.jsonl"
+    assert dedup(recrawl, first, "--outcomes", plain).returncode == 0
+    assert not any("text" in json.loads(line) for line in plain.read_text().splitlines()), "texts only when asked"
     # the same aliases from the outcomes file and from the store, none a URL naming itself
     from_outcomes, from_store = (subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source)],
                                                 cwd=PROJECT, capture_output=True, text=True, check=True).stdout

@@ -43,17 +43,20 @@ def dedup(
     progress: Progress | None = None,
     all_statuses: bool = False,
     argument_order: bool = False,
+    outcome_texts: int = 0,
 ) -> Counter[str]:
     """Read, fingerprint and decide every page of ``inputs`` in order; write each kept page to ``kept``
     (a JSON Lines record: the input's record, or its URL and source) and each page's outcome to
     ``outcomes_file``; return what happened: pages by outcome (``kept``, ``borderline``, ``dropped``,
     ``failed``, ``not_compared/<reason>``) and records that are not pages (``unreadable``, ``skipped``,
     ``status/<code>``, ``revisit``; ``all_statuses``: responses of every status are pages).  WARC files are
-    read in the order of their dates (``in_arrival_order``) unless ``argument_order``."""
+    read in the order of their dates (``in_arrival_order``) unless ``argument_order``.  The first
+    ``outcome_texts`` decisions of ``outcomes_file`` carry both pages' texts (the store's log keeps its own,
+    ``SIMHASH_DEDUP_REVIEW_TEXTS``)."""
     fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
     reviewer = Reviewer(settings.keep_texts)
     names = Names(settings.canonical_field, store)
-    lines = OutcomeLines(outcomes_file, settings.review_texts)
+    lines = OutcomeLines(outcomes_file, outcome_texts)
     happened: Counter[str] = Counter()
     stats: Counter[str] = Counter()  # the pipeline's stats, for the run's record (the report reads them)
     started = time.time()
