@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 from urllib.parse import parse_qsl, urljoin
 
@@ -65,14 +65,19 @@ LANGUAGE_CODES = {code: name for name, codes in {
 def on_its_host(url: str, declared: str | None) -> str | None:
     """``declared`` resolved against ``url``, if it is an http(s) URL of the same host (``www.`` aside); else
     None (a canonical URL on another host, another scheme, one that cannot be parsed)."""
+    target = resolved(url, declared)
+    return target if target is not None and host_key(target) == host_key(url) is not None else None
+
+
+def resolved(url: str, declared: str | None) -> str | None:
+    """``declared`` resolved against ``url``, if it is an http(s) URL that can be parsed; else None."""
     if not declared:
         return None
     try:
         target = urljoin(url, declared)
-        same_host = split(target).scheme in ("http", "https") and host_key(target) == host_key(url) is not None
+        return target if split(target).scheme in ("http", "https") and host_key(target) is not None else None
     except ValueError:  # a broken IPv6 address
         return None
-    return target if same_host else None
 
 
 def looks_canonical(url: str, languages: Sequence[str] = ()) -> tuple[int, int, int, int, int, str]:
@@ -117,8 +122,6 @@ class KeptName:
     languages: tuple[str, ...]
     name: str
     said: bool = False  # it declared something (believable or not)
-    source: str = "fetched"
-    hosts: set[str] = field(default_factory=set)  # the hosts of its URLs
 
 
 class CanonicalUrls:
@@ -148,9 +151,9 @@ class CanonicalUrls:
             self.hosts.kept(url)
             if target is not None and self.hosts.declared(url, target):
                 self._rename(list(self._pages))  # hosts became one site: every page remembered is named again
-        page = KeptName(target, [url], tuple(languages), url, bool(declared), hosts={host_key(url)})
+        page = KeptName(target, [url], tuple(languages), url, bool(declared))
         chosen, source, was_cleaned = self._name(url, page)
-        page.name, page.source = chosen, source
+        page.name = chosen
         self._remember(self._kept, key, url)
         self._remember(self._kept, url_key(chosen), url)
         if source == "declared" or (target is not None and self._on_site(url, target)):
@@ -171,15 +174,13 @@ class CanonicalUrls:
         page = self._pages.get(kept_url)
         if page is not None and url not in page.urls and len(page.urls) < URLS_PER_PAGE:
             page.urls.append(url)
-            if (host := host_key(url)) is not None:
-                page.hosts.add(host)
             self._rename([kept_url])
 
     def rules_trusted(self, rules: Sequence[Rule]) -> None:
         """URL rules just became trusted: they clean the names of the pages kept before them too."""
         if self.hosts is not None and rules:
             hosts = {rule.host for rule in rules}
-            self._rename([url for url, page in self._pages.items() if page.hosts & hosts])
+            self._rename([url for url, page in self._pages.items() if any(host_key(met) in hosts for met in page.urls)])
 
     def take_renamed(self) -> list[Renamed]:
         """The pages kept before that are named otherwise since the last call (each with its last name)."""
@@ -189,9 +190,9 @@ class CanonicalUrls:
     def _rename(self, urls: list[str]) -> None:
         for url in urls:
             page = self._pages[url]
-            name, source, _ = self._name(url, page)
+            name = self._name(url, page)[0]
             if name != page.name:
-                page.name, page.source = name, source
+                page.name = name
                 self._remember(self._kept, url_key(name), url)
                 self._renames[url] = Renamed(url, name)
 
@@ -211,15 +212,7 @@ class CanonicalUrls:
     def _absolute(self, url: str, declared: str | None) -> str | None:
         """``declared`` resolved against ``url``, if it is an http(s) URL: on the page's host (``on_its_host``),
         or with ``learning`` on any host (which host serves the page is learned)."""
-        if self.hosts is None:
-            return on_its_host(url, declared)
-        if not declared:
-            return None
-        try:
-            target = urljoin(url, declared)
-            return target if split(target).scheme in ("http", "https") and host_key(target) is not None else None
-        except ValueError:
-            return None
+        return on_its_host(url, declared) if self.hosts is None else resolved(url, declared)
 
     def _on_site(self, url: str, target: str) -> bool:
         return host_key(target) == host_key(url) or (self.hosts is not None and self.hosts.same_site(url, target))
