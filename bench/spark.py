@@ -35,7 +35,7 @@ from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_inputs, write_warc
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.spark import JobOptions, run, session
+from scrapy_simhash_dedup.spark import JobOptions, Jvm, run, session
 from scrapy_simhash_dedup.spark.candidates import fingerprint_of
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
@@ -133,7 +133,7 @@ def main() -> None:
         write_warc(archive, ((f"https://shared.test/{n}/{name.replace('!', '/')}", body, "text/html")
                              for n, (name, body) in enumerate(islice(shared_pages(options.data), options.pages))))
         started = time.perf_counter()
-        spark = session(cores=2)
+        spark = session(cores=2, jvm=Jvm("local[2]", ui=True))  # its REST API gives the stages' shuffle bytes
         start_seconds = time.perf_counter() - started
         started = time.perf_counter()
         first = run_spark(spark, archive, Path(tmp) / "out")
