@@ -16,14 +16,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve_directory(root: Path) -> Iterator[str]:
-    """Serve ``root`` until the block ends; yields its base URL (``http://127.0.0.1:PORT/``)."""
+def serve_directory(root: Path, host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``root`` until the block ends; yields its base URL (``http://127.0.0.1:PORT/``).  Another loopback
+    ``host`` (``127.0.0.2``…) is another site for the filter's "site" scope."""
     handler = functools.partial(_QuietHandler, directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer((host, 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield f"http://{host}:{server.server_address[1]}/"
     finally:
         server.shutdown()
         server.server_close()

@@ -61,6 +61,10 @@ SETTING_OPTIONS: dict[str, SettingOption] = {
     "url_field": SettingOption("SIMHASH_DEDUP_URL_FIELD", str, "JSON Lines: the field holding the page's URL"),
     "log_size": SettingOption("SIMHASH_DEDUP_LOG_SIZE", int,
                               "drops and borderline keeps the store's decision log keeps (0: none)"),
+    "scope": SettingOption("SIMHASH_DEDUP_SCOPE", str, "which pages a page is compared with: all, its site's or its host's",
+                           ("crawl", "site", "host")),
+    "memory_mb": SettingOption("SIMHASH_DEDUP_MEMORY_MB", float,
+                               "site or host scope: MiB of kept pages held in memory (the idle sites let go)"),
     "review_texts": SettingOption("SIMHASH_DEDUP_REVIEW_TEXTS", int,
                                   "the newest of them that keep both pages' texts, for the report's diffs"),
 }
@@ -165,7 +169,7 @@ def _setting_defaults() -> dict[str, Any]:
     default = DedupSettings()
     values = {"mode": default.policy.mode.value, "content_distance": default.policy.content_distance,
               "min_similarity": default.policy.min_similarity, "structure_distance": default.policy.structure_distance,
-              "log_size": default.decisions}
+              "log_size": default.decisions, "scope": default.scope.value}
     return {option: values.get(option, getattr(default, option, None)) for option in SETTING_OPTIONS}
 
 
@@ -248,18 +252,18 @@ def open_store(target: str | None, key: str, settings: Any) -> Store:
     from .stores.sqlite.store import SqliteStore
 
     if not target:
-        return MemoryStore(settings.policy)
+        return MemoryStore(settings.policy, settings.scope)
     if target.startswith(("redis://", "rediss://", "unix://")):
-        redis = require("redis", "a Redis store")
+        require("redis", "a Redis store")
 
-        from .stores.redis.store import RedisStore
+        from .stores.redis.connect import connect, redis_store
 
-        store = RedisStore(settings.policy, redis.Redis.from_url(target), key, settings.scheme, 0,
-                           settings.decisions, settings.review_texts)
+        store = redis_store(settings.policy, connect(target), key, settings.scheme, settings.scope,
+                            settings.memory_budget, 0, settings.decisions, settings.review_texts)
         store.open()
         return store
     return SqliteStore(settings.policy, Path(target), settings.scheme, settings.commit_every,
-                       settings.decisions, settings.review_texts)
+                       settings.decisions, settings.review_texts, settings.scope, settings.memory_budget)
 
 
 def run_report(arguments: argparse.Namespace) -> int:

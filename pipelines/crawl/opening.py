@@ -13,6 +13,7 @@ import xxhash
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.project import data_path
 
+from ..matching.scope import Scope
 from ..stores.errors import StoreNotOpened, StoreUnavailable
 from ..stores.memory import MemoryStore
 from ..stores.sqlite.store import SqliteStore, reset_store
@@ -44,13 +45,14 @@ class StoreOpener:
         ``before_write`` called before it writes pages; a memory store otherwise (Redis opens with the
         spider: ``open_redis``)."""
         if self.settings.backend != "sqlite":
-            return MemoryStore(self.settings.policy)
+            return MemoryStore(self.settings.policy, self.settings.scope)
         path = self.path()
         try:
             if (self.reset_requested() or not self.remembers()) and reset_store(path) and self.remembers():
                 logger.info("simhash_dedup: reset, %s removed", path)
             store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
-                                self.settings.decisions, self.settings.review_texts)
+                                self.settings.decisions, self.settings.review_texts, self.settings.scope,
+                                self.settings.memory_budget)
         except StoreNotOpened as error:
             raise refuse(str(error)) from None
         store.before_write = before_write
@@ -61,17 +63,23 @@ class StoreOpener:
         if asked) in the batcher's thread.  Unreachable: said (``outage``), and the crawl goes on as the fail
         mode says; a store of another scheme or layout stops the crawl."""
         import redis  # (and the Redis store's modules) only in crawls that use it
+        from redis.exceptions import RedisClusterException
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet.threads import deferToThread
 
         from ..stores.redis.batching import StoreBatcher
+        from ..stores.redis.connect import connect, redis_store
         from ..stores.redis.keys import remove_redis_store
-        from ..stores.redis.store import RedisStore
 
         key = self.redis_key()
-        timeout = self.settings.redis_timeout
-        client = redis.Redis.from_url(self.settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
-        expire = round(self.settings.expire_days * 86400)
-        store = RedisStore(self.settings.policy, client, key, self.settings.scheme, expire,
-                           self.settings.decisions, self.settings.review_texts)
+        settings = self.settings
+        try:  # (a cluster's client reads the cluster's nodes: off the reactor thread)
+            client = await maybe_deferred_to_future(deferToThread(connect, settings.redis_url, settings.redis_timeout))
+            store = redis_store(settings.policy, client, key, settings.scheme, settings.scope, settings.memory_budget,
+                                round(settings.expire_days * 86400), settings.decisions, settings.review_texts)
+        except (ValueError, RedisClusterException) as error:  # crawl scope on a cluster; no seed of a cluster answers
+            logger.error("simhash_dedup: %s. The crawl stops.", str(error).rstrip("."))
+            raise CloseSpider(CLOSE_REASON) from None
         batcher = StoreBatcher(store)
         try:
             if self.reset_requested():
@@ -85,7 +93,11 @@ class StoreOpener:
             batcher.stop()
             logger.error("simhash_dedup: %s The crawl stops.", error)
             raise CloseSpider(CLOSE_REASON) from None
-        logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
+        if settings.scope is Scope.CRAWL:
+            logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
+        else:
+            logger.info("simhash_dedup: Redis store %s, a site's kept pages read when the site is met (%s scope)",
+                        key, settings.scope.value)
         return store, batcher
 
     def remembers(self) -> bool:

@@ -25,6 +25,7 @@ from ..fingerprint.fingerprinter import (
 from ..fingerprint.structure import DEFAULT_DECAY
 from ..guards.linkguard import DEFAULT_BUDGET
 from ..matching.policy import Mode, Policy
+from ..matching.scope import Scope
 from ..workers.pool import DEFAULT_PAGE_TIMEOUT
 
 
@@ -62,6 +63,13 @@ class DedupSettings:
     rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
     link_budget: int = DEFAULT_BUDGET  # near-duplicates in a row a URL shape leads to before its links are skipped
     gc_freeze: bool = False  # opt-in: the objects that exist when the spider opens are left out of full collections
+    scope: Scope = Scope.CRAWL  # which pages a page is compared with: the crawl's, its site's or its host's
+    memory_mb: float = 128.0  # "site"/"host" scope: the kept pages' fingerprints a process holds, at most (MiB)
+
+    @property
+    def memory_budget(self) -> int | None:
+        """Bytes of kept pages a process holds in "site" or "host" scope (crawl scope: all of them, no budget)."""
+        return None if self.scope is Scope.CRAWL else int(self.memory_mb * (1 << 20))
 
     @property
     def scheme(self) -> str:
@@ -99,6 +107,8 @@ class DedupSettings:
             require("redis", "SIMHASH_DEDUP_BACKEND = 'redis'")  # a missing extra: a refused start, in one line
         if backend == "redis" and not redis_url:
             redis_url = _text(settings, "REDIS_URL", "") or "redis://localhost:6379"  # scrapy-redis's setting
+        scope = _text(settings, "SIMHASH_DEDUP_SCOPE", default.scope.value)
+        _choice("SIMHASH_DEDUP_SCOPE", scope, tuple(s.value for s in Scope))
         fail_mode = _text(settings, "SIMHASH_DEDUP_FAIL_MODE", default.fail_mode)
         _choice("SIMHASH_DEDUP_FAIL_MODE", fail_mode, ("open", "closed"))
         return cls(
@@ -136,6 +146,8 @@ class DedupSettings:
             rule_support=_integer(settings, "SIMHASH_DEDUP_RULE_SUPPORT", default.rule_support, 1),
             link_budget=_integer(settings, "SIMHASH_DEDUP_LINK_BUDGET", default.link_budget, 1),
             gc_freeze=_flag(settings, "SIMHASH_DEDUP_GC_FREEZE", default.gc_freeze),
+            scope=Scope(scope),
+            memory_mb=_number(settings, "SIMHASH_DEDUP_MEMORY_MB", default.memory_mb, 0, above_low=True),
         )
 
 

@@ -106,6 +106,11 @@ class Matcher:
         return scan(self.fingerprints, self.present.view(np.uint8), part, fingerprint, index.max_distance,
                     since or 0, self.rows)
 
+    def memory_bytes(self) -> int:
+        """Bytes of the rows' arrays and the indexes (what a process holds per kept page, capacity included)."""
+        indexes = sum(index.memory_bytes() for index in (self.content, self.structure) if index is not None)
+        return self.fingerprints.nbytes + self.present.nbytes + indexes
+
     def part(self, row: int, part: int) -> int | None:
         return int(self.fingerprints[row, part]) if self.present[row, part] else None
 

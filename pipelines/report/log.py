@@ -47,16 +47,19 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     if source.startswith(("redis://", "rediss://", "unix://")):
         redis = require("redis", "a Redis store's report")
 
+        from redis.exceptions import RedisClusterException
+
+        from ..stores.redis.connect import connect
         from ..stores.redis.log import read_redis_aliases, read_redis_log, read_redis_rules
 
         if not redis_key:
             raise ValueError("a Redis store needs its key (--key, e.g. myspider:simhash_dedup)")
         try:
-            client = redis.Redis.from_url(source)
+            client = connect(source)
             decisions, runs = read_redis_log(client, redis_key)
             rules, skips = read_redis_rules(client, redis_key)
             aliases = read_redis_aliases(client, redis_key)
-        except redis.RedisError as error:
+        except (redis.RedisError, RedisClusterException) as error:
             raise StoreUnavailable(f"the Redis store {redis_key} at {source} cannot be read: {error}") from None
         return _from_runs(source, decisions, runs, settings, rules, skips, aliases)
     path = Path(source)

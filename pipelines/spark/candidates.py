@@ -24,6 +24,7 @@ import numpy as np
 from ..fingerprint.fingerprinter import Fingerprint
 from ..matching.policy import Match, Policy
 from ..matching.matcher import fingerprint_rows
+from ..matching.scope import Scope, site_key
 from ..stores.memory import MemoryStore
 
 #: A page to compare: (order key, URL, content, structure, short, sketch); content/structure may be None.
@@ -60,16 +61,19 @@ def shard_store(nodes: Sequence[Node], policy: Policy) -> MemoryStore:
     return store
 
 
-def pairs(earlier: Sequence[Node], later: Sequence[Node], policy: Policy) -> Iterator[Pair]:
+def pairs(earlier: Sequence[Node], later: Sequence[Node], policy: Policy,
+          scope: Scope = Scope.CRAWL) -> Iterator[Pair]:
     """Every pair of a page of ``later`` with an earlier page of ``earlier`` (by order key) that a
-    store would call a duplicate or a borderline candidate."""
+    store would call a duplicate or a borderline candidate; in "site" or "host" scope, of the same site."""
     if not earlier or not later or earlier[0][0] >= later[-1][0]:
         return
     store = shard_store(earlier, policy)
     keys = np.array([node[0] for node in earlier], dtype=np.int64)
+    sites = [site_key(node[1], scope) for node in earlier]
     for node in later:
+        site = site_key(node[1], scope)
         for row, match in store.matches(fingerprint_of(node)):
-            if keys[row] < node[0]:
+            if keys[row] < node[0] and sites[row] == site:
                 yield Pair(node[0], int(keys[row]), match)
 
 

@@ -35,6 +35,7 @@ from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparabl
 from ..guards.canonical import on_its_host
 from ..matching.decision_log import run_summary
 from ..matching.policy import Match
+from ..matching.scope import Scope, site_key
 from ..matching.urlrules import url_key
 from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks
 from .decide import dropped_by_rounds, dropped_locally
@@ -117,7 +118,7 @@ def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSet
                        bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if set(read) - {"page"} else [])
     result.work["pages"] = read["page"]
     clock.lap("read")
-    groups = _copies(_ranked(located.filter(lambda item: isinstance(item, Located)), fields))
+    groups = _copies(_ranked(located.filter(lambda item: isinstance(item, Located)), fields), settings.scope)
     tasks = max(context.defaultParallelism, math.ceil(read["page"] / options.pages_per_task))
     results = _fingerprinted(groups, files, fields, settings.fingerprinter(keep_text=False), options.pages_per_task,
                              tasks, clock).persist()
@@ -128,7 +129,8 @@ def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSet
     nodes = results.filter(lambda r: r[1][2] is None).map(lambda r: r[1][1])
     earlier = _against(spark, options.against)
     result.work["against"] = earlier.count()
-    decided, work = _decided(nodes.union(earlier), compared[True] + result.work["against"], policy, options, clock)
+    decided, work = _decided(nodes.union(earlier), compared[True] + result.work["against"], policy, settings.scope,
+                             options, clock)
     parts = _partitions(context, result.work["pages"])
     outcomes = _outcomes(results, decided, policy, parts).coalesce(parts).persist()
     counted = Counter(dict(outcomes.flatMap(_counted).reduceByKey(add, parts).collect()))
@@ -197,13 +199,15 @@ def _ranked(located: Any, fields: Fields) -> Any:
 Copy = tuple[int, str, str]
 
 
-def _copies(ranked: Any) -> Any:
-    """(first rank, (first page, later copies)): pages of the same bytes, fingerprinted once."""
+def _copies(ranked: Any, scope: Scope) -> Any:
+    """(first rank, (first page, later copies)): pages of the same bytes (and of one site, in "site" or "host"
+    scope), fingerprinted once."""
     def first_and_copies(same: Iterable[tuple[int, Located]]) -> tuple[int, tuple[Located, list[Copy]]]:
         (rank, first), *copies = sorted(same, key=lambda rank_page: rank_page[0])
         return rank, (first, [(copy_rank, copy.url, copy.source) for copy_rank, copy in copies])
 
-    return ranked.map(lambda rank_page: (rank_page[1].digest, rank_page)).groupByKey().values().map(first_and_copies)
+    return ranked.map(lambda rank_page: ((site_key(rank_page[1].url, scope), rank_page[1].digest), rank_page)) \
+        .groupByKey().values().map(first_and_copies)
 
 
 def _fingerprinted(groups: Any, files: list[InputFile], fields: Fields, fingerprinter: Fingerprinter,
@@ -292,7 +296,8 @@ class Decided:
     dropped: Any = None
 
 
-def _decided(nodes: Any, count: int, policy: Any, options: JobOptions, clock: Clock) -> tuple[Decided, dict[str, int]]:
+def _decided(nodes: Any, count: int, policy: Any, scope: Scope, options: JobOptions,
+             clock: Clock) -> tuple[Decided, dict[str, int]]:
     """The decisions on the ``count`` pages to compare (``nodes``), and what the work was: pages
     compared, shards, candidate pairs, rounds of joins, duplicate pairs decided on the driver."""
     shards = max(1, math.ceil(count / options.shard_pages))
@@ -309,14 +314,14 @@ def _decided(nodes: Any, count: int, policy: Any, options: JobOptions, clock: Cl
 
     def search(task: Iterable[tuple[int, tuple[int, list[Node]]]]) -> Iterator[Pair]:
         sides = dict(side for _, side in task)
-        return pairs(sides.get(0, []), sides.get(1, []), policy)
+        return pairs(sides.get(0, []), sides.get(1, []), policy, scope)
 
     if shards == 1:  # one shard: each task holds it all (a broadcast) and asks it for its share of the pages
         context = nodes.context
         everything = context.broadcast(sorted(nodes.collect()))
         shares = max(1, min(context.defaultParallelism, count // PAGES_PER_SHARE))
         near = context.parallelize(range(shares), shares).mapPartitions(clock.timed(
-            "candidates", lambda share: _share_pairs(everything.value, next(iter(share)), shares, policy)))
+            "candidates", lambda share: _share_pairs(everything.value, next(iter(share)), shares, policy, scope)))
     else:
         near = nodes.sortBy(lambda node: node[0], numPartitions=shards).glom().zipWithIndex().flatMap(routed) \
             .partitionBy(len(tasks), lambda number: number).mapPartitions(clock.timed("candidates", search))
@@ -364,10 +369,10 @@ def _partitions(context: Any, rows: int) -> int:
     return max(context.defaultParallelism, math.ceil(rows / ROWS_PER_PARTITION))
 
 
-def _share_pairs(nodes: list[Node], share: int, shares: int, policy: Any) -> Iterator[Pair]:
+def _share_pairs(nodes: list[Node], share: int, shares: int, policy: Any, scope: Scope) -> Iterator[Pair]:
     """The pairs of every ``shares``-th page of ``nodes`` (sorted), from the ``share``-th on, with the pages
     before it (pages of earlier runs are never a later side)."""
-    return pairs(nodes, [node for node in nodes[share::shares] if node[0] >= 0], policy)
+    return pairs(nodes, [node for node in nodes[share::shares] if node[0] >= 0], policy, scope)
 
 
 def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:

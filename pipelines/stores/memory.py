@@ -9,19 +9,23 @@ import numpy as np
 from ..fingerprint.fingerprinter import Fingerprint
 from ..matching.matcher import Matcher
 from ..matching.policy import Match, Policy
+from ..matching.scope import Scope
+from ..matching.scoped import ScopedMatchers
 from .base import Store
 
 
 class MemoryStore(Store):
     """A ``Store`` in memory: the matcher's rows, and per row the URL and the sketch.  It keeps no log,
     runs, rules or aliases (the crawl's log lines say what was dropped): ``Store``'s methods for them, which
-    do nothing, are its own."""
+    do nothing, are its own.  In "site" or "host" scope a page is compared with its site's pages only
+    (``ScopedMatchers``; every site stays in memory: nothing could read it back)."""
 
     confirms = False  # a kept page is in memory at once
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, scope: Scope = Scope.CRAWL) -> None:
         self.policy = policy
-        self.matcher = Matcher(policy, self)
+        self.matcher: Matcher | ScopedMatchers = (
+            Matcher(policy, self) if scope is Scope.CRAWL else ScopedMatchers(policy, scope, self))
         self._urls: list[str] = []
         self._sketches: list[bytes | None] = []
 
@@ -40,7 +44,8 @@ class MemoryStore(Store):
         return match
 
     def matches(self, page: Fingerprint) -> Iterator[tuple[int, Match]]:
-        """Every kept row near the page and how (``Matcher.matches``): the batch jobs' candidates."""
+        """Every kept row near the page and how (``Matcher.matches``): the batch jobs' candidates (crawl scope:
+        a shard of pages that may all be compared)."""
         return self.matcher.matches(page)
 
     def load(self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray,

@@ -13,6 +13,7 @@ from twisted.python.threadpool import ThreadPool
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match
 from ..errors import CheckedLocally
+from .sites import SiteRedisStores
 from .store import MAX_BATCH, RedisStore
 
 
@@ -24,7 +25,7 @@ class StoreBatcher:
     only ever touched by it.
     """
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RedisStore | SiteRedisStores) -> None:
         self.store = store
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="simhash_dedup")
         self._pool.start()

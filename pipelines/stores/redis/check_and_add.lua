@@ -15,7 +15,8 @@
 --          most pairs (tail page, sent page) to compare (-1: all), content distance, structure distance
 --          (-1: not compared), sketch size in bytes, then one argument per page: its record (24
 --          bytes), its sketch (zeros if it has none), its URL
--- Returns  {"epoch"} when the store is gone or was created again (restart, reset); {"behind"} when
+-- Returns  {"epoch"} when the store is gone or was created again (restart, reset); {"lost", count} when
+--          the log is shorter than the caller read it (a replica promoted before it had the last pages); {"behind"} when
 --          the log grew by more than the longest tail; {"moved", records, sketches} with the records
 --          and sketches from ``seen`` on when a page kept since may be near a sent one (or too many
 --          to compare); else {"kept", now, records, sketches}: those from ``seen`` on, then the pages
@@ -30,6 +31,9 @@ local max_pairs, max_content, max_structure = tonumber(ARGV[7]), tonumber(ARGV[8
 local sketch_size = tonumber(ARGV[10])
 local first_page = 11
 local count = tonumber(redis.call("HGET", meta, "count") or "0")
+if count < seen then
+  return {"lost", count}  -- a failover lost the last pages the caller read: it adds them again
+end
 if count - seen > max_tail then
   return {"behind"}  -- the caller reads the log first: this script's work stays small
 end

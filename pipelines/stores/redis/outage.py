@@ -21,11 +21,13 @@ class LocalChecks:
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
         self.unchecked: list[tuple[str, Fingerprint]] = []
-        self._meanwhile = MemoryStore(policy)
+        self._meanwhile: MemoryStore | None = None  # made at the first outage (a site's store holds one)
 
     def check(self, replica: Matcher, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
         """Each page against the replica, then against the pages kept meanwhile."""
         matches = []
+        if self._meanwhile is None:
+            self._meanwhile = MemoryStore(self.policy)
         for url, page in pages:
             match = replica.find(url, page)
             if not dropped(match):
@@ -48,5 +50,4 @@ class LocalChecks:
         while self.unchecked:
             check(self.unchecked[:batch])
             del self.unchecked[:batch]
-        if len(self._meanwhile):
-            self._meanwhile = MemoryStore(self.policy)
+        self._meanwhile = None

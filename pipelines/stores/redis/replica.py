@@ -26,6 +26,7 @@ from .keys import CHUNK, LOST_URL, PARTS, RECORD, fixed
 logger = logging.getLogger(__name__)
 
 KNOWN_URLS = 100_000  # URLs of replica rows this process met, kept for writing the log back (the latest)
+URL_OVERHEAD = 150  # bytes a URL met costs beyond its characters (the str, its int key, the dict's entry)
 
 
 class Replica:
@@ -57,6 +58,7 @@ class Replica:
         self.stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
         self.sketch_rows = np.zeros((0, SKETCH_BYTES), dtype=np.uint8)  # per replica row: its sketch (or zeros)
         self.known_urls: OrderedDict[int, str] = OrderedDict()  # row -> URL, for the rows this process met
+        self._url_bytes = 0  # what they take (``memory_bytes``)
 
     @property
     def rows(self) -> int:
@@ -94,9 +96,8 @@ class Replica:
             pipe.hmget(self.meta, "epoch", "count")
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
             pipe.getrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, -1)
-            pipe.time()
-            (epoch, count), data, sketches, (seconds, _) = pipe.execute()
-            self.set_clock(seconds)
+            (epoch, count), data, sketches = pipe.execute()
+            self.set_clock(self.client.time()[0])  # (not in the pipeline: a cluster's pipeline holds a slot's keys)
             if epoch != self.epoch:  # the store is gone, or was created again
                 if not (self.rows and self._write_back()):
                     self._start_over()
@@ -137,6 +138,27 @@ class Replica:
         logger.warning("simhash_dedup: the Redis store %s came back empty (Redis restarted without its data?); "
                        "this crawler wrote back the %d pages it knew", self.key, rows)
         return True
+
+    def pages_from(self, row: int) -> list[tuple[str, Fingerprint]]:
+        """The pages of rows ``row`` on, as pages to check (a URL this process did not meet is ``LOST_URL``)."""
+        pages = []
+        for n in range(row, self.rows):
+            content, structure = (self.matcher.part(n, part) for part in (0, 1))
+            pages.append((self.known_urls.get(n, LOST_URL),
+                          Fingerprint(content, structure, sketch=self.sketch(n), short=bool(self.matcher.present[n, 2]))))
+        return pages
+
+    def reread(self) -> None:
+        """Empty the replica and read the log again (pages kept by earlier crawls stay counted as such)."""
+        remembered = self.matcher.remembered
+        self.reset()
+        self.sync()
+        self.matcher.remembered = min(remembered, self.rows)
+
+    def memory_bytes(self) -> int:
+        """What the replica holds: the matcher's arrays and indexes, the sketches, the stamps, the URLs met."""
+        return (self.matcher.memory_bytes() + self.sketch_rows.nbytes + self.stamps.itemsize * len(self.stamps)
+                + self._url_bytes)
 
     def append_records(self, records: np.ndarray, sketches: bytes) -> None:
         """Rows for pages of the log, with their sketches (all zeros: a page whose chunk expired, never
@@ -181,10 +203,13 @@ class Replica:
         return not self.expire_seconds or now - self.stamps[row] <= self.expire_seconds
 
     def known(self, row: int, url: str) -> None:
+        if (before := self.known_urls.get(row)) is not None:
+            self._url_bytes -= len(before) + URL_OVERHEAD
         self.known_urls[row] = url
+        self._url_bytes += len(url) + URL_OVERHEAD
         self.known_urls.move_to_end(row)
         if len(self.known_urls) > KNOWN_URLS:
-            self.known_urls.popitem(last=False)
+            self._url_bytes -= len(self.known_urls.popitem(last=False)[1]) + URL_OVERHEAD
 
     def url(self, row: int) -> str:
         """A kept page's URL: from the batch, from the URLs met, else from Redis (a placeholder if Redis

@@ -28,6 +28,7 @@ aliases and runs go with each batch (``log``).
 
 from __future__ import annotations
 
+import logging
 from importlib.resources import files
 from typing import Any
 
@@ -48,6 +49,8 @@ from .log import RedisLog, read_redis_rules
 from .outage import LocalChecks
 from .replica import Replica
 
+logger = logging.getLogger(__name__)
+
 MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
 MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try; more, the caller does
@@ -61,13 +64,15 @@ class RedisStore:
     confirms = False  # a kept page is in Redis at once (its items' fate is not waited for)
 
     def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0,
-                 decisions: int = 100_000, texts: int = 1_000) -> None:
+                 decisions: int = 100_000, texts: int = 1_000, guard: RetryGuard | None = None,
+                 log: RedisLog | None = None) -> None:
+        """``guard`` and ``log``: those of the crawl when this store is one of its sites' (``sites``)."""
         self.client = client
         self.key = key
         self.scheme = f"{scheme}/redis-layout={LAYOUT}"
-        self.guard = RetryGuard()
+        self.guard = guard or RetryGuard()
         self.replica = Replica(policy, client, self.guard, key, self.scheme, expire_seconds)
-        self.log = RedisLog(client, self.guard, key, decisions, texts)
+        self.log = log or RedisLog(client, self.guard, key, decisions, texts)
         self.local = LocalChecks(policy)
         self._script = client.register_script(_SCRIPT)
 
@@ -148,6 +153,15 @@ class RedisStore:
             results += checked
         return results
 
+    def _add_lost(self, count: int) -> None:
+        """The log ends at ``count``, before pages this replica read (a replica promoted without them, its master
+        lost): the replica reads the log again, and those pages are added back to it as pages to check."""
+        lost = self.replica.pages_from(count)
+        self.replica.reread()
+        logger.warning("simhash_dedup: the Redis store %s lost its last %d pages (a failover?); this crawler adds "
+                       "them again", self.key, len(lost))
+        self._check_all(lost)
+
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
         """Pages matched in the replica or earlier in the batch; the others appended through the
         script, once no other process appended since the replica's last read.  ``None``: the
@@ -171,6 +185,9 @@ class RedisStore:
             status, *reply = self._script(keys=[replica.meta], args=args)
             if status in (b"epoch", b"behind"):  # the store is gone or was created again; or the replica is far behind
                 replica.sync()
+                return None
+            if status == b"lost":
+                self._add_lost(int(reply[0]))
                 return None
             if status == b"kept":  # after the pages others kept meanwhile (not near these), stamped
                 seconds, appended, sketches = reply

@@ -30,6 +30,15 @@ CREATE TABLE IF NOT EXISTS rules (
 );
 """
 
+#: In "site" or "host" scope (a file of that scheme), pages are read back a site at a time: each write's pages of
+#: one site are a row here, with their rows in ``pages`` (``rows``, ascending).
+SITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS site_batches (
+    id INTEGER PRIMARY KEY, site TEXT NOT NULL, rows BLOB NOT NULL, content BLOB NOT NULL, structure BLOB NOT NULL,
+    present BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS site_batches_by_site ON site_batches (site);
+"""
 
 DECISION_COLUMNS = ", ".join((*DECISION_FIELDS, "text", "kept_text"))  # the texts packed (``Decision``)
 
@@ -44,7 +53,7 @@ def is_store(connection: sqlite3.Connection) -> bool:
     """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
     found = tables(connection)
     return not found or {"meta", "pages", "batches"} <= found <= {"meta", "pages", "batches", "decisions", "runs",
-                                                                    "skipped", "rules", "aliases"}
+                                                                    "skipped", "rules", "aliases", "site_batches"}
 
 
 def tables(connection: sqlite3.Connection) -> set[str]:

@@ -16,10 +16,12 @@ from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.decision_log import CANONICAL, DECISION_FIELDS, Alias, Decision, Skip, field_values
 from ...matching.matcher import Matcher
 from ...matching.policy import Match, Policy
+from ...matching.scope import Scope
+from ...matching.scoped import ScopedMatchers, SiteRows
 from ...matching.urlrules import FETCHED_URLS, Rule
 from ..errors import StoreNotOpened
 from .lock import StoreLock
-from .schema import DECISION_COLUMNS, SCHEMA, is_store, remove_store
+from .schema import DECISION_COLUMNS, SCHEMA, SITE_SCHEMA, is_store, remove_store
 
 logger = logging.getLogger(__name__)
 
@@ -39,13 +41,22 @@ class SqliteStore:
     opens.  At open, the fingerprints are read back as packed arrays (one row
     per batch) and indexed with one sort; URLs and sketches stay on disk and
     are read only for a candidate match.
+
+    In "site" or "host" scope (``ScopedMatchers``) a site's pages are read back when the site is first met,
+    and sites idle longest are let go while their fingerprints take more than ``budget`` bytes; a page keeps
+    its row number in the file (the rows of pages never confirmed are left out).  A file remembers its scope
+    with its scheme: a file of another scope is moved aside as one of another scheme is.
     """
 
     confirms = True
 
     def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100,
-                 decisions: int = 100_000, texts: int = 1_000) -> None:
-        self.matcher = Matcher(policy, self)
+                 decisions: int = 100_000, texts: int = 1_000, scope: Scope = Scope.CRAWL,
+                 budget: int | None = None) -> None:
+        self.policy = policy
+        self.scope = scope
+        self.budget = budget
+        self.matcher: Matcher | ScopedMatchers = Matcher(policy, self)
         self.path = path
         self.commit_every = max(1, commit_every)
         self.decisions_kept = decisions  # the log's length: older decisions are deleted
@@ -63,7 +74,7 @@ class SqliteStore:
         self._loaded = 0  # rows read from the file at open: the same number there
         self._lock = StoreLock(path)
         try:
-            self._connection = self._open(path, scheme)
+            self._connection = self._open(path, scheme if scope is Scope.CRAWL else f"{scheme}/scope={scope.value}")
             self._load()
         except sqlite3.Error as error:
             self._lock.close()
@@ -83,7 +94,7 @@ class SqliteStore:
             )
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
-        connection.executescript(SCHEMA)
+        connection.executescript(SCHEMA if self.scope is Scope.CRAWL else SCHEMA + SITE_SCHEMA)
         stored = connection.execute("SELECT value FROM meta WHERE key = 'scheme'").fetchone()
         if stored is None:
             connection.execute("INSERT INTO meta VALUES ('scheme', ?)", (scheme,))
@@ -100,6 +111,11 @@ class SqliteStore:
         return connection
 
     def _load(self) -> None:
+        if self.scope is not Scope.CRAWL:
+            (rows,) = self._connection.execute("SELECT coalesce(max(row) + 1, 0) FROM pages").fetchone()
+            self.matcher = ScopedMatchers(self.policy, self.scope, self, self.budget, self._site_rows, rows, rows)
+            self._loaded = rows
+            return
         batches = self._connection.execute("SELECT content, structure, present FROM batches ORDER BY first_row")
         parts = [
             (np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool))
@@ -109,6 +125,17 @@ class SqliteStore:
             content, structure, present = (np.concatenate(column) for column in zip(*parts))
             self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
         self._loaded = self.matcher.remembered = self.matcher.rows
+
+    def _site_rows(self, site: str) -> SiteRows:
+        """A site's written pages: their rows (ascending), fingerprints and present flags."""
+        parts = [(np.frombuffer(r, dtype="<i8"), np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"),
+                  np.frombuffer(p, dtype=bool).reshape(-1, 3)) for r, c, s, p in self._connection.execute(
+            "SELECT rows, content, structure, present FROM site_batches WHERE site = ?", (site,))]
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 3), dtype=bool)
+        rows, content, structure, present = (np.concatenate(column) for column in zip(*parts))
+        order = np.argsort(rows, kind="stable")  # pages are confirmed out of order
+        return rows[order], np.column_stack([content, structure])[order], present[order]
 
     def __len__(self) -> int:
         return self.matcher.rows
@@ -188,6 +215,9 @@ class SqliteStore:
     def _write_pages(self) -> None:
         if not self._pending:
             return
+        if isinstance(self.matcher, ScopedMatchers):
+            self._write_site_pages(self.matcher)
+            return
         rows = sorted(self._pending)
         first = self._loaded + len(self._written_as)
         self._connection.executemany(
@@ -201,6 +231,22 @@ class SqliteStore:
         )
         for n, row in enumerate(rows):
             self._written_as[row] = first + n
+        self._pending.clear()
+
+    def _write_site_pages(self, matcher: ScopedMatchers) -> None:
+        """The confirmed pages under their own rows, and per site a row of ``site_batches``."""
+        rows = sorted(self._pending)
+        self._connection.executemany("INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
+                                     [(row, *self._pending[row]) for row in rows])
+        fingerprints, present, sites = matcher.unwritten(rows)
+        of_site: dict[str, list[int]] = {}
+        for n, site in enumerate(sites):
+            of_site.setdefault(site, []).append(n)
+        self._connection.executemany(
+            "INSERT INTO site_batches (site, rows, content, structure, present) VALUES (?, ?, ?, ?, ?)",
+            [(site, np.array(rows, dtype="<i8")[at].tobytes(), fingerprints[at, 0].astype("<u8").tobytes(),
+              fingerprints[at, 1].astype("<u8").tobytes(), present[at].tobytes()) for site, at in of_site.items()])
+        matcher.written(rows)
         self._pending.clear()
 
     def _write_decisions(self) -> None:
@@ -262,7 +308,7 @@ class SqliteStore:
         for waiting in (self._unconfirmed, self._pending):
             if row in waiting:
                 return waiting[row]
-        written = row if row < self._loaded else self._written_as[row]
+        written = row if row < self._loaded or self.scope is not Scope.CRAWL else self._written_as[row]
         return self._connection.execute("SELECT url, sketch FROM pages WHERE row = ?", (written,)).fetchone()
 
 

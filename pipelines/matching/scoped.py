@@ -1,0 +1,194 @@
+"""The duplicate decision in "site" or "host" scope: a ``Matcher`` per site, each deciding a page against its
+own site's pages only, so that the decisions are exactly those of one filter per site (``ScopedMatchers``);
+and the sites a process holds in memory under a budget, the least recently used let go first (``IdleSites``).
+
+A store in crawl scope holds one ``Matcher``; in a narrower scope one ``ScopedMatchers``, which answers the same
+calls with the store's own row numbers."""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from ..fingerprint.fingerprinter import Fingerprint
+from .matcher import KeptPages, Matcher
+from .policy import Match, Policy
+from .scope import Scope, site_key
+
+T = TypeVar("T")
+
+#: What a site costs beyond its arrays (a matcher, its indexes and their Python objects), counted against a budget.
+SITE_OVERHEAD = 4096
+#: The rows of a site read back: store rows (ascending), fingerprints (content, structure), present flags.
+SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class IdleSites(Generic[T]):
+    """What a process holds per site (a matcher, a replica), opened when a site is first met (``get``) and let
+    go, least recently used first, while their bytes pass ``budget`` (never without one); a site that
+    ``pinned`` says must stay (pages not written yet) stays, and so does the site being used."""
+
+    def __init__(self, open_site: Callable[[str], T], size: Callable[[T], int], budget: int | None,
+                 pinned: Callable[[str], bool] = lambda site: False) -> None:
+        self.open_site = open_site
+        self.size = size
+        self.budget = budget
+        self.pinned = pinned
+        self.held: OrderedDict[str, T] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self.bytes = 0  # the held sites' sizes when last measured (a site is measured when it is used next)
+        self.opened = 0  # sites opened, counting those opened again after they were let go
+        self.dropped = 0  # sites let go
+        self._last: str | None = None
+
+    def get(self, site: str) -> T:
+        """The site's holding, opened if it is not held; the last site used is measured, then sites are let go
+        until the budget holds."""
+        self._measure(self._last)
+        held = self.held.get(site)
+        if held is None:
+            held = self.held[site] = self.open_site(site)
+            self.opened += 1
+            self._measure(site)
+        else:
+            self.held.move_to_end(site)
+        self._last = site
+        self._fit(site)
+        return held
+
+    def __len__(self) -> int:
+        return len(self.held)
+
+    def _measure(self, site: str | None) -> None:
+        if site is not None and site in self.held:
+            size = self.size(self.held[site])
+            self.bytes += size - self._sizes.get(site, 0)
+            self._sizes[site] = size
+
+    def _fit(self, using: str) -> None:
+        if self.budget is None or self.bytes <= self.budget:
+            return
+        for site in list(self.held):
+            if self.bytes <= self.budget:
+                break
+            if site != using and not self.pinned(site):
+                del self.held[site]
+                self.bytes -= self._sizes.pop(site, 0)
+                self.dropped += 1
+
+
+class RowsOfSite:
+    """A site's ``KeptPages``: its matcher's rows are rows of the store (``rows``), asked about there."""
+
+    def __init__(self, pages: KeptPages, rows: array) -> None:
+        self.pages = pages
+        self.rows = rows
+
+    def url(self, row: int) -> str:
+        return self.pages.url(self.rows[row])
+
+    def sketch(self, row: int) -> bytes | None:
+        return self.pages.sketch(self.rows[row])
+
+    def alive(self, row: int) -> bool:
+        return self.pages.alive(self.rows[row])
+
+
+class SiteMatcher:
+    """A site's ``Matcher`` and the store row of each of its rows."""
+
+    def __init__(self, policy: Policy, pages: KeptPages) -> None:
+        self.rows = array("q")
+        self.matcher = Matcher(policy, RowsOfSite(pages, self.rows))
+
+    def memory_bytes(self) -> int:
+        return self.matcher.memory_bytes() + self.rows.itemsize * len(self.rows) + SITE_OVERHEAD
+
+
+class ScopedMatchers:
+    """The store's kept pages as one ``Matcher`` per site (``scope``): the calls a store makes of its matcher
+    (``check_and_add``, ``matches``, ``rows``, ``remembered``), with the store's row numbers.  A site met for
+    the first time is read back by ``load`` (its rows in the store, e.g. a SQLite file; none if not given); with
+    a ``budget`` the sites idle longest are let go, but those with pages not written yet (``unwritten``)."""
+
+    def __init__(self, policy: Policy, scope: Scope, pages: KeptPages, budget: int | None = None,
+                 load: Callable[[str], SiteRows] | None = None, first_row: int = 0, remembered: int = 0) -> None:
+        self.policy = policy
+        self.scope = scope
+        self.pages = pages
+        self.load = load
+        self.rows = first_row  # the store's next row
+        self.remembered = remembered  # store rows below this one were kept by an earlier crawl
+        self.sites: IdleSites[SiteMatcher] = IdleSites(self._open, SiteMatcher.memory_bytes, budget, self._pinned)
+        # store rows of pages kept, not written yet (a store that reads sites back) -> their site and site row
+        self._unwritten: dict[int, tuple[str, int]] = {}
+        self._unwritten_sites: Counter[str] = Counter()
+
+    def check_and_add(self, url: str, page: Fingerprint) -> tuple[Match | None, int | None]:
+        """As ``Matcher.check_and_add``, against the pages of ``url``'s site only."""
+        site = site_key(url, self.scope)
+        held = self.sites.get(site)
+        match, local = held.matcher.check_and_add(url, page)
+        match = self._in_store_rows(held, match)
+        if local is None:
+            return match, None
+        row = self.rows
+        self.rows += 1
+        held.rows.append(row)
+        if self.load is not None:  # (a store in memory writes nothing)
+            self._unwritten[row] = (site, local)
+            self._unwritten_sites[site] += 1
+        return match, row
+
+    def matches(self, url: str, page: Fingerprint) -> Iterator[tuple[int, Match]]:
+        """Every kept row of ``url``'s site near the page and how (``Matcher.matches``), in store rows."""
+        held = self.sites.get(site_key(url, self.scope))
+        for local, match in held.matcher.matches(page):
+            yield held.rows[local], self._in_store_rows(held, match)
+
+    def unwritten(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """The fingerprints, present flags and sites of store rows kept and not written yet (in that order)."""
+        fingerprints = np.zeros((len(rows), 2), dtype=np.uint64)
+        present = np.zeros((len(rows), 3), dtype=bool)
+        sites = []
+        for n, row in enumerate(rows):
+            site, local = self._unwritten[row]
+            matcher = self.sites.held[site].matcher  # held: a site with unwritten rows is never let go
+            fingerprints[n], present[n] = matcher.fingerprints[local], matcher.present[local]
+            sites.append(site)
+        return fingerprints, present, sites
+
+    def written(self, rows: list[int]) -> None:
+        """These rows are in the store now: their sites may be let go and read back."""
+        for row in rows:
+            if (where := self._unwritten.pop(row, None)) is not None:
+                self._unwritten_sites[where[0]] -= 1
+                if not self._unwritten_sites[where[0]]:
+                    del self._unwritten_sites[where[0]]
+
+    def memory_bytes(self) -> int:
+        return self.sites.bytes
+
+    def _open(self, site: str) -> SiteMatcher:
+        held = SiteMatcher(self.policy, self.pages)
+        if self.load is not None:
+            rows, fingerprints, present = self.load(site)
+            held.rows.extend(rows.tolist())
+            held.matcher.load_rows(fingerprints, present)
+            held.matcher.remembered = int(np.searchsorted(rows, self.remembered))
+        return held
+
+    def _pinned(self, site: str) -> bool:
+        return site in self._unwritten_sites
+
+    @staticmethod
+    def _in_store_rows(held: SiteMatcher, match: Match | None) -> Match | None:
+        if match is None or match.kept_row is None:
+            return match
+        return replace(match, kept_row=held.rows[match.kept_row])
+
