@@ -28,6 +28,7 @@ from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_warc, write_warc
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.matching.policy import Policy
+from scrapy_simhash_dedup.matching.scope import Scope, site_key
 from scrapy_simhash_dedup.report.aliases import alias_rows
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
@@ -322,3 +323,30 @@ def test_kept_pages_carry_the_canonical_urls_and_aliases_that_dedup_gives_them(s
     assert not any("elsewhere" in name for name in batch_named.values())
     tables = [sorted(alias_rows(load_log(str(source)).names())) for source in (outcomes, tmp_path / "out")]
     assert tables[0] == tables[1] and any(row.reason == "canonical" for row in tables[0])
+
+
+def test_site_scope_keeps_what_dedup_keeps_per_site_in_shards_and_rounds(spark, tmp_path):
+    """Pages on two sites, a third of them copied byte for byte to the other site, edited copies on their own:
+    in site scope the copies on the other site are kept (one filter per site), in shards and rounds too."""
+    pages = [(f"https://{('docs.example.com', 'www.example.org')[n % 2]}/{name}", html)
+             for n, (name, html) in enumerate(list(shared_pages())[::4])]
+    copies = [(url.replace("example.com", "example.net").replace("example.org", "example.com"), html)
+              for url, html in pages[::3]]
+    edited = [(f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
+              for url, html in pages[::7]]
+    archive = tmp_path / "sites.warc.gz"
+    write_warc(archive, ((url, html, "text/html") for url, html in pages + copies + edited))
+    site = DedupSettings(scope=Scope.SITE)
+    kept = io.StringIO()
+    dedup([archive], site, MemoryStore(site.policy, site.scope), kept, workers=2)
+    expected = [json.loads(line)["url"] for line in kept.getvalue().splitlines()]
+    per_site = set()
+    for name in ("example.com", "example.org", "example.net"):
+        mine = tmp_path / f"{name}.warc.gz"
+        write_warc(mine, ((url, html, "text/html") for url, html in pages + copies + edited
+                          if site_key(url, Scope.SITE) == name))
+        per_site |= set(batch_kept([mine]))
+    assert set(expected) == per_site and len(per_site) > len(batch_kept([archive]))
+    assert any(url in per_site for url, _ in copies)  # a copy on another site is that site's page
+    run(spark, [archive], tmp_path / "out", site, AT_SCALE)
+    assert spark_kept(tmp_path / "out") == expected
