@@ -17,6 +17,7 @@ import pytest
 from crawler.local_site import serve_directory
 from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
 
+from .redis_cluster import RedisCluster
 from .redis_server import RedisServer
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -99,6 +100,15 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.start()
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A Redis Cluster of 3 masters and 3 replicas for the session (per pytest-xdist worker), started here."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
 
 
 def checkout_files(to: Path) -> Path:
