@@ -20,7 +20,6 @@ from scrapy_simhash_dedup.stores.redis.sites import site_prefix
 
 from .redis_cluster import RedisCluster
 from .test_persistence import ARTICLES, start_crawl, wait_for_kept, write_clusters
-from .test_redis import clusters
 from .test_scope import HOSTS, PIPELINE, SITES, kept_by, one_filter_per_site, pages_over_sites
 
 

@@ -57,7 +57,7 @@ RELAYOUT_GAIN = 0.8  # a growing index takes another layout when it costs querie
 MANY_PROBES = 16  # from this many probes a query scans the small levels, not a binary search per probe
 _LEVELS = 3
 _POSITION = np.uint64(0xFFFFFFFF)  # a query's result: distance << 32 | position
-_INITIAL_CAPACITY = 1024
+_INITIAL_CAPACITY = 64  # small: a store per site holds many small indexes
 _GROWTH = 1.125  # arrays grow by an eighth: amortised O(1) adds, little unused memory
 
 

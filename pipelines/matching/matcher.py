@@ -118,7 +118,7 @@ class Matcher:
         """Rows appended, not indexed (found by a scan ``since`` them, or indexed by ``load_rows``)."""
         count = len(fingerprints)
         if self.rows + count > len(self.fingerprints):
-            capacity = max(self.rows + count, len(self.fingerprints) * 9 // 8 + 1024)
+            capacity = max(self.rows + count, len(self.fingerprints) * 9 // 8 + 64)  # (small sites: small arrays)
             self.fingerprints = grown(self.fingerprints, self.rows, capacity)
             self.present = grown(self.present, self.rows, capacity)
         self.fingerprints[self.rows : self.rows + count] = fingerprints

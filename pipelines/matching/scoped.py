@@ -22,8 +22,9 @@ from .scope import Scope, site_key
 
 T = TypeVar("T")
 
-#: What a site costs beyond its arrays (a matcher, its indexes and their Python objects), counted against a budget.
-SITE_OVERHEAD = 4096
+#: What a site costs beyond its arrays (a matcher, its indexes and their Python objects; a site's Redis store with
+#: no page: ~15-20 KB by tracemalloc), counted against a budget.
+SITE_OVERHEAD = 16_384
 #: The rows of a site read back: store rows (ascending), fingerprints (content, structure), present flags.
 SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray]
 

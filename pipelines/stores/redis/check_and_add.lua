@@ -111,6 +111,22 @@ for i = first_page, #ARGV do
   urls[#urls + 1] = string.sub(ARGV[i], 25 + sketch_size)
 end
 
+-- Make a chunk's string hold at least ``pages`` items of ``size`` bytes: doubled (at least 64 pages, at most
+-- the chunk), written at its exact size. (Grown by SETRANGE, Redis would keep as much again in reserve; made
+-- at the chunk's full size at once, a site of a few pages would take a whole chunk.)
+local function room(key, size, pages)
+  local length = redis.call("STRLEN", key)
+  if length >= pages * size then
+    return
+  end
+  local target = math.min(chunk, math.max(pages, 2 * length / size, 64)) * size
+  if length == 0 then
+    redis.call("SETRANGE", key, target - 1, "\0")
+  else
+    redis.call("SET", key, redis.call("GET", key) .. string.rep("\0", target - length), "KEEPTTL")
+  end
+end
+
 -- Append them a chunk at a time: the records, the sketches, and the URLs to the chunk's list.
 local id, last_id = count, count + #records
 while id < last_id do
@@ -118,10 +134,8 @@ while id < last_id do
   local last = math.min(last_id, (n + 1) * chunk)
   local fp_key, sk_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":sk:" .. n, prefix .. ":pages:" .. n
   local from, to = id - count + 1, last - count
-  if redis.call("EXISTS", fp_key) == 0 then  -- a new chunk: its strings at their full size at once (grown a
-    redis.call("SETRANGE", fp_key, chunk * 24 - 1, "\0")  -- page at a time, Redis would keep up to as much
-    redis.call("SETRANGE", sk_key, chunk * sketch_size - 1, "\0")  -- again in reserve)
-  end
+  room(fp_key, 24, last - n * chunk)
+  room(sk_key, sketch_size, last - n * chunk)
   redis.call("SETRANGE", fp_key, (id % chunk) * 24, table.concat(records, "", from, to))
   redis.call("SETRANGE", sk_key, (id % chunk) * sketch_size, table.concat(sketches, "", from, to))
   for _ = redis.call("LLEN", pages_key), id % chunk - 1 do

@@ -171,7 +171,7 @@ class Replica:
         self.matcher.load_rows(fingerprints, records["flags"][:, None] & PARTS != 0)
         self.stamps.extend(records["stamp"].tolist())
         if self.rows > len(self.sketch_rows):
-            self.sketch_rows = grown(self.sketch_rows, first, max(self.rows, len(self.sketch_rows) * 9 // 8 + 1024))
+            self.sketch_rows = grown(self.sketch_rows, first, max(self.rows, len(self.sketch_rows) * 9 // 8 + 64))
         self.sketch_rows[first : self.rows] = np.frombuffer(sketches, dtype=np.uint8).reshape(-1, SKETCH_BYTES)
 
     def match_in_batch(self, batch: list[tuple[str, Fingerprint]],

@@ -14,12 +14,12 @@ from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.decision_log import Alias, Decision, Skip
 from ...matching.policy import Match, Policy, dropped
 from ...matching.scope import Scope, site_key
-from ...matching.scoped import IdleSites
+from ...matching.scoped import SITE_OVERHEAD, IdleSites
 from ...matching.urlrules import Rule
 from ..errors import CheckedLocally
 from .guard import RetryGuard
 from .log import RedisLog, read_redis_rules
-from .store import RedisStore
+from .store import RedisStore, check_in_stores
 
 
 def site_prefix(key: str, site: str) -> str:
@@ -44,8 +44,8 @@ class SiteRedisStores:
         self.expire_seconds = expire_seconds
         self.guard = RetryGuard()
         self.log = RedisLog(client, self.guard, key, decisions, texts)
-        self.sites: IdleSites[RedisStore] = IdleSites(self._open, lambda store: store.replica.memory_bytes(), budget,
-                                                      self._pinned)
+        self.sites: IdleSites[RedisStore] = IdleSites(
+            self._open, lambda store: store.replica.memory_bytes() + SITE_OVERHEAD, budget, self._pinned)
         self.rows = 0
         self.remembered = 0  # a site's pages are read when it is met: none at open
 
@@ -60,24 +60,29 @@ class SiteRedisStores:
         return self.check_and_add_many([(url, fingerprint)])[0]
 
     def check_and_add_many(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        """Each page's match in its site's store (one script call per site of the batch); when Redis fails for
-        one of them, ``CheckedLocally`` with every page's match (those of the sites it answered for included)."""
+        """Each page's match in its site's store, the sites' script calls sent together (``check_in_stores``);
+        when Redis fails, ``CheckedLocally`` with every page's match against its site's replica."""
         by_site: dict[str, list[int]] = {}
         for n, (url, _) in enumerate(pages):
             by_site.setdefault(site_key(url, self.scope), []).append(n)
-        results: list[Match | None] = [None] * len(pages)
-        failure: CheckedLocally | None = None
-        for site, positions in by_site.items():
-            store = self.sites.get(site)
-            try:
-                matches = store.check_and_add_many([pages[n] for n in positions])
-            except CheckedLocally as error:
-                matches, failure = error.matches, error
-            for n, match in zip(positions, matches):
-                results[n] = match
+        work = [(self.sites.get(site), [pages[n] for n in positions]) for site, positions in by_site.items()]
+        order = [n for positions in by_site.values() for n in positions]
+        try:
+            found = [match for matches in check_in_stores(work, self.guard, self.log) for match in matches]
+        except CheckedLocally as error:
+            matches = self._in_order(order, error.matches)
+            self.rows += sum(not dropped(match) for match in matches)
+            raise CheckedLocally(str(error), matches) from None
+        results = self._in_order(order, found)
         self.rows += sum(not dropped(match) for match in results)
-        if failure is not None:
-            raise CheckedLocally(str(failure), results)
+        return results
+
+    @staticmethod
+    def _in_order(order: list[int], matches: list[Match | None]) -> list[Match | None]:
+        """Matches given site after site, put back in the pages' order."""
+        results: list[Match | None] = [None] * len(order)
+        for n, match in zip(order, matches):
+            results[n] = match
         return results
 
     def confirm(self, row: int) -> None:

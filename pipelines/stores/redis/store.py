@@ -28,12 +28,15 @@ aliases and runs go with each batch (``log``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from collections.abc import Generator
 from importlib.resources import files
 from typing import Any
 
 import numpy as np
 import redis
+from redis.cluster import RedisCluster
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, fixed_width
@@ -55,6 +58,9 @@ MAX_BATCH = 100  # pages per script call
 MAX_TAIL = 5_000  # new records one script call returns; a replica further behind reads the log first
 MAX_PAIRS = 1000  # (new record, page) pairs the script compares on a first try; more, the caller does
 _SCRIPT = files(__package__).joinpath("check_and_add.lua").read_text()
+_SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
+#: A store's check-and-add as steps: it yields a script call's arguments (the meta key first), is sent the reply.
+Steps = Generator[list, list, list[Match | None]]
 
 
 class RedisStore:
@@ -74,7 +80,6 @@ class RedisStore:
         self.replica = Replica(policy, client, self.guard, key, self.scheme, expire_seconds)
         self.log = log or RedisLog(client, self.guard, key, decisions, texts)
         self.local = LocalChecks(policy)
-        self._script = client.register_script(_SCRIPT)
 
     def __len__(self) -> int:
         return self.replica.rows
@@ -98,13 +103,7 @@ class RedisStore:
         added first when Redis answers again (up to ``MAX_UNCHECKED``), so that their later copies
         are still caught, here and in the other processes.
         """
-        try:
-            self.local.add_back(lambda batch: self.guard.call(self._check_all, batch), MAX_BATCH)
-            return self.guard.call(self._check_all, pages)
-        except StoreUnavailable as error:
-            raise CheckedLocally(str(error), self.local.check(self.replica.matcher, pages)) from None
-        finally:
-            self.log.send()
+        return check_in_stores([(self, pages)], self.guard, self.log)[0]
 
     def confirm(self, row: int) -> None:
         """Nothing waits: the page is in Redis."""
@@ -142,16 +141,21 @@ class RedisStore:
             pass
         self.client.close()
 
-    def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+    def checks(self, pages: list[tuple[str, Fingerprint]]) -> Steps:
+        """The check-and-add of ``pages`` as steps: each yields the script's arguments and takes its reply
+        (``run_steps`` runs the steps of several stores in one round trip); returns each page's match."""
         if self.replica.epoch is None:
             self.replica.sync()
         results: list[Match | None] = []
         for start in range(0, len(pages), MAX_BATCH):
             checked = None
             while checked is None:  # None: the replica was brought up to date first
-                checked = self._check(pages[start : start + MAX_BATCH])
+                checked = yield from self._check(pages[start : start + MAX_BATCH])
             results += checked
         return results
+
+    def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
+        return run_steps(self.client, [self.checks(pages)])[0]
 
     def _add_lost(self, count: int) -> None:
         """The log ends at ``count``, before pages this replica read (a replica promoted without them, its master
@@ -162,7 +166,7 @@ class RedisStore:
                        "them again", self.key, len(lost))
         self._check_all(lost)
 
-    def _check(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None] | None:
+    def _check(self, pages: list[tuple[str, Fingerprint]]) -> Generator[list, list, list[Match | None] | None]:
         """Pages matched in the replica or earlier in the batch; the others appended through the
         script, once no other process appended since the replica's last read.  ``None``: the
         replica started over or read the log, check again."""
@@ -178,11 +182,11 @@ class RedisStore:
             kept = [i for i, match in zip(pending, in_batch) if not dropped(match)]
             if not kept:
                 break
-            args = [self.key, replica.epoch, seen, CHUNK, replica.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
+            args = [replica.meta, self.key, replica.epoch, seen, CHUNK, replica.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
                     SKETCH_BYTES]
             args += [pack_record(pages[i][1]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
                      for i in kept]
-            status, *reply = self._script(keys=[replica.meta], args=args)
+            status, *reply = yield args
             if status in (b"epoch", b"behind"):  # the store is gone or was created again; or the replica is far behind
                 replica.sync()
                 return None
@@ -207,3 +211,83 @@ class RedisStore:
             if not dropped(results[i]) and (results[i] is None or dropped(match)):
                 results[i] = match
         return results
+
+
+def check_in_stores(work: list[tuple[RedisStore, list[tuple[str, Fingerprint]]]], guard: RetryGuard,
+                    log: RedisLog) -> list[list[Match | None]]:
+    """Each store's pages checked and added (``RedisStore.checks``), the script calls of all stores sent together.
+
+    When Redis fails (and for ``RETRY_SECONDS`` after), raises ``CheckedLocally`` with each page's match (in
+    order, store after store) against its store's replica and the pages it kept meanwhile: the pages kept then
+    are added first when Redis answers again (up to ``MAX_UNCHECKED`` a store), so that their later copies are
+    still caught, here and in the other processes."""
+    try:
+        for store, _ in work:
+            store.local.add_back(lambda batch, store=store: guard.call(store._check_all, batch), MAX_BATCH)
+        return guard.call(lambda: run_steps(work[0][0].client, [store.checks(pages) for store, pages in work]))
+    except StoreUnavailable as error:
+        matches = [match for store, pages in work for match in store.local.check(store.replica.matcher, pages)]
+        raise CheckedLocally(str(error), matches) from None
+    finally:
+        log.send()
+
+
+def run_steps(client: redis.Redis, steps: list[Steps]) -> list[list[Match | None]]:
+    """Run the stores' steps together: each round, one pipeline of the script calls they wait on (on a cluster,
+    one per node), until every store has its matches."""
+    results: list[list[Match | None] | None] = [None] * len(steps)
+    waiting: dict[int, list] = {}
+    for n, step in enumerate(steps):
+        _advance(step, None, n, waiting, results)
+    while waiting:
+        replies = _script_calls(client, list(waiting.values()))
+        if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
+            client.script_load(_SCRIPT)  # (a server restarted, or a replica promoted: scripts are not replicated)
+            continue
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        answered, waiting = waiting, {}
+        for (n, _), reply in zip(answered.items(), replies):
+            _advance(steps[n], reply, n, waiting, results)
+    return results  # type: ignore[return-value]
+
+
+def _script_calls(client: redis.Redis | RedisCluster, calls: list[list]) -> list:
+    """The script's replies to ``calls`` (errors as values): one pipeline to one server, or one per node of a
+    cluster (whose client pipelines no script); a call a node does not take (its slot moved, the node gone) is
+    made again through the cluster client, which follows the cluster."""
+    if not isinstance(client, RedisCluster):
+        pipe = client.pipeline(transaction=False)
+        for args in calls:
+            pipe.evalsha(_SHA, 1, *args)
+        return pipe.execute(raise_on_error=False)
+    by_node: dict[str, list[int]] = {}
+    for n, args in enumerate(calls):
+        by_node.setdefault(client.get_node_from_key(args[0]).name, []).append(n)
+    replies: list = [None] * len(calls)
+    for name, numbers in by_node.items():
+        pipe = client.get_redis_connection(client.get_node(node_name=name)).pipeline(transaction=False)
+        for n in numbers:
+            pipe.evalsha(_SHA, 1, *calls[n])
+        try:
+            answered = pipe.execute(raise_on_error=False)
+        except (redis.ConnectionError, redis.TimeoutError) as error:
+            answered = [error] * len(numbers)
+        for n, reply in zip(numbers, answered):
+            replies[n] = reply
+    for n, reply in enumerate(replies):
+        if isinstance(reply, redis.RedisError) and not isinstance(reply, redis.exceptions.NoScriptError):
+            try:
+                replies[n] = client.evalsha(_SHA, 1, *calls[n])  # (raises if the cluster cannot take it either)
+            except redis.exceptions.NoScriptError as error:  # a replica promoted: the script is loaded next
+                replies[n] = error
+    return replies
+
+
+def _advance(step: Steps, reply: list | None, n: int, waiting: dict[int, list],
+             results: list[list[Match | None] | None]) -> None:
+    try:
+        waiting[n] = step.send(reply)
+    except StopIteration as done:
+        results[n] = done.value
