@@ -124,6 +124,11 @@ def test_a_redis_store_in_site_scope_decides_as_one_filter_per_site(redis_url: s
             "scope-single:{example.co.uk}:meta"} <= keys
 
 
+def test_a_redis_key_with_braces_is_refused_in_site_scope(redis_url: str) -> None:
+    with pytest.raises(ValueError, match="holds braces"):
+        redis_store(Policy(), connect(redis_url), "{crawl}:simhash_dedup", "test", Scope.SITE, None)
+
+
 def test_settings_read_the_scope_and_the_memory_budget() -> None:
     read = DedupSettings.from_settings
     assert read(Settings()).scope is Scope.CRAWL and read(Settings()).memory_budget is None

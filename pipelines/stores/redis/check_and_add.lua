@@ -111,7 +111,7 @@ for i = first_page, #ARGV do
   urls[#urls + 1] = string.sub(ARGV[i], 25 + sketch_size)
 end
 
--- Make a chunk's string hold at least ``pages`` items of ``size`` bytes: doubled (at least 64 pages, at most
+-- Make a chunk's string hold at least ``pages`` items of ``size`` bytes: doubled (at least 16 pages, at most
 -- the chunk), written at its exact size. (Grown by SETRANGE, Redis would keep as much again in reserve; made
 -- at the chunk's full size at once, a site of a few pages would take a whole chunk.)
 local function room(key, size, pages)
@@ -119,7 +119,7 @@ local function room(key, size, pages)
   if length >= pages * size then
     return
   end
-  local target = math.min(chunk, math.max(pages, 2 * length / size, 64)) * size
+  local target = math.min(chunk, math.max(pages, 2 * length / size, 16)) * size
   if length == 0 then
     redis.call("SETRANGE", key, target - 1, "\0")
   else

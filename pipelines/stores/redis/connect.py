@@ -51,6 +51,9 @@ def redis_store(policy: Policy, client: redis.Redis | RedisCluster, key: str, sc
         if is_cluster(client):
             raise ValueError(CRAWL_SCOPE_ON_CLUSTER.format(url="SIMHASH_DEDUP_REDIS_URL"))
         return RedisStore(policy, client, key, scheme, expire_seconds, decisions, texts)
+    if "{" in key or "}" in key:  # Redis would take the key's braces for the hash tag: every site on one node
+        raise ValueError(f"SIMHASH_DEDUP_REDIS_KEY {key!r} holds braces; in {scope.value} scope each site's keys "
+                         f"carry their own hash tag: give a key without braces")
     return SiteRedisStores(policy, client, key, scheme, scope, budget, expire_seconds, decisions, texts)
 
 
