@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import random
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -15,11 +16,14 @@ import pytest
 from crawler.local_site import serve_directory
 from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.matching.scope import Scope, site_key
+from scrapy_simhash_dedup.stores.errors import CheckedLocally
 from scrapy_simhash_dedup.stores.redis.connect import connect, redis_store
+from scrapy_simhash_dedup.stores.redis.guard import RETRY_SECONDS
 from scrapy_simhash_dedup.stores.redis.sites import site_prefix
 
 from .redis_cluster import RedisCluster
 from .test_persistence import ARTICLES, start_crawl, wait_for_kept, write_clusters
+from .test_redis import clusters
 from .test_scope import HOSTS, PIPELINE, SITES, kept_by, one_filter_per_site, pages_over_sites
 
 
@@ -159,3 +163,65 @@ def test_a_master_lost_mid_crawl_loses_no_kept_page_and_lets_no_copy_through(red
     if fault.startswith("restarted"):
         assert "wrote back the" in log
     print(fault, {name: value for name, value in result["stats"].items() if "locally" in name or "unchecked" in name})
+
+
+def pages_on_masters(cluster: RedisCluster, key: str, seed: int) -> tuple[list, set[int]]:
+    """Unique pages over many sites (a page each), and the masters their sites' keys lie on."""
+    pages = [(url.replace("https://example.com", f"http://site{n}.com"), page)
+             for n, cluster_pages in enumerate(clusters(60, 1, seed)) for url, page in cluster_pages]
+    masters = {cluster.master_of(f"{site_prefix(key, site_key(url, Scope.SITE))}:meta") for url, _ in pages}
+    return pages, masters
+
+
+def test_a_master_without_the_script_gets_it_and_the_others_pages_of_the_round_stay_kept(redis_cluster) -> None:
+    """Scripts are not replicated: a promoted replica lacks it.  Flushed on one master, its calls of a round
+    fail while the other masters keep their pages: those are not checked again (they would be copies of
+    themselves), the script is loaded, and every page is kept once."""
+    pages, masters = pages_on_masters(redis_cluster, "noscript", seed=13)
+    assert len(masters) == 3
+    store = redis_store(Policy(), connect(redis_cluster.url), "noscript", "test", Scope.SITE, None)
+    store.open()
+    assert store.check_and_add_many(pages[:30]) == [None] * 30  # the script loaded on every master
+    redis_cluster.node(sorted(masters)[0]).script_flush()
+    assert store.check_and_add_many(pages[30:]) == [None] * 30
+    fresh = redis_store(Policy(), connect(redis_cluster.url), "noscript", "test", Scope.SITE, None)
+    assert all(match is not None and match.duplicate for match in fresh.check_and_add_many(pages))
+
+
+def replica_of(cluster: RedisCluster, master: int) -> int:
+    """The port of ``master``'s replica: the node whose master is ``master``'s id (``CLUSTER SLOTS`` names it)."""
+    with cluster.node(master) as node:
+        ids = {int(port): ident.decode() for _, _, (_, port, ident, *_), *_ in node.execute_command("CLUSTER SLOTS")}
+    return next(port for port, _, of in cluster.nodes_view() if of == ids[master])
+
+
+def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_the_rest_back(
+        redis_cluster) -> None:
+    """A master and its replica both killed: the batch's pages on the other masters are decided there, those on
+    the lost one checked locally (none dropped as a copy of itself); the two nodes back empty, the crawler writes
+    its replicas of their sites back and adds the pages kept meanwhile: every page is in the cluster."""
+    pages, masters = pages_on_masters(redis_cluster, "partial", seed=14)
+    store = redis_store(Policy(), connect(seeds(redis_cluster)), "partial", "test", Scope.SITE, None)
+    store.open()
+    assert store.check_and_add_many(pages[:20]) == [None] * 20
+    lost = sorted(masters)[0]
+    replica = replica_of(redis_cluster, lost)
+    redis_cluster.kill(replica)
+    redis_cluster.kill(lost)
+    try:
+        with pytest.raises(CheckedLocally) as checked:
+            store.check_and_add_many(pages[20:40])
+        assert checked.value.matches == [None] * 20  # unique pages: none dropped as a copy of itself
+        decided_there = [url for url, _ in pages[20:40]
+                         if redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") != lost]
+        assert decided_there  # (the other masters' pages of the batch are in Redis already)
+    finally:
+        redis_cluster.restart(lost)
+        redis_cluster.restart(replica)
+    time.sleep(RETRY_SECONDS)
+    assert store.check_and_add_many(pages[40:]) == [None] * 20
+    fresh = redis_store(Policy(), connect(seeds(redis_cluster)), "partial", "test", Scope.SITE, None)
+    missing = [(n, url, redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") == lost)
+               for n, ((url, _), match) in enumerate(zip(pages, fresh.check_and_add_many(pages)))
+               if match is None or not match.duplicate]
+    assert not missing

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import time
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,6 +22,7 @@ from scrapy_simhash_dedup.matching.scope import Scope, site_key
 from scrapy_simhash_dedup.stores.base import Store
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.stores.redis.connect import connect, redis_store
+from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 from scrapy.settings import Settings
 
@@ -115,7 +117,7 @@ def test_a_redis_store_in_site_scope_decides_as_one_filter_per_site(redis_url: s
     expected = one_filter_per_site(pages, Scope.SITE)
     store = redis_store(Policy(), connect(redis_url), "scope-single", "test", Scope.SITE, 20_000)
     store.open()
-    assert set(kept_by(store, pages, batch=25)) == expected
+    assert set(kept_by(store, pages, batch=3)) == expected  # (a batch's sites are in use: never let go)
     assert store.sites.dropped > 0
     again = redis_store(Policy(), connect(redis_url), "scope-single", "test", Scope.SITE, None)
     assert all(dropped(match) for match in again.check_and_add_many(pages[:100]))  # every page is in Redis
@@ -210,3 +212,71 @@ def test_a_crawl_of_several_sites_keeps_what_a_crawl_of_each_site_keeps(tmp_path
     assert all(dropped["duplicate_of"].split("/")[2].split(":")[0] == dropped["url"].split("/")[2].split(":")[0]
                for dropped in together["dropped"])  # each copy dropped for a page of its own site
     assert len(crawl_scope["kept"]) == ARTICLES  # crawl scope, as before: one page of each article in all
+
+
+def test_idle_sites_keep_the_sites_in_use_and_the_pinned_ones() -> None:
+    from scrapy_simhash_dedup.matching.scoped import IdleSites
+
+    opened: list[str] = []
+    sites = IdleSites(lambda site: opened.append(site) or site, lambda held: 100, budget=250,
+                      pinned=lambda site: site == "p")
+    sites.hold(["p"])
+    sites.hold(["a", "b", "c"])  # 400 bytes: over the budget, but all in use, and "p" pinned
+    assert set(sites.held) == {"p", "a", "b", "c"}
+    sites.hold(["d"])  # now a, b, c may go, oldest first, until 250 bytes hold
+    assert list(sites.held) == ["p", "d"] or list(sites.held) == ["p", "c", "d"]
+    assert sites.bytes <= 250 and sites.dropped >= 2
+    sites.hold(["a"])  # met again: opened again
+    assert opened.count("a") == 2
+
+
+def test_a_sqlite_site_let_go_with_a_page_not_confirmed_reads_it_back(tmp_path: Path) -> None:
+    """A kept page whose item is not through the pipelines yet is not in the file: its site, let go and read
+    back, still holds it (its copy is dropped), and it is written once confirmed."""
+    first, copy = clusters(1, 2, seed=9)[0]
+    others = [(url.replace("https://example.com", f"http://site{n}.com"), page)
+              for n, cluster in enumerate(clusters(60, 1, seed=10)) for url, page in cluster]
+    store = SqliteStore(Policy(), tmp_path / "s.sqlite", "test", commit_every=1, scope=Scope.SITE, budget=20_000)
+    assert store.check_and_add(*first) is None
+    row = len(store) - 1
+    kept_by(store, others)  # every other site confirmed and written; the first site let go
+    assert "example.com" not in store.matcher.sites.held
+    match = store.check_and_add(*copy)
+    assert dropped(match) and match.url == first[0]
+    store.confirm(row)
+    store.close()
+    again = SqliteStore(Policy(), tmp_path / "s.sqlite", "test", scope=Scope.SITE)
+    assert dropped(again.check_and_add(*copy))
+    again.close()
+
+
+def test_a_reset_in_site_scope_is_not_undone_by_a_crawler_still_running(redis_url: str) -> None:
+    """Another crawler's reset empties every site; a crawler that held a site's replica starts the site over
+    rather than writing its replica back."""
+    pages = pages_over_sites(6)
+    running = redis_store(Policy(), connect(redis_url), "scope-reset", "test", Scope.SITE, None)
+    kept_by(running, pages[:120], batch=20)
+    remove_redis_store(connect(redis_url), "scope-reset")
+    kept_by(running, pages[120:140], batch=20)
+    counts = sum(int(connect(redis_url).hget(key, "count") or 0)
+                 for key in connect(redis_url).scan_iter(match="scope-reset:*:meta"))
+    assert 0 < counts <= 20  # the pages checked after the reset only: no replica written back
+    assert len(set(kept_by(MemoryStore(Policy(), Scope.SITE), pages[:120]))) > 20
+
+
+def test_a_page_this_crawl_kept_is_not_taken_for_an_earlier_crawls_when_its_site_is_read_again(
+        redis_url: str) -> None:
+    earlier = redis_store(Policy(), connect(redis_url), "scope-remembered", "test", Scope.SITE, None)
+    earlier.open()
+    (old, old_copy), (new, new_copy) = clusters(2, 2, seed=11)
+    assert earlier.check_and_add(*old) is None
+    earlier.close()
+    time.sleep(1.1)  # the server's clock counts seconds
+    store = redis_store(Policy(), connect(redis_url), "scope-remembered", "test", Scope.SITE, 20_000)
+    store.open()
+    assert store.check_and_add(*new) is None
+    kept_by(store, [(url.replace("https://example.com", f"http://s{n}.net"), page)
+                    for n, cluster in enumerate(clusters(40, 1, seed=12)) for url, page in cluster])
+    assert "example.com" not in store.sites.held  # let go, read again below
+    assert store.check_and_add(*new_copy).remembered is False
+    assert store.check_and_add(*old_copy).remembered is True

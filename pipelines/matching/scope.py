@@ -29,7 +29,7 @@ def site_key(url: str, scope: Scope) -> str:
     if scope is Scope.CRAWL:
         return ""
     try:
-        host = urlsplit(url).hostname or ""
+        host = (urlsplit(url).hostname or "").rstrip(".")  # (example.com. is example.com)
     except ValueError:  # a malformed URL (a bad IPv6 literal): its pages are one site
         host = ""
     return host if scope is Scope.HOST else registrable_domain(host)

@@ -8,7 +8,7 @@ calls with the store's own row numbers."""
 from __future__ import annotations
 
 from array import array
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Generic, TypeVar
@@ -30,9 +30,9 @@ SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class IdleSites(Generic[T]):
-    """What a process holds per site (a matcher, a replica), opened when a site is first met (``get``) and let
-    go, least recently used first, while their bytes pass ``budget`` (never without one); a site that
-    ``pinned`` says must stay (pages not written yet) stays, and so does the site being used."""
+    """What a process holds per site (a matcher, a replica), opened when a site is first met (``hold``) and let
+    go, least recently used first, while their bytes pass ``budget`` (never without one); the sites in use (the
+    last ``hold``'s) and those ``pinned`` says must stay (pages kept while Redis was down) stay."""
 
     def __init__(self, open_site: Callable[[str], T], size: Callable[[T], int], budget: int | None,
                  pinned: Callable[[str], bool] = lambda site: False) -> None:
@@ -42,45 +42,53 @@ class IdleSites(Generic[T]):
         self.pinned = pinned
         self.held: OrderedDict[str, T] = OrderedDict()
         self._sizes: dict[str, int] = {}
-        self.bytes = 0  # the held sites' sizes when last measured (a site is measured when it is used next)
+        self.bytes = 0  # the held sites' sizes when last measured (the sites in use: at the next ``hold``)
         self.opened = 0  # sites opened, counting those opened again after they were let go
         self.dropped = 0  # sites let go
-        self._last: str | None = None
+        self._in_use: list[str] = []
+        self._stuck_at: int | None = None  # bytes when nothing could be let go (not tried again below ~1/8 more)
 
-    def get(self, site: str) -> T:
-        """The site's holding, opened if it is not held; the last site used is measured, then sites are let go
-        until the budget holds."""
-        self._measure(self._last)
-        held = self.held.get(site)
-        if held is None:
-            held = self.held[site] = self.open_site(site)
-            self.opened += 1
+    def hold(self, sites: list[str]) -> list[T]:
+        """The sites' holdings, each opened if it is not held; the sites of the last call are measured (they
+        grew meanwhile), then sites are let go until the budget holds, never those of this call."""
+        for site in self._in_use:
             self._measure(site)
-        else:
-            self.held.move_to_end(site)
-        self._last = site
-        self._fit(site)
-        return held
+        holdings = []
+        for site in sites:
+            held = self.held.get(site)
+            if held is None:
+                held = self.held[site] = self.open_site(site)
+                self.opened += 1
+                self._measure(site)
+            else:
+                self.held.move_to_end(site)
+            holdings.append(held)
+        self._in_use = sites
+        self._fit(set(sites))
+        return holdings
 
     def __len__(self) -> int:
         return len(self.held)
 
-    def _measure(self, site: str | None) -> None:
-        if site is not None and site in self.held:
+    def _measure(self, site: str) -> None:
+        if site in self.held:
             size = self.size(self.held[site])
             self.bytes += size - self._sizes.get(site, 0)
             self._sizes[site] = size
 
-    def _fit(self, using: str) -> None:
+    def _fit(self, using: set[str]) -> None:
         if self.budget is None or self.bytes <= self.budget:
             return
+        if self._stuck_at is not None and self.bytes < self._stuck_at * 9 // 8:
+            return  # every site was in use or pinned a moment ago: not searched again for each page
         for site in list(self.held):
             if self.bytes <= self.budget:
                 break
-            if site != using and not self.pinned(site):
+            if site not in using and not self.pinned(site):
                 del self.held[site]
                 self.bytes -= self._sizes.pop(site, 0)
                 self.dropped += 1
+        self._stuck_at = self.bytes if self.bytes > self.budget else None
 
 
 class RowsOfSite:
@@ -114,8 +122,9 @@ class SiteMatcher:
 class ScopedMatchers:
     """The store's kept pages as one ``Matcher`` per site (``scope``): the calls a store makes of its matcher
     (``check_and_add``, ``matches``, ``rows``, ``remembered``), with the store's row numbers.  A site met for
-    the first time is read back by ``load`` (its rows in the store, e.g. a SQLite file; none if not given); with
-    a ``budget`` the sites idle longest are let go, but those with pages not written yet (``unwritten``)."""
+    the first time is read back by ``load`` (its rows in the store, e.g. a SQLite file; none if not given), and
+    with the pages it kept that the store has not written yet (``unwritten``); with a ``budget`` the sites idle
+    longest are let go."""
 
     def __init__(self, policy: Policy, scope: Scope, pages: KeptPages, budget: int | None = None,
                  load: Callable[[str], SiteRows] | None = None, first_row: int = 0, remembered: int = 0) -> None:
@@ -125,15 +134,16 @@ class ScopedMatchers:
         self.load = load
         self.rows = first_row  # the store's next row
         self.remembered = remembered  # store rows below this one were kept by an earlier crawl
-        self.sites: IdleSites[SiteMatcher] = IdleSites(self._open, SiteMatcher.memory_bytes, budget, self._pinned)
-        # store rows of pages kept, not written yet (a store that reads sites back) -> their site and site row
-        self._unwritten: dict[int, tuple[str, int]] = {}
-        self._unwritten_sites: Counter[str] = Counter()
+        self.sites: IdleSites[SiteMatcher] = IdleSites(self._open, SiteMatcher.memory_bytes, budget)
+        # pages kept, not written yet, of a store that reads sites back: per site, store row -> fingerprints, flags
+        # (read back with the site's written rows when a site let go is met again)
+        self._unwritten: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._site_of_unwritten: dict[int, str] = {}
 
     def check_and_add(self, url: str, page: Fingerprint) -> tuple[Match | None, int | None]:
         """As ``Matcher.check_and_add``, against the pages of ``url``'s site only."""
         site = site_key(url, self.scope)
-        held = self.sites.get(site)
+        (held,) = self.sites.hold([site])
         match, local = held.matcher.check_and_add(url, page)
         match = self._in_store_rows(held, match)
         if local is None:
@@ -142,13 +152,14 @@ class ScopedMatchers:
         self.rows += 1
         held.rows.append(row)
         if self.load is not None:  # (a store in memory writes nothing)
-            self._unwritten[row] = (site, local)
-            self._unwritten_sites[site] += 1
+            self._unwritten.setdefault(site, {})[row] = (held.matcher.fingerprints[local].copy(),
+                                                          held.matcher.present[local].copy())
+            self._site_of_unwritten[row] = site
         return match, row
 
     def matches(self, url: str, page: Fingerprint) -> Iterator[tuple[int, Match]]:
         """Every kept row of ``url``'s site near the page and how (``Matcher.matches``), in store rows."""
-        held = self.sites.get(site_key(url, self.scope))
+        (held,) = self.sites.hold([site_key(url, self.scope)])
         for local, match in held.matcher.matches(page):
             yield held.rows[local], self._in_store_rows(held, match)
 
@@ -156,36 +167,37 @@ class ScopedMatchers:
         """The fingerprints, present flags and sites of store rows kept and not written yet (in that order)."""
         fingerprints = np.zeros((len(rows), 2), dtype=np.uint64)
         present = np.zeros((len(rows), 3), dtype=bool)
-        sites = []
-        for n, row in enumerate(rows):
-            site, local = self._unwritten[row]
-            matcher = self.sites.held[site].matcher  # held: a site with unwritten rows is never let go
-            fingerprints[n], present[n] = matcher.fingerprints[local], matcher.present[local]
-            sites.append(site)
+        sites = [self._site_of_unwritten[row] for row in rows]
+        for n, (row, site) in enumerate(zip(rows, sites)):
+            fingerprints[n], present[n] = self._unwritten[site][row]
         return fingerprints, present, sites
 
     def written(self, rows: list[int]) -> None:
-        """These rows are in the store now: their sites may be let go and read back."""
+        """These rows are in the store now: read back from it with their site."""
         for row in rows:
-            if (where := self._unwritten.pop(row, None)) is not None:
-                self._unwritten_sites[where[0]] -= 1
-                if not self._unwritten_sites[where[0]]:
-                    del self._unwritten_sites[where[0]]
+            site = self._site_of_unwritten.pop(row)
+            del self._unwritten[site][row]
+            if not self._unwritten[site]:
+                del self._unwritten[site]
 
     def memory_bytes(self) -> int:
         return self.sites.bytes
 
     def _open(self, site: str) -> SiteMatcher:
+        """A site's matcher, with its rows read back (written, and kept not written yet) in store order."""
         held = SiteMatcher(self.policy, self.pages)
         if self.load is not None:
             rows, fingerprints, present = self.load(site)
+            if unwritten := self._unwritten.get(site):
+                rows = np.concatenate([rows, np.fromiter(unwritten, dtype=np.int64, count=len(unwritten))])
+                fingerprints = np.concatenate([fingerprints, np.array([f for f, _ in unwritten.values()])])
+                present = np.concatenate([present, np.array([p for _, p in unwritten.values()])])
+                order = np.argsort(rows, kind="stable")
+                rows, fingerprints, present = rows[order], fingerprints[order], present[order]
             held.rows.extend(rows.tolist())
             held.matcher.load_rows(fingerprints, present)
             held.matcher.remembered = int(np.searchsorted(rows, self.remembered))
         return held
-
-    def _pinned(self, site: str) -> bool:
-        return site in self._unwritten_sites
 
     @staticmethod
     def _in_store_rows(held: SiteMatcher, match: Match | None) -> Match | None:

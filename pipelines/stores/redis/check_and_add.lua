@@ -123,7 +123,7 @@ local function room(key, size, pages)
   if length == 0 then
     redis.call("SETRANGE", key, target - 1, "\0")
   else
-    redis.call("SET", key, redis.call("GET", key) .. string.rep("\0", target - length), "KEEPTTL")
+    redis.call("SET", key, redis.call("GET", key) .. string.rep("\0", target - length))  -- (its TTL set below)
   end
 end
 

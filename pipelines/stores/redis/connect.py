@@ -60,5 +60,9 @@ def redis_store(policy: Policy, client: redis.Redis | RedisCluster, key: str, sc
 def _host_port(seed: str) -> tuple[str, int]:
     """A seed's host and port: a URL's, or ``host:port``."""
     address = seed.split("://", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0]
-    host, _, port = address.rpartition(":")
+    host, colon, port = address.rpartition(":")
+    if not colon or "]" in port:  # no port: "h2", "[::1]"
+        host, port = address, ""
+    if port and not port.isdigit():
+        raise ValueError(f"SIMHASH_DEDUP_REDIS_URL: {seed!r} is not host:port")
     return host.strip("[]") or "localhost", int(port or 6379)

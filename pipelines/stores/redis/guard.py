@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import redis
+from redis.exceptions import RedisClusterException
 
 from ..errors import StoreUnavailable
 
@@ -28,6 +29,6 @@ class RetryGuard:
             raise StoreUnavailable("Redis failed a moment ago; retrying soon")
         try:
             return action(*args)
-        except redis.RedisError as error:
+        except (redis.RedisError, RedisClusterException) as error:  # (a cluster's layout unreadable: not a RedisError)
             self._retry_at = time.monotonic() + RETRY_SECONDS
             raise StoreUnavailable(f"{type(error).__name__}: {error}") from error

@@ -34,10 +34,12 @@ def fixed(data: bytes, count: int, size: int) -> bytes:
 
 
 def remove_redis_store(client: redis.Redis, key: str) -> int:
-    """Delete every key of the store ``key`` (a reset), leaving a mark that says so: the processes still
-    using it start over, they do not write their replicas back (see ``heal.lua``).  Returns how many keys."""
+    """Delete every key of the store ``key`` (a reset), leaving a mark on its meta hashes (a site's too, in site
+    scope) that says so: the processes still using it start over, they do not write their replicas back (see ``heal.lua``).  Returns how many keys."""
     keys = list(client.scan_iter(match=f"{key}:*", count=1000))
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])
-    client.hset(f"{key}:meta", "reset", int(time.time()))
+    now = int(time.time())
+    for meta in {f"{key}:meta".encode(), *(name for name in keys if name.endswith(b":meta"))}:  # (a site's too)
+        client.hset(meta, "reset", now)
     return len(keys)

@@ -34,7 +34,9 @@ class Replica:
     (server clock) and the sketch; URLs are read from Redis when a match needs one."""
 
     def __init__(self, policy: Policy, client: redis.Redis, guard: RetryGuard, key: str, scheme: str,
-                 expire_seconds: int) -> None:
+                 expire_seconds: int, started: int | None = None) -> None:
+        """``started``: when the crawl started (server clock), for a replica read after it (a site's, met later
+        in the crawl, or met again): its rows kept before then are the earlier crawls'; else, all it reads first."""
         self.policy = policy
         self.client = client
         self.guard = guard
@@ -42,7 +44,9 @@ class Replica:
         self.meta = f"{key}:meta"
         self.scheme = scheme
         self.expire_seconds = expire_seconds
+        self.started = started
         self.epoch: bytes | None = None  # the store's epoch this replica reads (None: not opened)
+        self.lost = 0  # times the store was found lost (written back, or started over)
         self.clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
         # the distances pages are compared with new records at (-1: that part is not), here and in the script
@@ -90,6 +94,7 @@ class Replica:
             self.open()
         read: list[tuple[bytes, bytes]] = []  # appended at once: one sort of the replica
         rows = self.rows
+        self.set_clock(self.client.time()[0])  # (not in the pipeline: a cluster's pipeline holds a slot's keys)
         while True:
             chunk, offset = divmod(rows, CHUNK)
             pipe = self.client.pipeline(transaction=False)
@@ -97,7 +102,6 @@ class Replica:
             pipe.getrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, -1)
             pipe.getrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, -1)
             (epoch, count), data, sketches = pipe.execute()
-            self.set_clock(self.client.time()[0])  # (not in the pipeline: a cluster's pipeline holds a slot's keys)
             if epoch != self.epoch:  # the store is gone, or was created again
                 if not (self.rows and self._write_back()):
                     self._start_over()
@@ -114,9 +118,15 @@ class Replica:
             records, sketches = (b"".join(part) for part in zip(*read))
             self.append_records(np.frombuffer(records, dtype=RECORD), sketches)
         if first:  # what the store held when this crawl first read it, earlier crawls kept
-            self.matcher.remembered = self.rows
+            self.matcher.remembered = self.rows if self.started is None else self._stamped_before(self.started)
+
+    def _stamped_before(self, seconds: int) -> int:
+        """The first rows, those kept before ``seconds`` (server clock)."""
+        later = np.flatnonzero(np.frombuffer(self.stamps, dtype=np.uint32)[: self.rows] >= seconds)
+        return int(later[0]) if len(later) else self.rows
 
     def _start_over(self) -> None:
+        self.lost += 1
         logger.warning("simhash_dedup: the Redis store %s was created again (reset, or written back by another "
                        "crawler); reloading it", self.key)
         self.reset()
@@ -135,6 +145,7 @@ class Replica:
         if epoch is None:
             return False
         self.epoch = epoch
+        self.lost += 1
         logger.warning("simhash_dedup: the Redis store %s came back empty (Redis restarted without its data?); "
                        "this crawler wrote back the %d pages it knew", self.key, rows)
         return True

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from importlib.resources import files
 from typing import Any
 
 import numpy as np
 import redis
 from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, fixed_width
@@ -71,13 +72,14 @@ class RedisStore:
 
     def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0,
                  decisions: int = 100_000, texts: int = 1_000, guard: RetryGuard | None = None,
-                 log: RedisLog | None = None) -> None:
-        """``guard`` and ``log``: those of the crawl when this store is one of its sites' (``sites``)."""
+                 log: RedisLog | None = None, started: int | None = None) -> None:
+        """``guard``, ``log`` and ``started`` (``Replica``): the crawl's, when this store is one of its sites'
+        (``sites``)."""
         self.client = client
         self.key = key
         self.scheme = f"{scheme}/redis-layout={LAYOUT}"
         self.guard = guard or RetryGuard()
-        self.replica = Replica(policy, client, self.guard, key, self.scheme, expire_seconds)
+        self.replica = Replica(policy, client, self.guard, key, self.scheme, expire_seconds, started)
         self.log = log or RedisLog(client, self.guard, key, decisions, texts)
         self.local = LocalChecks(policy)
 
@@ -141,21 +143,21 @@ class RedisStore:
             pass
         self.client.close()
 
-    def checks(self, pages: list[tuple[str, Fingerprint]]) -> Steps:
+    def checks(self, pages: list[tuple[str, Fingerprint]], decided: list[Match | None]) -> Steps:
         """The check-and-add of ``pages`` as steps: each yields the script's arguments and takes its reply
-        (``run_steps`` runs the steps of several stores in one round trip); returns each page's match."""
+        (``run_steps`` runs the steps of several stores in one round trip); returns each page's match, appended
+        to ``decided`` as soon as Redis decided it (if a later step fails, those pages are in Redis)."""
         if self.replica.epoch is None:
             self.replica.sync()
-        results: list[Match | None] = []
         for start in range(0, len(pages), MAX_BATCH):
             checked = None
             while checked is None:  # None: the replica was brought up to date first
                 checked = yield from self._check(pages[start : start + MAX_BATCH])
-            results += checked
-        return results
+            decided += checked
+        return decided
 
     def _check_all(self, pages: list[tuple[str, Fingerprint]]) -> list[Match | None]:
-        return run_steps(self.client, [self.checks(pages)])[0]
+        return run_steps(self.client, [self.checks(pages, [])])[0]
 
     def _add_lost(self, count: int) -> None:
         """The log ends at ``count``, before pages this replica read (a replica promoted without them, its master
@@ -214,42 +216,62 @@ class RedisStore:
 
 
 def check_in_stores(work: list[tuple[RedisStore, list[tuple[str, Fingerprint]]]], guard: RetryGuard,
-                    log: RedisLog) -> list[list[Match | None]]:
-    """Each store's pages checked and added (``RedisStore.checks``), the script calls of all stores sent together.
+                    log: RedisLog, waiting: Iterable[RedisStore] = ()) -> list[list[Match | None]]:
+    """Each store's pages checked and added (``RedisStore.checks``), the script calls of all stores sent together;
+    first, the pages kept while Redis was down are added, those of the stores of ``work`` and of ``waiting``.
 
     When Redis fails (and for ``RETRY_SECONDS`` after), raises ``CheckedLocally`` with each page's match (in
-    order, store after store) against its store's replica and the pages it kept meanwhile: the pages kept then
-    are added first when Redis answers again (up to ``MAX_UNCHECKED`` a store), so that their later copies are
-    still caught, here and in the other processes."""
+    order, store after store): the pages a store decided in Redis before the failure keep their matches, the
+    others are checked against its replica and the pages it kept meanwhile, which are added first when Redis
+    answers again (up to ``MAX_UNCHECKED`` a store), so that their later copies are still caught, here and in
+    the other processes."""
+    decided: list[list[Match | None]] = [[] for _ in work]
     try:
-        for store, _ in work:
+        for store in {id(store): store for store in [*(store for store, _ in work), *waiting]}.values():
             store.local.add_back(lambda batch, store=store: guard.call(store._check_all, batch), MAX_BATCH)
-        return guard.call(lambda: run_steps(work[0][0].client, [store.checks(pages) for store, pages in work]))
+        if not work:
+            return []
+        return guard.call(lambda: run_steps(work[0][0].client, [store.checks(pages, done)
+                                                               for (store, pages), done in zip(work, decided)]))
     except StoreUnavailable as error:
-        matches = [match for store, pages in work for match in store.local.check(store.replica.matcher, pages)]
+        matches = [match for (store, pages), done in zip(work, decided)
+                   for match in done + store.local.check(store.replica.matcher, pages[len(done):])]
         raise CheckedLocally(str(error), matches) from None
     finally:
         log.send()
 
 
+#: Times the script is loaded again in one ``run_steps`` (a node without it: restarted, or a replica promoted).
+SCRIPT_LOADS = 2
+
+
 def run_steps(client: redis.Redis, steps: list[Steps]) -> list[list[Match | None]]:
     """Run the stores' steps together: each round, one pipeline of the script calls they wait on (on a cluster,
-    one per node), until every store has its matches."""
+    one per node), until every store has its matches.  A call that failed raises its error once every call
+    answered has been taken in (their pages are in Redis: their replicas know it)."""
     results: list[list[Match | None] | None] = [None] * len(steps)
     waiting: dict[int, list] = {}
     for n, step in enumerate(steps):
         _advance(step, None, n, waiting, results)
+    loads = 0
     while waiting:
-        replies = _script_calls(client, list(waiting.values()))
-        if any(isinstance(reply, redis.exceptions.NoScriptError) for reply in replies):
-            client.script_load(_SCRIPT)  # (a server restarted, or a replica promoted: scripts are not replicated)
-            continue
-        for reply in replies:
-            if isinstance(reply, Exception):
-                raise reply
         answered, waiting = waiting, {}
-        for (n, _), reply in zip(answered.items(), replies):
-            _advance(steps[n], reply, n, waiting, results)
+        failure: Exception | None = None
+        without_script = False
+        for (n, args), reply in zip(answered.items(), _script_calls(client, list(answered.values()))):
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                waiting[n], without_script = args, True  # sent again once the script is loaded
+            elif isinstance(reply, Exception):
+                failure = failure or reply
+            else:
+                _advance(steps[n], reply, n, waiting, results)
+        if failure is not None:
+            raise failure
+        if without_script:
+            if loads == SCRIPT_LOADS:
+                raise redis.exceptions.NoScriptError("the check-and-add script cannot be loaded")
+            loads += 1
+            client.script_load(_SCRIPT)  # (scripts are not replicated: a promoted replica lacks it)
     return results  # type: ignore[return-value]
 
 
@@ -279,8 +301,8 @@ def _script_calls(client: redis.Redis | RedisCluster, calls: list[list]) -> list
     for n, reply in enumerate(replies):
         if isinstance(reply, redis.RedisError) and not isinstance(reply, redis.exceptions.NoScriptError):
             try:
-                replies[n] = client.evalsha(_SHA, 1, *calls[n])  # (raises if the cluster cannot take it either)
-            except redis.exceptions.NoScriptError as error:  # a replica promoted: the script is loaded next
+                replies[n] = client.evalsha(_SHA, 1, *calls[n])
+            except (redis.RedisError, RedisClusterException) as error:  # the cluster cannot take it either
                 replies[n] = error
     return replies
 
