@@ -225,3 +225,33 @@ def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_
                for n, ((url, _), match) in enumerate(zip(pages, fresh.check_and_add_many(pages)))
                if match is None or not match.duplicate]
     assert not missing
+
+
+def test_fail_closed_stops_the_crawl_when_a_site_s_master_and_replica_are_lost(redis_cluster, tmp_path: Path) -> None:
+    """A site whose slots have no node left: its items are dropped as unchecked and the spider closes, as
+    with a single server down; no item reaches the output unchecked."""
+    root = tmp_path / "site"
+    root.mkdir()
+    names = write_clusters(root)
+    key = "fail-closed"
+    with ExitStack() as stack:
+        bases = serve_sites(stack, root)
+        urls = [base + name for name in names for base in bases]
+        process = start_crawl(tmp_path, urls, site_settings(redis_cluster, key, SIMHASH_DEDUP_FAIL_MODE="closed",
+                                                            DOWNLOAD_DELAY=0.2, CONCURRENT_REQUESTS=1))
+        wait_for_kept(tmp_path, 3)
+        master = redis_cluster.master_of(f"{site_prefix(key, SITES[0])}:meta")
+        replica = replica_of(redis_cluster, master)
+        redis_cluster.kill(replica)
+        redis_cluster.kill(master)
+        try:
+            _, log = process.communicate(timeout=300)
+        finally:
+            redis_cluster.restart(master)
+            redis_cluster.restart(replica)
+    assert process.returncode == 0, log[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["stats"]["finish_reason"] == "simhash_dedup_store_unavailable" and "Traceback" not in log
+    unchecked = [dropped["url"] for dropped in result["dropped"] if dropped.get("unchecked")]
+    assert unchecked and not set(unchecked) & set(result["kept"])
+    assert all("/a" in url for url in result["kept"])  # every item kept was checked: no copy among them
