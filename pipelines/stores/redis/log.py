@@ -99,6 +99,31 @@ class RedisLog:
                       approximate=False)  # exact: a few large entries, bounded by their count
 
 
+class LoggedInRedis:
+    """The ``Store`` calls a Redis store answers with its log (``log``), and the confirmation of a kept page, which
+    waits for nothing (the page is in Redis at once): the same for one log of a crawl and for a store per site."""
+
+    log: RedisLog
+
+    def confirm(self, row: int) -> None:
+        """Nothing waits: the page is in Redis."""
+
+    def record(self, decision: Decision) -> None:
+        self.log.record(decision)
+
+    def record_skip(self, skip: Skip) -> None:
+        self.log.record_skip(skip)
+
+    def record_alias(self, alias: Alias) -> None:
+        self.log.record_alias(alias)
+
+    def save_rules(self, rules: list[Rule]) -> None:
+        self.log.save_rules(rules)
+
+    def save_run(self, run: dict[str, Any]) -> None:
+        self.log.save_run(run)
+
+
 def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
     """The decision log and the runs kept under ``key`` (texts joined from ``<key>:texts``)."""
     texts = {}

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
 
 import redis
 
 from ...fingerprint.fingerprinter import Fingerprint
-from ...matching.decision_log import Alias, Decision, Skip
 from ...matching.policy import Match, Policy, dropped
 from ...matching.scope import Scope, site_key
 from ...matching.scoped import SITE_OVERHEAD, IdleSites
 from ...matching.urlrules import Rule
 from ..errors import CheckedLocally, StoreUnavailable
 from .guard import RetryGuard
-from .log import RedisLog, read_redis_rules
+from .log import LoggedInRedis, RedisLog, read_redis_rules
 from .store import RedisStore, check_in_stores
 
 
@@ -30,7 +28,7 @@ def site_prefix(key: str, site: str) -> str:
     return f"{key}:{{{site.replace('{', '_').replace('}', '_') or '_'}}}"  # ("{}" is no hash tag: a site "" is "_")
 
 
-class SiteRedisStores:
+class SiteRedisStores(LoggedInRedis):
     """A ``Store`` of one ``RedisStore`` per site (``site_prefix``), sharing the crawl's connection, retry guard and
     log.  Rows are this process's kept pages, numbered in the order it kept them (a site's replica numbers its
     own log); pages kept while Redis could not be reached keep their site's replica held until they are added."""
@@ -111,24 +109,6 @@ class SiteRedisStores:
         for n, match in zip(order, matches):
             results[n] = match if match is None or match.kept_row is None else replace(match, kept_row=None)
         return results
-
-    def confirm(self, row: int) -> None:
-        """Nothing waits: the page is in Redis."""
-
-    def record(self, decision: Decision) -> None:
-        self.log.record(decision)
-
-    def record_skip(self, skip: Skip) -> None:
-        self.log.record_skip(skip)
-
-    def record_alias(self, alias: Alias) -> None:
-        self.log.record_alias(alias)
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        self.log.save_rules(rules)
-
-    def save_run(self, run: dict[str, Any]) -> None:
-        self.log.save_run(run)
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:
         """The crawl's URL rules (the URLs of the last pages kept are a site's, not read here)."""

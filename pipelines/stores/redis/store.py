@@ -32,7 +32,6 @@ import hashlib
 import logging
 from collections.abc import Generator, Iterable
 from importlib.resources import files
-from typing import Any
 
 import numpy as np
 import redis
@@ -41,7 +40,6 @@ from redis.exceptions import RedisClusterException
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, fixed_width
-from ...matching.decision_log import Alias, Decision, Skip
 from ...matching.indexloops import near_any
 from ...matching.matcher import fingerprint_rows
 from ...matching.policy import Match, Policy, dropped
@@ -49,7 +47,7 @@ from ...matching.urlrules import FETCHED_URLS, Rule
 from ..errors import CheckedLocally, StoreUnavailable
 from .guard import RetryGuard
 from .keys import CHUNK, LAYOUT, RECORD, pack_record
-from .log import RedisLog, read_redis_rules
+from .log import LoggedInRedis, RedisLog, read_redis_rules
 from .outage import LocalChecks
 from .replica import Replica
 
@@ -64,7 +62,7 @@ _SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
 Steps = Generator[list, list, list[Match | None]]
 
 
-class RedisStore:
+class RedisStore(LoggedInRedis):
     """A ``Store`` shared by every process that uses the same Redis key: the check-and-add protocol with
     ``check_and_add.lua``, over the parts that keep the replica, the outage's pages and the log."""
 
@@ -106,24 +104,6 @@ class RedisStore:
         are still caught, here and in the other processes.
         """
         return check_in_stores([(self, pages)], self.guard, self.log)[0]
-
-    def confirm(self, row: int) -> None:
-        """Nothing waits: the page is in Redis."""
-
-    def record(self, decision: Decision) -> None:
-        self.log.record(decision)
-
-    def record_skip(self, skip: Skip) -> None:
-        self.log.record_skip(skip)
-
-    def record_alias(self, alias: Alias) -> None:
-        self.log.record_alias(alias)
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        self.log.save_rules(rules)
-
-    def save_run(self, run: dict[str, Any]) -> None:
-        self.log.save_run(run)
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:
         """The rules under ``<key>:rules`` and the URLs of the last ``FETCHED_URLS`` pages kept."""
