@@ -90,10 +90,13 @@ class Scored:
     visible: int | None  # distance of the visible-text SimHashes, when both pages are short
     visible_similarity: float | None  # and of their sketches
     anchors: dict[str, int | None]
+    judge: float | None = None  # the real sites' judge of a realistic change's pair (``same_document``)
 
     def ours(self, mode: str, content_distance: int, structure_distance: int, min_similarity: float) -> bool:
         policy = _policy(mode, content_distance, structure_distance, min_similarity)
-        content = self.content is not None and policy.content_match(self.content, self.sketches, *self.short)
+        content = self.content is not None and (
+            policy.content_match(self.content, self.sketches, *self.short)
+            or (self.pair.same_address and policy.recrawled(self.content, *self.sketches)))
         structure = self.structure is not None and self.structure <= structure_distance
         return {"both": content and structure, "content": content, "structure": structure, "either": content or structure}[mode]
 
@@ -110,7 +113,8 @@ def _policy(mode: str, content_distance: int, structure_distance: int, min_simil
     return Policy(Mode(mode), content_distance, structure_distance, min_similarity)
 
 
-def score(pairs: list[sets.Pair], results: dict[str, PageResult]) -> list[Scored]:
+def score(pairs: list[sets.Pair], results: dict[str, PageResult], judges: dict[tuple[str, str], float]
+          ) -> list[Scored]:
     scored = []
     for pair in pairs:
         a, b = results[pair.a], results[pair.b]
@@ -128,6 +132,7 @@ def score(pairs: list[sets.Pair], results: dict[str, PageResult]) -> list[Scored
             hamming(a.visible_simhash, b.visible_simhash) if both_short else None,
             similarity(a.visible_sketch, b.visible_sketch) if both_short else None,
             {n: None if a.anchors[n] is None or b.anchors[n] is None else hamming(a.anchors[n], b.anchors[n]) for n in ANCHORS},
+            judges.get((pair.a, pair.b)),
         ))
     return scored
 
@@ -216,20 +221,24 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
     rows, out["changes"] = [], {}
     for group, items in sorted(changes.items()):
         for language in ("en+", "zh"):
-            part = [s for s in items if s.language == language and has_own_text(s)]
+            part = [s for s in items if s.language == language and has_own_text(s) and same_document(s)]
+            apart = [s for s in items if s.language == language and has_own_text(s) and not same_document(s)]
             short = [s for s in items if s.language == language and any(s.short)]
-            if not part:
+            if not part and not apart:
                 continue
-            recall = {"ours_default": sum(s.default() for s in part) / len(part)}
-            recall |= {n: sum(s.anchor(n, 3) for s in part) / len(part) for n in ANCHORS}
-            caught = sum(s.default() for s in short)
+            recall = {"ours_default": sum(s.default() for s in part) / max(1, len(part))}
+            recall |= {n: sum(s.anchor(n, 3) for s in part) / max(1, len(part)) for n in ANCHORS}
+            caught, apart_caught = sum(s.default() for s in short), sum(s.default() for s in apart)
             out["changes"][f"{group}/{language}"] = recall | {"pairs": len(part), "short_pairs": len(short),
-                                                              "short_caught": caught}
+                                                              "short_caught": caught, "other_or_close_pairs": len(apart),
+                                                              "other_or_close_dropped": apart_caught}
             rows.append([group.removeprefix("change:"), language, len(part)] + [f"{v:.3f}" for v in recall.values()]
-                        + [f"{caught} of {len(short)}"])
-    table("Realistic changes: recall over the pairs of pages with own text (ours at the defaults; anchors at "
-          "distance 3, exact at 0), and short pages apart (compared by their exact visible text)",
-          ["change", "language", "pairs", "ours", *ANCHORS, "short pages caught"], rows)
+                        + [f"{apart_caught} of {len(apart)}", f"{caught} of {len(short)}"])
+    table("Realistic changes: recall over the pairs of pages with own text that the real sites' judge calls the "
+          "same document (ours at the defaults; anchors at distance 3, exact at 0); pairs it calls another document "
+          "or close, and short pages (compared by their exact visible text), apart",
+          ["change", "language", "pairs", "ours", *ANCHORS, "judged other or close: dropped", "short pages caught"],
+          rows)
 
     out["short_rules"] = short_page_rules(scored)
     out["grid"] = choosing_defaults(scored)
@@ -293,14 +302,18 @@ def short_page_rules(scored: list[Scored]) -> list[dict]:
 
 #: The sets of realistic changes the recall bar holds for: edits, encyclopedic edits, pages saved again, small
 #: pages reworded.
-REALISTIC = ("changes", "encyclopedic", "resaved", "profiles")
+REALISTIC = ("changes", "encyclopedic", "resaved", "profiles", "chrome")
 
 
-#: Recall every realistic kind of change must reach, but the kinds only reported: one sentence reworded in a text
-#: of three changes it as much as sibling pages of one template differ (the rules that caught them dropped other
-#: documents on real sites: precision comes first).
+#: Recall every realistic kind of change must reach, counted over the pairs the real sites' judge calls the same
+#: document (``real_sites.SAME_DOCUMENT``); a pair below is another document or close by the judge's line, reported
+#: apart (an edit that changes a third of a three-sentence stub makes one).
 RECALL_BAR = 0.95
-REPORTED_ONLY = ("stub_reworded", "profile_reworded")
+
+
+def same_document(s: Scored) -> bool:
+    """Is the pair of a realistic change the same document by the real sites' judge?"""
+    return s.judge is None or s.judge >= real_sites.SAME_DOCUMENT
 #: The share of a re-crawl's unchanged pages that must be dropped as their first versions.
 RECRAWL_BAR = 0.99
 
@@ -312,11 +325,17 @@ def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]], sites: dict[
     same_site = {key: r for key, r in out["sets"].items() if key.endswith("/same-site")}
     ours = {site: rows["ours"] for site, rows in sites.items()}
     default_webis = next(row["ours"] for row in out["webis_curve"] if row["distance"] == DEFAULTS.content_distance)
-    changes = {}
+    changes, below = {}, {}
     for (source, group), items in by_source.items():
         own = [s for s in items if has_own_text(s) and s.pair.duplicate]
         if source in REALISTIC and own and group.removeprefix("resaved_") not in sets.UNMARKED_TOOLS:
-            changes[group.removeprefix("change:")] = sum(s.default() for s in own) / len(own)
+            same = [s for s in own if same_document(s)]
+            kind = group.removeprefix("change:")
+            if same:
+                changes[kind] = sum(s.default() for s in same) / len(same)
+            if len(same) < len(own):
+                below[kind] = f"{sum(s.default() for s in own if not same_document(s))} of {len(own) - len(same)}"
+    real_edited = {site: row.recrawl_edited[0] / max(1, row.recrawl_edited[1]) for site, row in ours.items()}
     copies = {f"{source}/{group}": out["sets"][f"{source}/{group}"]["recall"]
               for source, group in (("copies", "positive"), ("form-wrapped", "positive"), ("short", "positive"))}
     found = {
@@ -332,8 +351,12 @@ def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]], sites: dict[
         "Webis precision >= 0.90 at recall >= 0.80": {
             "figure": {"precision": default_webis["precision"], "recall": default_webis["recall"]},
             "holds": default_webis["precision"] >= 0.90 and default_webis["recall"] >= 0.80},
-        f"realistic changes: recall >= {RECALL_BAR} for every kind (pages with own text) but {', '.join(REPORTED_ONLY)}": {
-            "figure": changes, "holds": all(r >= RECALL_BAR for kind, r in changes.items() if kind not in REPORTED_ONLY)},
+        f"realistic changes: recall >= {RECALL_BAR} for every kind (pages with own text, pairs the judge calls the same "
+        f"document)": {"figure": changes, "holds": all(r >= RECALL_BAR for r in changes.values())},
+        "realistic changes, pairs the judge calls another document or close (reported: dropped of)": {
+            "figure": below, "holds": True},
+        f"real sites: edited re-crawl pages dropped >= {RECALL_BAR}": {
+            "figure": real_edited, "holds": all(r >= RECALL_BAR for r in real_edited.values())},
         "exact copies: every one caught": {"figure": copies, "holds": all(r == 1.0 for r in copies.values())},
     }
     print("\n## Bars at the default settings\n")
@@ -452,6 +475,7 @@ def labelled_pairs(data: Path, workers: int, cache: Path | None) -> tuple[list[S
     pages = sets.Pages()
     pairs = [
         *sets.same_site(data, pages),
+        *sets.same_address_other_document(data, pages),
         *sets.unrelated(data, pages, "trafilatura"),
         *sets.unrelated(data, pages, "article-extraction-benchmark"),
         *sets.resaved_pages(pages),
@@ -461,13 +485,24 @@ def labelled_pairs(data: Path, workers: int, cache: Path | None) -> tuple[list[S
         *sets.handbook(data, pages),
         *sets.realistic_changes(data, pages),
         *sets.encyclopedic_changes(data, pages),
+        *sets.chrome_swapped(data, pages),
         *sets.copies_of_every_page(data, pages),
         *sets.form_wrapped(data, pages),
         *sets.short_pages(data, pages),
         *sets.small_site_pages(data, pages),
     ]
     print(f"{len(pairs):,} pairs over {len(pages.html):,} pages; fingerprinting...", file=sys.stderr)
-    return score(pairs, fingerprint_all(pages, workers, cache)), pages.notes
+    results = fingerprint_all(pages, workers, cache)
+    return score(pairs, results, judged_changes(pairs, pages)), pages.notes
+
+
+def judged_changes(pairs: list[sets.Pair], pages: sets.Pages) -> dict[tuple[str, str], float]:
+    """The real sites' judge (``real_sites.judged``: Jaccard of the whole visible texts' word 5-shingles) of every
+    pair of a realistic change: the recall bar counts the pairs it calls the same document."""
+    shingled = real_sites.cached_shingles()
+    return {(pair.a, pair.b): pair.judge if pair.judge is not None else
+            real_sites.judged(pages.html[pair.a], pages.html[pair.b], shingled)
+            for pair in pairs if pair.source in REALISTIC and pair.duplicate}
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ class Pair:
     duplicate: bool
     group: str  # "same-site", "unrelated", "webis", "positive", "change:<kind>"
     source: str  # data set
+    same_address: bool = False  # the second page was met at the first one's address (a re-crawl)
+    #: what the real sites' judge says of the pair where it is known by construction (a chrome swap: the same
+    #: body); else the judge reads the two pages (``bench/quality.py``)
+    judge: float | None = None
 
 
 class Pages:
@@ -112,6 +116,17 @@ def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
         ids = [pages.add(f"gerapy/{kind}/{p.name}", p.read_bytes()) for p in sorted(folder.glob("*.html"))]
         redesign = {("gerapy/detail/ifeng_news1.html", "gerapy/detail/ifeng_news1_detail_20220630.html"): "redesign"}
         yield from all_pairs(ids, "same-site", "gerapy", redesign | SAME_ARTICLE_TWICE)
+
+
+def same_address_other_document(data: Path, pages: Pages) -> Iterator[Pair]:
+    """Another document at an address a kept page had (a home page whose stories changed, an address reused):
+    the same-site pairs of different articles, the second met at the first's address (call after
+    ``same_site``).  Every pair must be kept."""
+    for source, _, group in site_groups(data):
+        ids = [pages.add(page_id, html) for page_id, html in _group_pages(source, group).items()]
+        for pair in all_pairs(ids, "same-site", source, SAME_ARTICLE_TWICE):
+            if not pair.duplicate:
+                yield Pair(pair.a, pair.b, False, "same-site", "same-address", same_address=True)
 
 
 def unrelated(data: Path, pages: Pages, source: str) -> Iterator[Pair]:
@@ -567,6 +582,56 @@ def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
             yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True, f"change:{kind}", "changes")
 
 
+
+
+def _main_container(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
+    """The element that holds the most of a page's paragraphs (``<p>`` of ``MIN_PARAGRAPH_CHARS`` or more): its
+    article's body, for a chrome swap (found here, not by the filter's own reading)."""
+    counts: dict[lxml.html.HtmlElement, int] = {}
+    for paragraph in root.iter("p"):
+        if len(paragraph.text_content().strip()) >= MIN_PARAGRAPH_CHARS and paragraph.getparent() is not None:
+            counts[paragraph.getparent()] = counts.get(paragraph.getparent(), 0) + 1
+    best = max(counts, key=counts.__getitem__, default=None)
+    return best if best is not None and counts[best] >= 3 else None
+
+
+_TITLE_SEPARATOR = re.compile(r"\s+[-|–—_]\s+")
+
+
+def _retitled(article_title: str, chrome_title: str) -> str:
+    """The article's headline under the other site's name: what precedes the last separator of the article's title,
+    then what follows the last separator of the other site's (its name), if it has one."""
+    headline = _TITLE_SEPARATOR.split(article_title.strip())[0] if article_title else ""
+    parts = _TITLE_SEPARATOR.split(chrome_title.strip()) if chrome_title else []
+    return f"{headline} | {parts[-1]}" if len(parts) > 1 else headline
+
+
+def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
+    """The same article in another site's chrome: each real article page of ``change_bases`` against its body
+    (the element holding most of its paragraphs) put in the place of another site's body, in that site's header,
+    navigation, sidebars and footer, under the other site's name in its title (a syndicated or republished copy).
+    The other site is another base of the same language, chosen with a fixed seed.  The bodies are the same: the
+    judge's figure is 1.0 by construction."""
+    bases = change_bases(data)
+    by_language: dict[str, list[tuple[str, bytes]]] = {}
+    for page_id, language, body in bases:
+        by_language.setdefault(language, []).append((page_id, body))
+    for page_id, language, body in bases:
+        root = html_tree(body)
+        donors = [d for d in by_language[language] if d[0].split("/")[:2] != page_id.split("/")[:2]]
+        if root is None or not donors or (article := _main_container(root)) is None:
+            continue
+        donor_id, donor_body = random.Random(f"chrome/{page_id}").choice(donors)
+        chrome = html_tree(donor_body)
+        place = _main_container(chrome) if chrome is not None else None
+        if place is None or place.getparent() is None or chrome.find(".//title") is None:
+            continue
+        copy = lxml.html.fromstring(lxml.html.tostring(article, encoding="unicode"))
+        copy.tail = place.tail
+        place.getparent().replace(place, copy)
+        chrome.find(".//title").text = _retitled(root.findtext(".//title") or "", chrome.findtext(".//title") or "")
+        swapped = pages.add(f"chrome/{page_id}/in/{donor_id}", lxml.html.tostring(chrome, encoding="utf-8"))
+        yield Pair(pages.add(page_id, body), swapped, True, "chrome_swapped", "chrome", judge=1.0)
 
 
 #: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change: MediaWiki articles,

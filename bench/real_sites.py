@@ -20,7 +20,9 @@ prints this family with its other sets.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import shutil
 import os
 import pickle
 import random
@@ -39,7 +41,7 @@ import lxml.html
 import numpy as np
 import xxhash
 
-from bench import command_line
+from bench import built_sites, command_line
 from bench.anchors import html_tree, visible_text
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.fingerprint.content import content_features, tokens
@@ -64,13 +66,14 @@ ANCHOR_DISTANCE = 3
 @dataclass(frozen=True)
 class Site:
     """A documentation set installed by a Debian package (or shipped in ``../shared/data`` as an ``archive``,
-    unpacked under ``bench/.cache/sites/``): its HTML files under ``root`` (``folders`` only, when given: a few
-    packages' worth of a large set)."""
+    unpacked under ``bench/.cache/sites/``, or built there from real data by ``bench/built_sites.py``): its HTML
+    files under ``root`` (``folders`` only, when given: a few packages' worth of a large set)."""
 
     package: str
     root: str
     folders: tuple[str, ...] = ()
     archive: str | None = None  # under the shared data folder
+    build: Callable[[Path, Path], None] | None = None  # writes the site's pages into ``root`` (given the data)
 
     def files(self) -> list[Path]:
         root = Path(self.root)
@@ -81,6 +84,7 @@ class Site:
         return sorted(found)
 
 
+BUILT = Path(__file__).parent / ".cache" / "sites"
 SITES = {
     "python3.11-doc": Site("python3.11-doc", "/usr/share/doc/python3.11/html"),
     "postgresql-doc-15": Site("postgresql-doc-15", "/usr/share/doc/postgresql-doc-15/html"),
@@ -98,8 +102,17 @@ SITES = {
     "libstdc++-12-doc": Site("libstdc++-12-doc", "/usr/share/doc/gcc-12-base/libstdc++"),
     "git-doc": Site("git-doc", "/usr/share/doc/git-doc"),
     # a multi-language manual: 26 languages of one book, many of them partly translated
-    "debian-handbook": Site("", str(Path(__file__).parent / ".cache" / "sites" / "debian-handbook" / "html"),
+    "debian-handbook": Site("", str(BUILT / "debian-handbook" / "html"),
                             archive="debian-handbook-site/debian-handbook-11.20220922-html.tar.xz"),
+    # other kinds of sites: a wiki (ikiwiki's own, a family of plugin pages), a product catalogue and a wiki of
+    # places' stubs and lists in several languages (bench/built_sites.py)
+    "ikiwiki": Site("ikiwiki", "/usr/share/doc/ikiwiki/html"),
+    **{f"catalogue-{language}": Site("", str(BUILT / f"catalogue-{language}"),
+                                     build=lambda folder, data, language=language: built_sites.build_catalogue(language, folder))
+       for language in ("en", "de", "zh")},
+    **{f"places-{language}": Site("", str(BUILT / f"places-{language}"),
+                                  build=functools.partial(built_sites.build_places, language))
+       for language in ("en", "de")},
 }
 
 
@@ -107,6 +120,11 @@ def install(sites: list[Site], data: Path) -> None:
     """Unpack the shared archives, ``apt-get install`` the packages whose files are missing (with sudo unless
     root)."""
     for site in sites:
+        if site.build is not None and not Path(site.root).is_dir():
+            building = Path(f"{site.root}.building")
+            shutil.rmtree(building, ignore_errors=True)
+            site.build(building, data)
+            building.rename(site.root)
         if site.archive and not Path(site.root).is_dir():
             folder = Path(site.root).parent
             folder.mkdir(parents=True, exist_ok=True)
@@ -182,7 +200,7 @@ def crawls(name: str, site: Site) -> list[Page]:
         if edit is not None and (tree := html_tree(html)) is not None:
             EDITS[edit](tree, random.Random(f"{name}/{n}"))
             html = lxml.html.tostring(tree, encoding="utf-8")
-        again.append(Page(page.url + "#recrawl", html, 2, edit))
+        again.append(Page(page.url, html, 2, edit))  # at the same address: a re-crawl, as a crawl meets it
     return first + again
 
 
@@ -301,6 +319,19 @@ def shingles(words: list[str]) -> set[int]:
             for i in range(max(1, len(words) - SHINGLE_WORDS + 1))} if words else set()
 
 
+def cached_shingles() -> Callable[[bytes], set[int]]:
+    """The judge's shingles of a page (``shingles`` of its ``visible_words``), each distinct page once."""
+    found: dict[int, set[int]] = {}
+
+    def shingled(html: bytes) -> set[int]:
+        key = xxhash.xxh3_64_intdigest(html)
+        if key not in found:
+            found[key] = shingles(visible_words(html))
+        return found[key]
+
+    return shingled
+
+
 def judged(a: bytes, b: bytes, shingled: Callable[[bytes], set[int]]) -> float:
     """1.0 for the same bytes, else the Jaccard similarity of the two pages' word 5-shingles."""
     if a == b:
@@ -327,13 +358,7 @@ class Row:
 def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[str, Row]:
     pages = crawls(name, site)
     found = fingerprints(pages, workers, cache)
-    shingle_cache: dict[int, set[int]] = {}
-
-    def shingled(html: bytes) -> set[int]:
-        key = xxhash.xxh3_64_intdigest(html)
-        if key not in shingle_cache:
-            shingle_cache[key] = shingles(visible_words(html))
-        return shingle_cache[key]
+    shingled = cached_shingles()
 
     rows = {}
     for approach in (*POLICIES, *ANCHORS):
@@ -348,8 +373,7 @@ def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[st
             if n not in drops:
                 continue
             kept = pages[drops[n]]
-            same_url = page.url.removesuffix("#recrawl") == kept.url.removesuffix("#recrawl")
-            similarity = 1.0 if same_url else judged(page.html, kept.html, shingled)
+            similarity = 1.0 if page.url == kept.url else judged(page.html, kept.html, shingled)
             if page.crawl == 1:
                 row.drops += 1
                 row.close += OTHER_DOCUMENT <= similarity < SAME_DOCUMENT

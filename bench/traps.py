@@ -2,12 +2,14 @@
 
     python -m bench.traps [--articles 60] [--cap 3000] [--data ../shared/data]
 
-Four sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
+Five sites on 127.0.0.1, each crawled by the project's ``site`` spider (every
 page's links within the site) in three variants, one crawl at a time:
 
 - the trap site (``crawler/trap_site.py``): ``--articles`` articles of real
   shared pages behind an endless calendar, session ids, sort and view
   parameters, print views, a mirrored path and tracking parameters;
+- the same site with its calendar's month in the path and named in each
+  month's title (``/events/2026/01/``, "Events in January 2026");
 - the same site with ``--alias-articles`` articles and a second host name
   that serves the same pages, where some links lead;
 - the demo site (the Debian handbook in three languages), which has no traps;
@@ -214,9 +216,10 @@ def main() -> None:
     articles = articles_from_html((body for _, body in shared_pages(options.data)),
                                   max(options.articles, options.alias_articles))
     rows = []
-    for name, count, alias_host in (("trap site", options.articles, False),
-                                    ("trap site, alias host", options.alias_articles, True)):
-        with serve_trap_site(articles[:count], alias_host) as (base_url, site):
+    for name, count, alias_host, calendar in (("trap site", options.articles, False, "query"),
+                                              ("trap site, calendar in path", options.articles, False, "path"),
+                                              ("trap site, alias host", options.alias_articles, True, "query")):
+        with serve_trap_site(articles[:count], alias_host, calendar) as (base_url, site):
             own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
 
             def article_address(url: str, _: str, base_url: str = base_url, site: TrapSite = site) -> str | None:

@@ -6,7 +6,9 @@ taken from real pages).  Traps, each leading only to copies of those pages:
 - an endless calendar: ``/calendar?month=2026-01``, linking to the month
   before and after, forever; every month "no events" but ``EVENT_MONTHS``,
   which the home page links to (and whose pages refute the rule "``month``
-  does not change the page");
+  does not change the page"); with ``calendar="path"`` the month is in the
+  path, ``/events/2026/01/``, and each month is named in its title and
+  heading ("Events in January 2026"), as many real calendars are;
 - session ids: every article link carries a fresh ``?sid=``;
 - sort and filter parameters: the list under ``?sort=`` and ``&view=``;
 - print views: ``/print/article/N``, the same text in a plainer page;
@@ -45,6 +47,8 @@ VIEWS = ("list", "grid")
 CANONICAL_KINDS = ("right",) * 7 + ("echo",) * 2 + ("none",)
 #: With an alias host: every this many articles of the list are linked on it.
 ALIAS_EVERY = 3
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+               "November", "December")
 
 
 def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
@@ -71,14 +75,19 @@ def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int
 class TrapSite:
     """The pages of the site, by path and query."""
 
-    def __init__(self, articles: list[Article], main: str = "", alias: str = "") -> None:
+    def __init__(self, articles: list[Article], main: str = "", alias: str = "", calendar: str = "query") -> None:
         """The last ``len(EVENT_MONTHS)`` articles are the events' texts, not served as articles.  ``main`` and
-        ``alias``: the site's base URL and its other name's (none: relative links only)."""
+        ``alias``: the site's base URL and its other name's (none: relative links only); ``calendar``: the
+        calendar's month in the ``"query"`` or in the ``"path"``."""
         self.articles, self.events = articles[: -len(EVENT_MONTHS)], articles[-len(EVENT_MONTHS):]
-        self.main, self.alias = main, alias
+        self.main, self.alias, self.calendar = main, alias, calendar
+
+    def month_path(self, month: str) -> str:
+        """The calendar page of a month (``YYYY-MM``)."""
+        return f"/calendar?month={month}" if self.calendar == "query" else f"/events/{month.replace('-', '/')}/"
 
     def unique_paths(self) -> list[str]:
-        return ["/", "/articles", *(f"/calendar?month={m}" for m in EVENT_MONTHS),
+        return ["/", "/articles", *(self.month_path(m) for m in EVENT_MONTHS),
                 *(f"/article/{n}" for n in range(len(self.articles)))]
 
     def page(self, target: str) -> str | None:
@@ -90,8 +99,8 @@ class TrapSite:
             return self._home(here)
         if segments == ["articles"]:
             return self._list(query.get("sort", "title"), query.get("view", "list"), here)
-        if segments == ["calendar"]:
-            return self._calendar(query.get("month", "2026-01"), here)
+        if (month := self._month(segments, query)) is not None:
+            return self._calendar(month, here)
         if len(segments) == 2 and segments[0] == "article" and segments[1].isdigit():
             number = int(segments[1])
             if number < len(self.articles):
@@ -104,10 +113,18 @@ class TrapSite:
         segments, query, _ = self._read(target)
         if self.page(target) is None:
             return None
-        if segments == ["calendar"]:
-            month = query.get("month", "2026-01")
-            return f"/calendar?month={month}" if month in EVENT_MONTHS else None
+        if (month := self._month(segments, query)) is not None:
+            return self.month_path(month) if month in EVENT_MONTHS else None
         return "/" + "/".join(segments)
+
+    def _month(self, segments: list[str], query: dict[str, str]) -> str | None:
+        """The month a calendar page shows (``YYYY-MM``), None for any other page."""
+        if self.calendar == "query" and segments == ["calendar"]:
+            return query.get("month", "2026-01")
+        if (self.calendar == "path" and len(segments) == 3 and segments[0] == "events"
+                and segments[1].isdigit() and segments[2].isdigit() and 1 <= int(segments[2]) <= 12):
+            return f"{segments[1]}-{segments[2]}"
+        return None
 
     @staticmethod
     def _read(target: str) -> tuple[list[str], dict[str, str], bool]:
@@ -128,7 +145,7 @@ class TrapSite:
         if plain:
             return f"<html><head>{head}</head><body>{body}</body></html>"
         nav = ('<nav><a href="/">Home</a> <a href="/articles">All articles</a> '
-               f'<a href="/calendar?month=2026-01">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>')
+               f'<a href="{self.month_path("2026-01")}">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>')
         return (f"<html><head>{head}</head><body><header>{nav}</header>"
                 f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>")
 
@@ -141,7 +158,7 @@ class TrapSite:
                         for n, (t, _) in enumerate(self.articles[:10]))
         return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
                                    '<p><a href="/articles?sort=date">Newest first</a></p><p>Coming up: ' +
-                           " ".join(f'<a href="/calendar?month={m}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here,
+                           " ".join(f'<a href="{self.month_path(m)}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here,
                            canonical="/")
 
     def _list(self, sort: str, view: str, here: str) -> str:
@@ -167,9 +184,11 @@ class TrapSite:
         else:
             events = ("<p>There are no events planned for this month. Come back later to see what is on, or "
                       "browse the articles.</p>")
-        return self._frame("Events", f"<h1>Events</h1>{events}"
-                                     f'<p><a href="/calendar?month={before}">Earlier</a> '
-                                     f'<a href="/calendar?month={after}">Later</a></p>', here)
+        # the query calendar reads "Events" every month; the path calendar names its month, as many real ones do
+        named = "" if self.calendar == "query" else f" in {MONTH_NAMES[number - 1]} {year}"
+        return self._frame(f"Events{named}", f"<h1>Events{named}</h1>{events}"
+                                             f'<p><a href="{self.month_path(before)}">Earlier</a> '
+                                             f'<a href="{self.month_path(after)}">Later</a></p>', here)
 
     def _article(self, number: int, printed: bool, target: str, here: str) -> str:
         title, paragraphs = self.articles[number]
@@ -188,10 +207,12 @@ class TrapSite:
 
 
 @contextmanager
-def serve_trap_site(articles: list[Article], alias_host: bool = False) -> Iterator[tuple[str, TrapSite]]:
+def serve_trap_site(articles: list[Article], alias_host: bool = False,
+                    calendar: str = "query") -> Iterator[tuple[str, TrapSite]]:
     """Serve the site on 127.0.0.1 (a free port) until the block ends; its base URL and pages.  With
-    ``alias_host``, the site is ``http://localhost:PORT`` and ``http://127.0.0.1:PORT`` its other name."""
-    site = TrapSite(articles)
+    ``alias_host``, the site is ``http://localhost:PORT`` and ``http://127.0.0.1:PORT`` its other name;
+    ``calendar``: the calendar's month in the query or in the path (``TrapSite``)."""
+    site = TrapSite(articles, calendar=calendar)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)

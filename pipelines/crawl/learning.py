@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from ..fingerprint.fingerprinter import Fingerprint
 from ..fingerprint.sketch import written_in
 from ..guards.canonical import CanonicalUrls
-from ..guards.linkguard import LinkGuard, is_recrawl
+from ..guards.linkguard import LinkGuard, RepeatedPages, is_recrawl
 from ..matching.decision_log import CANONICAL, RULE, Alias, Reviewer, Skip, canonical_aliases
 from ..matching.policy import Match, dropped
 from ..matching.urlrules import KnownUrls, Rule, RuleBook
@@ -45,6 +45,7 @@ class Learner:
         self.fetched = KnownUrls(self.rules) if self.rules is not None else None
         self.links = LinkGuard(self.rules, settings.link_budget) if settings.skip_links else None
         self.canonicals = CanonicalUrls(self.rules, learning=True) if settings.canonical_field else None
+        self.repeats = RepeatedPages() if self.links is not None or self.rules is not None else None
 
     async def load_rules(self, read: Callable[[], Awaitable[tuple[list[Rule], list[str]]]]) -> None:
         """The URL rules and the pages fetched that earlier crawls kept, from the store (``read``)."""
@@ -63,9 +64,12 @@ class Learner:
             logger.info("simhash_dedup: %d URL rules remembered, %d trusted", len(rules), len(self.rules.trusted()))
 
     def verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
-        """The verdict of a page the store checked; a dropped page that an earlier crawl kept is a re-crawl."""
-        recrawl = dropped(match) and is_recrawl(url, match, self.rules)
-        return PageVerdict(url, fingerprint, match, row, recrawl=recrawl)
+        """The verdict of a page the store checked; a dropped page that an earlier crawl kept is a re-crawl; a kept
+        page without content of its own may repeat an earlier one but for a date (``RepeatedPages``)."""
+        if dropped(match):
+            return PageVerdict(url, fingerprint, match, row, recrawl=is_recrawl(url, match, self.rules))
+        repeat_of = self.repeats.repeats(url, fingerprint.repeat_key) if self.repeats is not None else None
+        return PageVerdict(url, fingerprint, match, row, repeat_of=repeat_of)
 
     def settle(self, page: PageDecision, verdict: PageVerdict) -> None:
         """The page is decided: counted, logged and learned from, a kept page named; its items go on."""
@@ -87,7 +91,8 @@ class Learner:
     def _decided(self, page: PageVerdict) -> None:
         """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
         if self.links is not None:
-            self.links.page_decided(page.url, page.duplicate if page.fingerprint is not None else None)
+            self.links.page_decided(page.url, (page.duplicate or page.repeat_of is not None)
+                                    if page.fingerprint is not None else None)
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self.counts.add("pages_dropped" if page.duplicate else "pages_kept")
@@ -100,6 +105,8 @@ class Learner:
             if self.canonicals is not None:
                 self.canonicals.kept_page_dropped(page.url, page.match.url)
         else:
+            if page.repeat_of is not None:
+                self.counts.add("repeated_pages")
             if page.update:
                 self.counts.add("updated")
             elif page.match is not None:
@@ -135,8 +142,8 @@ class Learner:
 
     def _learn(self, page: PageVerdict) -> None:
         """A decided page teaches the URL rules: a drop is a supporting pair, a keep may refute."""
-        if page.duplicate:
-            trusted = self.rules.learn(page.url, page.match.url)
+        if page.duplicate or page.repeat_of is not None:
+            trusted = self.rules.learn(page.url, page.repeat_of or page.match.url)
             for rule in trusted:
                 logger.info("simhash_dedup: URL rule trusted after %d pairs: %s", rule.support, rule.describe())
             if self.canonicals is not None:

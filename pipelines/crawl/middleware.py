@@ -107,16 +107,17 @@ class SimhashDedupSpiderMiddleware(_Component):
     @staticmethod
     def _follow(pipeline: SimhashDedupPipeline, request: Request, page: PageVerdict | None) -> bool:
         """Schedule ``request``, yielded by the callback of ``page`` (None: not decided)?  Not when the page
-        is a near-duplicate (not a re-crawl) and the link guard finds the link covered."""
+        is the same page as an earlier one (``PageVerdict.same_as``: a near-duplicate, not a re-crawl, or an empty
+        page that repeats one but for a date) and the link guard finds the link covered."""
         guard = pipeline.learner.links
         if guard is None:
             return True
-        if page is not None and page.duplicate and not page.recrawl and not request.dont_filter:
+        if page is not None and (same_as := page.same_as) is not None and not request.dont_filter:
             if (covered := guard.covered(request.url)) is not None:
                 pipeline.counts.repeated("links_skipped", "simhash_dedup: link not followed, %s is a near-duplicate "
-                                         "of %s and %s: %s", page.url, page.match.url, covered, request.url)
+                                         "of %s and %s: %s", page.url, same_as, covered, request.url)
                 pipeline.skipped(Skip(time.time(), "link", request.url, page.url,
-                                      f"near-duplicate of {page.match.url}; {covered}"))
+                                      f"near-duplicate of {same_as}; {covered}"))
                 return False
         guard.followed(request.url)
         return True

@@ -26,7 +26,9 @@ class PageVerdict:
     for a page that was not compared; ``match`` says what it duplicates (``dropped``), its borderline
     candidate or the page it updates; ``row``: the SQLite row it was kept at (written once one of its
     items passes); ``unchecked``: the store could not check it (fail mode "closed"); ``recrawl``: it is a
-    page an earlier crawl kept, met again (its links are followed)."""
+    page an earlier crawl kept, met again (its links are followed); ``repeat_of``: a kept page without content of
+    its own that shows what an earlier page of its site showed but for a date or a number (an empty calendar
+    month): kept, and the same page for the guards."""
 
     url: str
     fingerprint: Fingerprint | None = None
@@ -35,10 +37,19 @@ class PageVerdict:
     unchecked: bool = False
     recrawl: bool = False
     canonical: str | None = None  # a kept page's canonical URL (``SIMHASH_DEDUP_CANONICAL_FIELD``)
+    repeat_of: str | None = None
 
     @property
     def duplicate(self) -> bool:
         return dropped(self.match)
+
+    @property
+    def same_as(self) -> str | None:
+        """The earlier page this one is the same page as, for the link guard and the URL rules: the page it
+        duplicates (not as a re-crawl), or the page it repeats."""
+        if self.duplicate and not self.recrawl:
+            return self.match.url  # type: ignore[union-attr] (a duplicate has a match)
+        return self.repeat_of
 
     @property
     def update(self) -> bool:

@@ -50,6 +50,10 @@ class Fingerprint:
     short: bool = False
     text: bytes | None = None  # with ``keep_text``: the words the content was built from (``packed``)
     canonical: str | None = None  # the ``<link rel="canonical">`` the page declares (not part of the fingerprint)
+    #: A short page's visible words with its dates and numbers left out (``dateless_hash``): what the guards
+    #: tell empty calendar months and empty result pages apart by (not part of the fingerprint; ``None`` for a
+    #: page with content of its own).
+    repeat_key: int | None = None
 
 
 class Fingerprinter:
@@ -94,12 +98,15 @@ class Fingerprinter:
                                  language_bits(languages(blocks[1:])),
                                  text.visible_shingles(), text.link_share(),
                                  text.listing)
-            return Fingerprint(simhash(features), structure, sketch=sketch, short=len(features) < self.min_features,
-                               text=self._text(blocks), canonical=canonical)
+            short = len(features) < self.min_features
+            return Fingerprint(simhash(features), structure, sketch=sketch, short=short, text=self._text(blocks),
+                               canonical=canonical,
+                               repeat_key=dateless_hash(tokens(text.visible_text())) if short else None)
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure, canonical=canonical)
-        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]), canonical=canonical)
+        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]), canonical=canonical,
+                           repeat_key=dateless_hash(visible))
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""
@@ -119,6 +126,35 @@ def name_hash(name: str) -> int:
 def text_hash(words: list[str]) -> int:
     """The fingerprint of a short page: a hash of its visible words, numbers included."""
     return xxhash.xxh3_64_intdigest(" ".join(words).encode("utf-8"))
+
+
+#: Words that name a month or a day of the week (English, German, French, Spanish, Italian, Portuguese, Dutch; in
+#: full and abbreviated), and the characters Chinese and Japanese dates are written with: a date, like a number,
+#: is what empty calendar months differ by.
+DATE_WORDS = frozenset("""
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
+monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
+januar februar märz mai juni juli oktober dezember montag dienstag mittwoch donnerstag freitag samstag sonntag
+janvier février mars avril juin juillet août septembre octobre novembre décembre
+lundi mardi mercredi jeudi vendredi samedi dimanche
+enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
+lunes martes miércoles jueves viernes sábado domingo
+gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre
+lunedì martedì mercoledì giovedì venerdì sabato domenica
+janeiro fevereiro março maio junho julho setembro outubro novembro dezembro
+segunda terça quarta quinta sexta domingo
+januari februari maart mei augustus
+maandag dinsdag woensdag donderdag vrijdag zaterdag zondag
+年 月 日 周 星期
+""".split())
+
+
+def dateless_hash(words: list[str]) -> int:
+    """A hash of words with every number and date word (``DATE_WORDS``) left out: two pages that show the same but
+    for a date or a number in their name (an empty calendar month, an empty page of results) hash the same."""
+    kept = [word for word in words if word not in DATE_WORDS and not any(c.isdigit() for c in word)]
+    return xxhash.xxh3_64_intdigest(" ".join(kept).encode("utf-8"))
 
 
 def packed(text: str | None) -> bytes | None:

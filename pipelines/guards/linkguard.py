@@ -88,6 +88,28 @@ class ShapeBudget:
         return shape if shape is not None and self._in_a_row.get(shape, 0) >= self.budget else None
 
 
+class RepeatedPages:
+    """Pages without content of their own that show the same but for a date or a number in their name (empty
+    calendar months, empty pages of results): per site, the first URL that showed each such page
+    (``Fingerprint.repeat_key``).  Each is kept (it names a month of its own), yet for the link guard and the URL
+    rules it is the same page as the first: an endless calendar whose months are named apart runs out of budget
+    as one whose months read the same.  A page with content of its own (a list, a product) has no key."""
+
+    def __init__(self) -> None:
+        self._first: OrderedDict[tuple[str, int], str] = OrderedDict()
+
+    def repeats(self, url: str, key: int | None) -> str | None:
+        """The earlier URL of the site whose page showed what the page at ``url`` shows (key ``key``), if any;
+        else the page is remembered as the first."""
+        if key is None or (host := host_key(url)) is None:
+            return None
+        first = self._first.setdefault((host, key), url)
+        self._first.move_to_end((host, key))
+        if len(self._first) > MAX_SHAPES:
+            self._first.popitem(last=False)
+        return first if first != url else None
+
+
 class LinkGuard:
     """The crawl's memory for the link guard: what it requested and fetched, and the shapes' budgets."""
 

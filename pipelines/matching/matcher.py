@@ -14,7 +14,7 @@ from ..fingerprint.simhash import hamming
 from ..fingerprint.sketch import similarity
 from .index import SimhashIndex, grown
 from .indexloops import scan
-from .policy import Match, Mode, Policy, dropped
+from .policy import ADDRESS, Match, Mode, Policy, dropped, same_address
 
 #: Up to this many kept pages, a query reads them all (``indexloops.scan``: one sequential read of 16
 #: bytes a page, a few us) rather than the index, whose dozens of scattered reads miss the cache
@@ -56,16 +56,18 @@ class Matcher:
         """The kept page the page at ``url`` duplicates (or updates), if any, else its borderline
         candidate, if any; only the rows from ``since`` on if given."""
         borderline = None
-        for _, match in self.matches(page, since):
+        for _, match in self.matches(page, since, url):
             if match.duplicate:
                 return self.policy.decided(url, match)
             borderline = borderline or match
         return borderline
 
-    def matches(self, page: Fingerprint, since: int | None = None) -> Iterator[tuple[int, Match]]:
+    def matches(self, page: Fingerprint, since: int | None = None, url: str | None = None
+                ) -> Iterator[tuple[int, Match]]:
         """Every kept row near the page and how (duplicates and borderline candidates), in the order
         a store decides by: content candidates nearest first, then structure candidates (modes
-        "structure" and "either")."""
+        "structure" and "either").  A candidate kept at the page's ``url`` is judged as its re-crawl too
+        (``Policy.recrawled``; its URL is read only for a candidate that the sketches alone do not decide)."""
         mode = self.policy.mode
         if self.content is not None and page.content is not None:
             for row, distance in self.near(self.content, page.content, since):
@@ -75,6 +77,10 @@ class Matcher:
                 structure = _distance(self.part(row, 1), page.structure) if mode is Mode.BOTH else None
                 verdict = self.policy.content_verdict(distance, (kept, page.sketch), page.short,
                                                       bool(self.present[row, 2]), structure)
+                if ((verdict is None or not verdict[1]) and url is not None
+                        and self.policy.recrawled(distance, kept, page.sketch)
+                        and same_address(url, self.pages.url(row))):
+                    verdict = ADDRESS, True
                 if verdict is not None:
                     yield row, self._match(row, page, verdict[0], kept, verdict[1])
         if self.structure is not None and page.structure is not None:
@@ -139,7 +145,8 @@ class Matcher:
         content_distance = _distance(self.part(row, 0), page.content)
         evidence = None
         if kept_sketch is not None and page.sketch is not None and content_distance is not None:
-            evidence = self.policy.evidence(content_distance, kept_sketch, page.sketch)
+            evidence = (self.policy.address_evidence(kept_sketch, page.sketch) if reason == ADDRESS
+                        else self.policy.evidence(content_distance, kept_sketch, page.sketch))
         if evidence is None:  # beyond every rule (a structure match): the shingles' similarity, for the log
             evidence = (_similarity(kept_sketch, page.sketch), None)
         return Match(

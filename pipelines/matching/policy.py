@@ -42,6 +42,14 @@ LINK_SHARE_LINE = 0.5
 #: ``Policy.small_text_extra_bits`` beyond the content distance, at the same ``min_similarity``: SimHash estimates
 #: an angle, and one sentence changed in a text of three turns it by up to 12 bits.
 SMALL_TEXT_SHINGLES = 150
+#: A page met again at the address of a kept page (``same_address``) is a re-crawl of it, not a stranger: it is the
+#: same document when it says it is about the same thing and what it shows still agrees on this much (its whole
+#: visible text's 5-grams, chrome included), however much of its own short text changed.  A product page with one
+#: sentence of its description changed agrees on ~0.9; a home page whose stories changed, under ~0.5 (the real
+#: sites' judge calls that another document): ``bench/quality.py``, "Same address".
+SAME_ADDRESS_VISIBLE_SIMILARITY = 0.6
+#: The reason of a drop decided by the address (``Policy.content_verdict``).
+ADDRESS = "address"
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ class Policy:
         differ where their texts alone would match; "structure_apart", mode "both" and the structures differ),
         ``None`` neither (two short texts that differ, a page without own text, a pair beyond the content
         distance).  Symmetric: it serves the stores, which meet the pair in arrival order, and batch jobs,
-        which meet it in any order."""
+        which meet it in any order.  (A page at the kept page's address may be its re-crawl: ``recrawled``.)"""
         both_short = short and other_short
         if both_short and distance:
             return None
@@ -138,6 +146,20 @@ class Policy:
                                              else self.thin_visible_similarity)
         return min((own, self.min_similarity), visible, key=lambda found_needed: found_needed[0] - found_needed[1])
 
+    def recrawled(self, distance: int, a: bytes | None, b: bytes | None) -> bool:
+        """Is a page met again at a kept page's address (``same_address``, which the caller checks) the same
+        document, its own text edited or not: a content candidate (within the search distance) that names the
+        same thing and shows nearly the same (``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Its drop's reason is
+        ``ADDRESS``.  Pages without own text have no sketch: their exact words decide, as anywhere."""
+        return (self.mode is not Mode.STRUCTURE and self.min_similarity > -1 and a is not None and b is not None
+                and distance <= self.search_distance and same_name(a, b)
+                and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY)
+
+    @staticmethod
+    def address_evidence(a: bytes, b: bytes) -> tuple[float, float]:
+        """What a drop by the address rests on: the visible texts' similarity and what it must reach."""
+        return visible_similarity(a, b), SAME_ADDRESS_VISIBLE_SIMILARITY
+
     @property
     def search_distance(self) -> int:
         """How far a store's index looks for content candidates: small texts are compared further."""
@@ -148,6 +170,11 @@ class Policy:
         different names need)?"""
         evidence = self.evidence(distance, a, b)
         return evidence is not None and self.min_similarity <= evidence[0] < evidence[1]
+
+
+def same_address(url: str, kept_url: str) -> bool:
+    """Do two URLs name one address (a fragment names a part of a page, not another page)?"""
+    return url.partition("#")[0] == kept_url.partition("#")[0]
 
 
 def thin(sketch: bytes) -> bool:
@@ -170,7 +197,7 @@ class Match:
     page was kept by an earlier crawl (remembered by the store when this one started); ``kept_row``: its row."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure", "exact_text"; else "similarity", "name", "structure_apart", UPDATE
+    reason: str  # a duplicate: "both", "content", "structure", "exact_text", ADDRESS; else "similarity", "name", "structure_apart", UPDATE
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None

@@ -160,7 +160,7 @@ class ScopedMatchers:
     def matches(self, url: str, page: Fingerprint) -> Iterator[tuple[int, Match]]:
         """Every kept row of ``url``'s site near the page and how (``Matcher.matches``), in store rows."""
         (held,) = self.sites.hold([site_key(url, self.scope)])
-        for local, match in held.matcher.matches(page):
+        for local, match in held.matcher.matches(page, url=url):
             yield held.rows[local], self._in_store_rows(held, match)
 
     def unwritten(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -72,7 +72,7 @@ def pairs(earlier: Sequence[Node], later: Sequence[Node], policy: Policy,
     sites = [site_key(node[1], scope) for node in earlier]
     for node in later:
         site = site_key(node[1], scope)
-        for row, match in store.matches(fingerprint_of(node)):
+        for row, match in store.matches(fingerprint_of(node), node[1]):
             if keys[row] < node[0] and sites[row] == site:
                 yield Pair(node[0], int(keys[row]), match)
 

@@ -43,10 +43,11 @@ class MemoryStore(Store):
             self._sketches.append(fingerprint.sketch)
         return match
 
-    def matches(self, page: Fingerprint) -> Iterator[tuple[int, Match]]:
-        """Every kept row near the page and how (``Matcher.matches``): the batch jobs' candidates (crawl scope:
-        a shard of pages that may all be compared)."""
-        return self.matcher.matches(page)
+    def matches(self, page: Fingerprint, url: str | None = None) -> Iterator[tuple[int, Match]]:
+        """Every kept row near the page (at ``url``, if given: a kept page there may be its earlier version) and
+        how (``Matcher.matches``): the batch jobs' candidates (crawl scope: a shard of pages that may all be
+        compared)."""
+        return self.matcher.matches(page, url=url)  # type: ignore[call-arg] (a Matcher in crawl scope)
 
     def load(self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray,
              sketches: list[bytes | None]) -> None:

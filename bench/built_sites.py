@@ -1,0 +1,265 @@
+"""Sites of kinds no documentation package is, built from real third-party data: a product catalogue and a wiki
+of places, each in several languages, for the real-sites family (``bench/real_sites.py``).
+
+- **catalogue-<language>**: Debian's package archive as its catalogue shows it (one page per package, as
+  ``packages.debian.org`` lays it out: the name and version, the maintainers' short and long descriptions, the
+  related packages with their short descriptions, the download table).  The descriptions are the archive's own,
+  in English and as Debian's translators wrote them in German and Chinese (apt's ``Translation-de`` and
+  ``Translation-zh_CN`` lists).  A package family (``foo``, ``foo-data``, ``libfoo-dev``, ``foo-doc``) shares most
+  of its description: different products whose pages differ by a name, a sentence and a list, as products of one
+  template do.
+- **places-<language>**: a wiki's stub and list families, as bots write them: a stub per subdivision of ISO
+  3166-2 ("Canillo is a parish of Andorra.", its code, its parent region), a list per country (the same lead with
+  the country's name, a table of its subdivisions), in Wikipedia's real chrome (a page of the readability test
+  set, its content replaced).  Names in English and as iso-codes' translators wrote them in German.
+
+The text is real; the template around it is written here (said in ``docs/usage/distances.md``).  Every page is
+another document: a drop is judged as on the documentation sets.
+"""
+
+from __future__ import annotations
+
+import gettext
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import lxml.html
+import xxhash
+
+APT_LISTS = Path("/var/lib/apt/lists")
+ISO_CODES = Path("/usr/share/iso-codes/json/iso_3166-2.json")
+#: One source package in this many (by language: translations cover fewer) is in the catalogue, with every binary
+#: package it builds (its family).
+CATALOGUE_SAMPLE = {"en": 24, "de": 6, "zh": 1}
+#: One country in this many is in the wiki of places, with every subdivision it has.
+PLACES_SAMPLE = 3
+
+CATALOGUE_WORDS = {
+    "en": {"title": "Details of package {name} in bookworm", "package": "Package: {name} ({version})",
+           "related": "Other Packages Related to {name}", "depends": "dep:", "recommends": "rec:",
+           "suggests": "sug:", "download": "Download {name}", "arch": "Architecture", "size": "Package Size",
+           "installed": "Installed Size", "files": "list of files", "links": "Links for {name}",
+           "homepage": "Homepage", "maintainer": "Maintainer:", "similar": "Similar packages:",
+           "nav": ("About Debian", "Getting Debian", "Support", "Developers' Corner"),
+           "footer": "Content Copyright © 1997 - 2024 SPI Inc.; See license terms. Debian is a trademark of SPI Inc."},
+    "de": {"title": "Details von Paket {name} in bookworm", "package": "Paket: {name} ({version})",
+           "related": "Andere Pakete mit Bezug zu {name}", "depends": "dep:", "recommends": "rec:",
+           "suggests": "sug:", "download": "Herunterladen von {name}", "arch": "Architektur",
+           "size": "Paketgröße", "installed": "Installierte Größe", "files": "Liste der Dateien",
+           "links": "Links für {name}", "homepage": "Homepage", "maintainer": "Betreuer:",
+           "similar": "Ähnliche Pakete:", "nav": ("Über Debian", "Debian bekommen", "Unterstützung",
+                                                   "Die Ecke für Entwickler"),
+           "footer": "Copyright © 1997 - 2024 SPI Inc.; Lizenzbedingungen. Debian ist ein Warenzeichen von SPI Inc."},
+    "zh": {"title": "bookworm 中的软件包 {name} 详细信息", "package": "软件包：{name} ({version})",
+           "related": "与 {name} 相关的其他软件包", "depends": "dep:", "recommends": "rec:", "suggests": "sug:",
+           "download": "下载 {name}", "arch": "硬件架构", "size": "软件包大小", "installed": "安装后大小",
+           "files": "文件列表", "links": "{name} 的相关链接", "homepage": "主页", "maintainer": "维护者：",
+           "similar": "相似软件包：", "nav": ("关于 Debian", "获取 Debian", "支持", "开发者天地"),
+           "footer": "版权所有 © 1997 - 2024 SPI Inc.；请查看许可条款。Debian 是 SPI Inc. 的商标。"},
+}
+TRANSLATION = {"en": "en", "de": "de", "zh": "zh%5fCN"}
+
+
+def _apt_list(pattern: str) -> str:
+    """An apt list's text (``apt-helper cat-file`` reads it whatever its compression)."""
+    found = sorted(APT_LISTS.glob(pattern))
+    if not found:
+        return ""
+    return subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(found[0])], check=True,
+                          capture_output=True).stdout.decode("utf-8", "replace")
+
+
+def ensure_apt_lists() -> None:
+    """The archive's package list and its descriptions in English, German and Chinese (``apt-get update``)."""
+    if all(list(APT_LISTS.glob(f"*_bookworm_main_i18n_Translation-{t}.*")) for t in TRANSLATION.values()):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print("reading Debian's package descriptions with apt-get update...", file=sys.stderr)
+    subprocess.run([*sudo, "apt-get", "update", "-qq", "-o", "Acquire::Languages=en,de,zh_CN"], check=True)
+
+
+def _stanzas(text: str) -> list[dict[str, str]]:
+    found = []
+    for block in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        name = None
+        for line in block.splitlines():
+            if line.startswith((" ", "\t")) and name:
+                fields[name] += "\n" + line[1:]
+            elif ":" in line:
+                name, _, value = line.partition(":")
+                fields[name] = value.strip()
+        if fields:
+            found.append(fields)
+    return found
+
+
+def _description(long: str) -> list[str]:
+    """A long description's paragraphs (Debian's format: ``.`` alone separates them)."""
+    paragraphs, current = [], []
+    for line in long.splitlines():
+        if line.strip() == ".":
+            paragraphs.append(" ".join(current))
+            current = []
+        else:
+            current.append(line.strip())
+    paragraphs.append(" ".join(current))
+    return [p for p in paragraphs if p]
+
+
+def build_catalogue(language: str, folder: Path) -> None:
+    """The catalogue's pages in ``language`` under ``folder`` (``<package>.html``), and its index."""
+    ensure_apt_lists()
+    packages = {s["Package"]: s for s in _stanzas(_apt_list("*_bookworm_main_binary-amd64_Packages.*"))
+                if "Package" in s}
+    descriptions = {}
+    for stanza in _stanzas(_apt_list(f"*_bookworm_main_i18n_Translation-{TRANSLATION[language]}.*")):
+        text = stanza.get(f"Description-{TRANSLATION[language].replace('%5f', '_')}")
+        if text and "Package" in stanza:
+            short, _, long = text.partition("\n")
+            descriptions[stanza["Package"]] = (short.strip(), _description(long))
+    families: dict[str, list[str]] = defaultdict(list)
+    for name, stanza in packages.items():
+        families[stanza.get("Source", name).split()[0]].append(name)
+    chosen = sorted(name for source, names in families.items()
+                    if xxhash.xxh32_intdigest(source.encode()) % CATALOGUE_SAMPLE[language] == 0
+                    for name in names if name in descriptions)
+    words = CATALOGUE_WORDS[language]
+    folder.mkdir(parents=True, exist_ok=True)
+    by_section: dict[str, list[str]] = defaultdict(list)
+    for name in chosen:
+        by_section[packages[name].get("Section", "misc")].append(name)
+    for name in chosen:
+        stanza = packages[name]
+        short, paragraphs = descriptions[name]
+        related = []
+        for field, label in (("Depends", "depends"), ("Recommends", "recommends"), ("Suggests", "suggests")):
+            for dependency in stanza.get(field, "").split(","):
+                other = dependency.split("|")[0].split("(")[0].split(":")[0].strip()
+                if other:
+                    other_short = descriptions.get(other, ("", []))[0]
+                    related.append(f'<li><dl><dt>{words[label]} <a href="{other}.html">{html.escape(other)}</a> '
+                                   f'{html.escape(dependency.strip()[len(other):])}</dt>'
+                                   f'<dd>{html.escape(other_short)}</dd></dl></li>')
+        similar = [other for other in by_section[stanza.get("Section", "misc")] if other != name][:8]
+        body = (f'<div id="pdesc"><h2>{html.escape(short)}</h2>'
+                + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs) + "</div>"
+                f'<div id="pdeps"><h2>{html.escape(words["related"].format(name=name))}</h2>'
+                f'<ul class="uldep">{"".join(related)}</ul></div>'
+                f'<div id="pdownload"><h2>{html.escape(words["download"].format(name=name))}</h2><table><tr>'
+                f'<th>{words["arch"]}</th><th>{words["size"]}</th><th>{words["installed"]}</th><th>{words["files"]}</th>'
+                f'</tr><tr><td>{html.escape(stanza.get("Architecture", "all"))}</td>'
+                f'<td>{int(stanza.get("Size", "0")) // 1024} kB</td><td>{stanza.get("Installed-Size", "0")} kB</td>'
+                f'<td><a href="{name}/filelist">{words["files"]}</a></td></tr></table></div>')
+        side = (f'<div id="pmoreinfo"><h2>{html.escape(words["links"].format(name=name))}</h2><ul>'
+                f'<li><a href="{html.escape(stanza.get("Homepage", "#"))}">{words["homepage"]}</a></li></ul>'
+                f'<h3>{words["maintainer"]}</h3><ul><li>{html.escape(stanza.get("Maintainer", ""))}</li></ul>'
+                f'<h3>{words["similar"]}</h3><ul>'
+                + "".join(f'<li><a href="{o}.html">{html.escape(o)}</a></li>' for o in similar) + "</ul></div>")
+        page = _catalogue_frame(words, words["title"].format(name=name),
+                                words["package"].format(name=html.escape(name),
+                                                        version=html.escape(stanza.get("Version", ""))),
+                                stanza.get("Section", "misc"), name, side + f'<div id="pcontent">{body}</div>')
+        (folder / f"{_file_name(name)}.html").write_text(page, encoding="utf-8")
+
+
+def _catalogue_frame(words: dict, title: str, heading: str, section: str, name: str, content: str) -> str:
+    nav = "".join(f'<li><a href="/{n}">{html.escape(label)}</a></li>' for n, label in enumerate(words["nav"]))
+    return (f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>Debian -- {html.escape(title)}</title></head>'
+            f'<body><div id="header"><div id="upperheader"><div id="logo"><a href="/">Debian</a></div>'
+            f'<p class="section"><a href="/">Packages</a></p></div><div id="navbar"><ul>{nav}</ul></div>'
+            f'<p id="breadcrumbs"><a href="/">Packages</a> / <a href="/bookworm/">bookworm</a> / '
+            f'<a href="/bookworm/{section}/">{html.escape(section)}</a> / {html.escape(name)}</p></div>'
+            f'<div id="content"><h1>{heading}</h1>{content}</div>'
+            f'<div id="footer"><hr><p>{html.escape(words["footer"])}</p></div></body></html>')
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^\w.+-]", "_", name)
+
+
+# --- a wiki of places ----------------------------------------------------------------------------------------
+
+PLACES_WORDS = {
+    "en": {"stub": "{name} is a {kind} of {country}.", "code": "Its ISO 3166-2 code is {code}.",
+           "parent": "It lies within {parent}.", "see": "See also: the list of subdivisions of {country}.",
+           "list_title": "List of subdivisions of {country}",
+           "list_lead": "This is a list of the subdivisions of {country}, with their ISO 3166-2 codes and kinds.",
+           "columns": ("Code", "Name", "Kind"), "category": "Subdivisions of {country}",
+           "stub_notice": "This article about a place in {country} is a stub. You can help by expanding it."},
+    "de": {"stub": "{name} ist eine Verwaltungseinheit ({kind}) in {country}.",
+           "code": "Ihr Code nach ISO 3166-2 ist {code}.", "parent": "Sie liegt in {parent}.",
+           "see": "Siehe auch: Liste der Verwaltungseinheiten in {country}.",
+           "list_title": "Liste der Verwaltungseinheiten in {country}",
+           "list_lead": "Dies ist eine Liste der Verwaltungseinheiten in {country} mit ihren Codes nach ISO 3166-2.",
+           "columns": ("Code", "Name", "Art"), "category": "Verwaltungseinheit in {country}",
+           "stub_notice": "Dieser Artikel über einen Ort in {country} ist sehr kurz. Du kannst helfen, ihn zu erweitern."},
+}
+WIKI_CHROME = "readability-test-pages/wikipedia-2/source.html"
+
+
+def build_places(language: str, folder: Path, data: Path) -> None:
+    """The wiki's stubs (``wiki/<code>.html``) and lists (``wiki/List_<country>.html``) in ``language``."""
+    subdivisions = json.loads(ISO_CODES.read_text(encoding="utf-8"))["3166-2"]
+    countries = {c["alpha_2"]: c["name"] for c in
+                 json.loads((ISO_CODES.parent / "iso_3166-1.json").read_text(encoding="utf-8"))["3166-1"]}
+    names = (gettext.translation("iso_3166-2", languages=[language], fallback=True).gettext,
+             gettext.translation("iso_3166-1", languages=[language], fallback=True).gettext)
+    by_code = {s["code"]: s for s in subdivisions}
+    words = PLACES_WORDS[language]
+    chrome = (data / WIKI_CHROME).read_bytes()
+    folder.mkdir(parents=True, exist_ok=True)
+    by_country: dict[str, list[dict]] = defaultdict(list)
+    for subdivision in subdivisions:
+        by_country[subdivision["code"][:2]].append(subdivision)
+    for code, members in sorted(by_country.items()):
+        if xxhash.xxh32_intdigest(code.encode()) % PLACES_SAMPLE or len(members) < 3:
+            continue
+        country = names[1](countries.get(code, code))
+        rows = "".join(f'<tr><td>{s["code"]}</td><td><a href="{s["code"]}.html">{html.escape(names[0](s["name"]))}'
+                       f'</a></td><td>{html.escape(s["type"])}</td></tr>' for s in members)
+        table = (f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>'
+                 f"{rows}</table>")
+        lead = words["list_lead"].format(country=html.escape(country))
+        title = words["list_title"].format(country=country)
+        (folder / f"List_{code}.html").write_bytes(
+            _wiki_page(chrome, title, f"<p>{lead}</p>{table}", words["category"].format(country=country)))
+        for s in members:
+            parent = by_code.get(s.get("parent", "") if "-" in s.get("parent", "") else f"{code}-{s.get('parent', '')}")
+            sentences = [words["stub"].format(name=html.escape(names[0](s["name"])), kind=html.escape(s["type"].lower()),
+                                              country=f'<a href="List_{code}.html">{html.escape(country)}</a>'),
+                         words["code"].format(code=s["code"])]
+            if parent is not None:
+                sentences.append(words["parent"].format(parent=html.escape(names[0](parent["name"]))))
+            body = (f'<p>{" ".join(sentences)}</p><p>{words["see"].format(country=html.escape(country))}</p>'
+                    f'<div role="note" class="metadata plainlinks asbox stub"><p>'
+                    f'{html.escape(words["stub_notice"].format(country=country))}</p></div>')
+            (folder / f"{s['code']}.html").write_bytes(
+                _wiki_page(chrome, names[0](s["name"]), body, words["category"].format(country=country)))
+
+
+def _wiki_page(chrome: bytes, title: str, body: str, category: str) -> bytes:
+    """Wikipedia's chrome around ``body``: the title, the heading, the content and the category replaced."""
+    root = lxml.html.fromstring(chrome)
+    root.find(".//title").text = f"{title} - Wikipedia"
+    root.get_element_by_id("firstHeading").text = title
+    for child in root.get_element_by_id("firstHeading"):
+        child.drop_tree()
+    content = root.get_element_by_id("mw-content-text")
+    for child in list(content):
+        content.remove(child)
+    content.text = None
+    for element in lxml.html.fragments_fromstring(body):
+        content.append(element)
+    links = root.get_element_by_id("catlinks")
+    for child in list(links):
+        links.remove(child)
+    links.append(lxml.html.fragment_fromstring(f'<div id="mw-normal-catlinks">Category: <a href="#">'
+                                               f'{html.escape(category)}</a></div>'))
+    return lxml.html.tostring(root, encoding="utf-8", doctype="<!DOCTYPE html>")
