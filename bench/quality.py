@@ -96,7 +96,7 @@ class Scored:
         policy = _policy(mode, content_distance, structure_distance, min_similarity)
         content = self.content is not None and (
             policy.content_match(self.content, self.sketches, *self.short)
-            or (self.pair.same_address and policy.recrawled(self.content, *self.sketches)))
+            or (self.pair.same_address and policy.recrawls and policy.recrawled(*self.sketches)))
         structure = self.structure is not None and self.structure <= structure_distance
         return {"both": content and structure, "content": content, "structure": structure, "either": content or structure}[mode]
 

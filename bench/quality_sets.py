@@ -609,7 +609,8 @@ def _retitled(article_title: str, chrome_title: str) -> str:
 def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
     """The same article in another site's chrome: each real article page of ``change_bases`` against its body
     (the element holding most of its paragraphs) put in the place of another site's body, in that site's header,
-    navigation, sidebars and footer, under the other site's name in its title (a syndicated or republished copy).
+    navigation, sidebars and footer, under the other site's name in its title and with the article's headline in its
+    headings (a syndicated or republished copy).
     The other site is another base of the same language, chosen with a fixed seed.  The bodies are the same: the
     judge's figure is 1.0 by construction."""
     bases = change_bases(data)
@@ -626,10 +627,17 @@ def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
         place = _main_container(chrome) if chrome is not None else None
         if place is None or place.getparent() is None or chrome.find(".//title") is None:
             continue
+        title = root.findtext(".//title") or ""
+        headline = " ".join((next(iter(root.iter("h1")), None) or lxml.html.fragment_fromstring(
+            f"<h1>{html_escape.escape(_TITLE_SEPARATOR.split(title.strip())[0])}</h1>")).text_content().split())
+        for heading in chrome.iter("h1"):  # the other site's headline of its own article: this one's now
+            for child in list(heading):
+                heading.remove(child)
+            heading.text = headline
         copy = lxml.html.fromstring(lxml.html.tostring(article, encoding="unicode"))
         copy.tail = place.tail
         place.getparent().replace(place, copy)
-        chrome.find(".//title").text = _retitled(root.findtext(".//title") or "", chrome.findtext(".//title") or "")
+        chrome.find(".//title").text = _retitled(title, chrome.findtext(".//title") or "")
         swapped = pages.add(f"chrome/{page_id}/in/{donor_id}", lxml.html.tostring(chrome, encoding="utf-8"))
         yield Pair(pages.add(page_id, body), swapped, True, "chrome_swapped", "chrome", judge=1.0)
 

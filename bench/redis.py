@@ -71,7 +71,7 @@ class CheckThenInsertStore(RedisStore):
                 row = self.client.hincrby(self.replica.meta, "count", 1) - 1
                 chunk, offset = divmod(row, CHUNK)
                 pipe = self.client.pipeline(transaction=False)
-                pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page))
+                pipe.setrange(f"{self.key}:fp:{chunk}", offset * RECORD.itemsize, pack_record(page, url))
                 pipe.setrange(f"{self.key}:sk:{chunk}", offset * SKETCH_BYTES, fixed_width(page.sketch))
                 pipe.rpush(f"{self.key}:pages:{chunk}", url)
                 pipe.execute()

@@ -114,10 +114,11 @@ def test_near_duplicate_is_dropped_and_other_article_kept() -> None:
 def same_text_other_template(html: bytes) -> str:
     """The page's own text laid out in a table under its title and heading: same content (and name), other
     structure."""
-    title, *blocks = own_blocks(load(html, 10**8).root)
+    root = load(html, 10**8).root
+    _, *blocks = own_blocks(root)
     heading = PageText.parse(html, 0.45, 10**6).name().partition("\n")[2]
     rows = "".join(f"<tr><th>{n}</th><td><span>{' '.join(block)}</span></td></tr>" for n, block in enumerate(blocks))
-    return (f"<html><head><meta charset='utf-8'><title>{' '.join(title)}</title></head>"
+    return (f"<html><head><meta charset='utf-8'><title>{root.findtext('.//title')}</title></head>"
             f"<body><h1>{heading}</h1><table>{rows}</table></body></html>")
 
 

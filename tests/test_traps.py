@@ -7,7 +7,7 @@ import redis
 
 from bench.traps import crawl as crawl_site
 from bench.traps import lost
-from crawler.trap_site import TrapSite
+from crawler.trap_site import TrapSite, serve_trap_site
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_rules
 from scrapy_simhash_dedup.stores.sqlite.readers import read_rules
@@ -36,6 +36,27 @@ def test_the_links_of_near_duplicates_are_skipped_and_the_same_links_from_kept_p
     kept_urls = {url for url, _ in guarded["kept"]}
     assert not {skip.because for skip in links} & kept_urls, "only the links of dropped pages are skipped"
     assert {skip.url for skip in links} & kept_urls, "a link skipped on a copy is followed from the kept page"
+
+
+def test_a_calendar_whose_months_are_in_the_path_and_named_apart_ends_on_its_own(tmp_path):
+    """``/events/2026/01/``, "Events in January 2026": each empty month is kept (it names a month of its own), yet
+    for the link guard it is the same page as the first empty month, so the calendar runs out of budget; a month
+    with an event, which has content of its own, is another page and is kept."""
+    from tests.conftest import trap_articles
+
+    with serve_trap_site(trap_articles(), calendar="path") as (base_url, site):
+        unguarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False,
+                                                "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite")}, cap=400)
+        guarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True,
+                                              "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite")}, cap=400)
+        own = own_pages(base_url, site)
+    assert unguarded["stats"]["finish_reason"] == "closespider_pagecount", "without a guard the calendar never ends"
+    assert guarded["stats"]["finish_reason"] == "finished"
+    assert guarded["stats"]["downloader/request_count"] < unguarded["stats"]["downloader/request_count"] / 2
+    assert lost(own, guarded["kept"]) == []
+    assert guarded["stats"]["simhash_dedup/repeated_pages"] > 0
+    months = [url for url, _ in guarded["kept"] if "/events/" in url]
+    assert len(months) > 2, "empty months are kept: each names its own month"
 
 
 def test_a_rule_is_learned_applied_and_kept_for_a_resumed_crawl(trap_site, tmp_path):

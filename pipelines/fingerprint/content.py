@@ -181,7 +181,8 @@ class PageText:
         ArrayList<E>``, ``std::atomic<char> Member List``).  The heading is the first ``h1`` outside the page's
         furniture, else the first block-level element outside it named as a title (``HEADING_NAMES`` in its class
         or id: Doxygen's ``div.title``, many CMSs' ``entry-title``).  Not a lower heading: a section added to a
-        page (comments, related articles) often starts with the first ``h2``."""
+        page (comments, related articles) often starts with the first ``h2``.  Of the title, only what names the
+        page (``own_title``): the same article under another site's name is named as it was."""
         heading, named = "", ""
         for block in self.blocks:
             if block.tag_furniture != -1:
@@ -192,8 +193,9 @@ class PageText:
                 break
             if not named and _named_heading(node) and block.prose.strip():
                 named = block.prose
-        title, heading = self._tokens_of(self.title), self._tokens_of(heading or named)
-        return f"{' '.join(title)}\n{' '.join(heading)}" if title or heading else ""
+        heading_tokens = self._tokens_of(heading or named)
+        title = self._tokens_of(own_title(self.title, set(heading_tokens)))
+        return f"{' '.join(title)}\n{' '.join(heading_tokens)}" if title or heading_tokens else ""
 
     def _tokens_of(self, text: str) -> list[str]:
         """``tokens(text)``, once for each distinct text of the page (a block's own text is most often its prose)."""
@@ -221,6 +223,19 @@ class PageText:
 
 #: Words that name an element as a page's heading (in its class or id), when it has no ``h1``.
 HEADING_NAMES = re.compile(r"title|headline|heading", re.IGNORECASE)
+#: What separates the parts of a title ("Headline | Site", "Index — Python 3.11 documentation", "Site :: Page").
+TITLE_SEPARATOR = re.compile(r"\s+(?:[|\-–—·:»«/]{1,2})\s+")
+
+
+def own_title(title: str, heading: set[str]) -> str:
+    """The parts of a page's title that name the page: those that share a word with its heading (``tokens``), the
+    others being the site's name ("Headline | Site"); the whole title when it has one part, when the page has no
+    heading, or when no part shares a word with it."""
+    parts = TITLE_SEPARATOR.split(title)
+    if len(parts) < 2 or not heading:
+        return title
+    named = [part for part in parts if heading.intersection(tokens(part))]
+    return " ".join(named) if named else title
 
 
 def _named_heading(node: Node) -> bool:

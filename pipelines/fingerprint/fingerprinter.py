@@ -19,7 +19,7 @@ from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 7
+SCHEME_VERSION = 8
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):

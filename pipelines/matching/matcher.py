@@ -14,7 +14,7 @@ from ..fingerprint.simhash import hamming
 from ..fingerprint.sketch import similarity
 from .index import SimhashIndex, grown
 from .indexloops import scan
-from .policy import ADDRESS, Match, Mode, Policy, dropped, same_address
+from .policy import ADDRESS, Match, Mode, Policy, address_key, dropped
 
 #: Up to this many kept pages, a query reads them all (``indexloops.scan``: one sequential read of 16
 #: bytes a page, a few us) rather than the index, whose dozens of scattered reads miss the cache
@@ -49,6 +49,8 @@ class Matcher:
         )
         self.fingerprints = np.zeros((0, 2), dtype=np.uint64)  # per row: content, structure
         self.present = np.zeros((0, 3), dtype=bool)  # per row: has content, has structure, is short
+        self.addresses = np.zeros(0, dtype=np.uint64)  # per row: the page's address (``policy.address_key``)
+        self.by_address = SimhashIndex(0)  # rows by address: a page met again there is judged as its re-crawl
         self.rows = 0
         self.remembered = 0  # rows kept before this crawl started (by an earlier crawl)
 
@@ -65,10 +67,14 @@ class Matcher:
     def matches(self, page: Fingerprint, since: int | None = None, url: str | None = None
                 ) -> Iterator[tuple[int, Match]]:
         """Every kept row near the page and how (duplicates and borderline candidates), in the order
-        a store decides by: content candidates nearest first, then structure candidates (modes
-        "structure" and "either").  A candidate kept at the page's ``url`` is judged as its re-crawl too
-        (``Policy.recrawled``; its URL is read only for a candidate that the sketches alone do not decide)."""
+        a store decides by: the page kept at its ``url`` (its earlier version, ``Policy.recrawled``), content
+        candidates nearest first, then structure candidates (modes "structure" and "either")."""
         mode = self.policy.mode
+        if url is not None and page.sketch is not None and self.policy.recrawls:
+            for row in self.at_address(address_key(url), since):
+                kept = self.pages.sketch(row)
+                if self.pages.alive(row) and self.policy.recrawled(kept, page.sketch):
+                    yield row, self._match(row, page, ADDRESS, kept)
         if self.content is not None and page.content is not None:
             for row, distance in self.near(self.content, page.content, since):
                 if not self.pages.alive(row):
@@ -77,10 +83,6 @@ class Matcher:
                 structure = _distance(self.part(row, 1), page.structure) if mode is Mode.BOTH else None
                 verdict = self.policy.content_verdict(distance, (kept, page.sketch), page.short,
                                                       bool(self.present[row, 2]), structure)
-                if ((verdict is None or not verdict[1]) and url is not None
-                        and self.policy.recrawled(distance, kept, page.sketch)
-                        and same_address(url, self.pages.url(row))):
-                    verdict = ADDRESS, True
                 if verdict is not None:
                     yield row, self._match(row, page, verdict[0], kept, verdict[1])
         if self.structure is not None and page.structure is not None:
@@ -91,16 +93,25 @@ class Matcher:
     def check_and_add(self, url: str, page: Fingerprint) -> tuple[Match | None, int | None]:
         """The page's match, and unless it is dropped the row it was added at (``None`` if dropped)."""
         match = self.find(url, page)
-        return match, (None if dropped(match) else self.add(page))
+        return match, (None if dropped(match) else self.add(page, url))
 
-    def add(self, page: Fingerprint) -> int:
-        """Append the page's row and index it; its row."""
+    def add(self, page: Fingerprint, url: str) -> int:
+        """Append the page's row (kept at ``url``) and index it; its row."""
         row = self.rows
-        self.append_rows(*fingerprint_rows([page]))
-        for index, fingerprint in ((self.content, page.content), (self.structure, page.structure)):
+        self.append_rows(*fingerprint_rows([page]), np.array([address_key(url)], dtype=np.uint64))
+        for index, fingerprint in ((self.content, page.content), (self.structure, page.structure),
+                                   (self.by_address, address_key(url))):
             if index is not None and fingerprint is not None:
                 index.add(row, fingerprint)
         return row
+
+    def at_address(self, key: int, since: int | None) -> list[int]:
+        """The rows kept at the address ``key`` (from ``since`` on, if given), the latest first."""
+        if since is None and self.rows > SCAN_ROWS:
+            found = [row for row, _ in self.by_address.query(key)]
+        else:
+            found = (np.flatnonzero(self.addresses[since or 0 : self.rows] == np.uint64(key)) + (since or 0)).tolist()
+        return sorted(found, reverse=True)
 
     def near(self, index: SimhashIndex, fingerprint: int, since: int | None) -> list[tuple[int, int]]:
         """Rows within the index's distance of ``fingerprint`` and their distances, nearest first:
@@ -114,31 +125,36 @@ class Matcher:
 
     def memory_bytes(self) -> int:
         """Bytes of the rows' arrays and the indexes (what a process holds per kept page, capacity included)."""
-        indexes = sum(index.memory_bytes() for index in (self.content, self.structure) if index is not None)
-        return self.fingerprints.nbytes + self.present.nbytes + indexes
+        indexes = sum(index.memory_bytes() for index in (self.content, self.structure, self.by_address)
+                      if index is not None)
+        return self.fingerprints.nbytes + self.present.nbytes + self.addresses.nbytes + indexes
 
     def part(self, row: int, part: int) -> int | None:
         return int(self.fingerprints[row, part]) if self.present[row, part] else None
 
-    def append_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
-        """Rows appended, not indexed (found by a scan ``since`` them, or indexed by ``load_rows``)."""
+    def append_rows(self, fingerprints: np.ndarray, present: np.ndarray, addresses: np.ndarray) -> None:
+        """Rows appended (fingerprints, what they have, their addresses' keys), not indexed (found by a scan
+        ``since`` them, or indexed by ``load_rows``)."""
         count = len(fingerprints)
         if self.rows + count > len(self.fingerprints):
             capacity = max(self.rows + count, len(self.fingerprints) * 9 // 8 + 64)  # (small sites: small arrays)
             self.fingerprints = grown(self.fingerprints, self.rows, capacity)
             self.present = grown(self.present, self.rows, capacity)
+            self.addresses = grown(self.addresses, self.rows, capacity)
         self.fingerprints[self.rows : self.rows + count] = fingerprints
         self.present[self.rows : self.rows + count] = present
+        self.addresses[self.rows : self.rows + count] = addresses
         self.rows += count
 
-    def load_rows(self, fingerprints: np.ndarray, present: np.ndarray) -> None:
+    def load_rows(self, fingerprints: np.ndarray, present: np.ndarray, addresses: np.ndarray) -> None:
         """Rows read back (from disk, Redis or a shard): appended, and indexed with one sort."""
         first = self.rows
-        self.append_rows(fingerprints, present)
+        self.append_rows(fingerprints, present, addresses)
         rows = np.arange(first, self.rows)
         for part, index in ((0, self.content), (1, self.structure)):
             if index is not None:
                 index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
+        self.by_address.add_many(rows, np.asarray(addresses, dtype=np.uint64))
 
     def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
                duplicate: bool = True) -> Match:
@@ -169,6 +185,11 @@ def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
         np.array([(page.content is not None, page.structure is not None, page.short) for page in pages],
                  dtype=bool).reshape(-1, 3),
     )
+
+
+def address_keys(urls: list[str]) -> np.ndarray:
+    """The keys of pages' addresses (``policy.address_key``), as a matcher's rows keep them."""
+    return np.fromiter((address_key(url) for url in urls), dtype=np.uint64, count=len(urls))
 
 
 def _similarity(a: bytes | None, b: bytes | None) -> float | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
+import xxhash
+
 from ..fingerprint.sketch import (link_share, listing, own_share, same_name, same_own_text, similarity, sketch_size,
                                   visible_similarity)
 
@@ -42,7 +44,7 @@ LINK_SHARE_LINE = 0.5
 #: ``Policy.small_text_extra_bits`` beyond the content distance, at the same ``min_similarity``: SimHash estimates
 #: an angle, and one sentence changed in a text of three turns it by up to 12 bits.
 SMALL_TEXT_SHINGLES = 150
-#: A page met again at the address of a kept page (``same_address``) is a re-crawl of it, not a stranger: it is the
+#: A page met again at the address of a kept page (``Matcher.at_address``) is a re-crawl of it, not a stranger: it is the
 #: same document when it says it is about the same thing and what it shows still agrees on this much (its whole
 #: visible text's 5-grams, chrome included), however much of its own short text changed.  A product page with one
 #: sentence of its description changed agrees on ~0.9; a home page whose stories changed, under ~0.5 (the real
@@ -146,13 +148,19 @@ class Policy:
                                              else self.thin_visible_similarity)
         return min((own, self.min_similarity), visible, key=lambda found_needed: found_needed[0] - found_needed[1])
 
-    def recrawled(self, distance: int, a: bytes | None, b: bytes | None) -> bool:
-        """Is a page met again at a kept page's address (``same_address``, which the caller checks) the same
-        document, its own text edited or not: a content candidate (within the search distance) that names the
-        same thing and shows nearly the same (``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Its drop's reason is
-        ``ADDRESS``.  Pages without own text have no sketch: their exact words decide, as anywhere."""
-        return (self.mode is not Mode.STRUCTURE and self.min_similarity > -1 and a is not None and b is not None
-                and distance <= self.search_distance and same_name(a, b)
+    @property
+    def recrawls(self) -> bool:
+        """Is a page met again at a kept page's address judged as its re-crawl (``recrawled``)?  Not where pages
+        are compared by structure alone, nor with every check off (SimHash alone)."""
+        return self.mode is not Mode.STRUCTURE and self.min_similarity > -1
+
+    @staticmethod
+    def recrawled(a: bytes | None, b: bytes | None) -> bool:
+        """Is a page met again at the address of a kept page (``Matcher.at_address``) the same document, its own
+        text edited or not: it names the same thing and shows nearly the same (its whole visible text agrees on
+        ``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Its drop's reason is ``ADDRESS``.  Pages without own text have no
+        sketch: their exact words decide, as anywhere."""
+        return (a is not None and b is not None and same_name(a, b)
                 and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY)
 
     @staticmethod
@@ -172,9 +180,10 @@ class Policy:
         return evidence is not None and self.min_similarity <= evidence[0] < evidence[1]
 
 
-def same_address(url: str, kept_url: str) -> bool:
-    """Do two URLs name one address (a fragment names a part of a page, not another page)?"""
-    return url.partition("#")[0] == kept_url.partition("#")[0]
+def address_key(url: str) -> int:
+    """A page's address as a store's rows keep it: a 64-bit hash of its URL without the fragment (which names a
+    part of a page, not another page)."""
+    return xxhash.xxh3_64_intdigest(url.partition("#")[0].encode("utf-8", "surrogatepass"))
 
 
 def thin(sketch: bytes) -> bool:

@@ -26,7 +26,7 @@ T = TypeVar("T")
 #: no page: ~15-20 KB by tracemalloc), counted against a budget.
 SITE_OVERHEAD = 16_384
 #: The rows of a site read back: store rows (ascending), fingerprints (content, structure), present flags.
-SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray]
+SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # rows, fingerprints, present, addresses
 
 
 class IdleSites(Generic[T]):
@@ -135,9 +135,9 @@ class ScopedMatchers:
         self.rows = first_row  # the store's next row
         self.remembered = remembered  # store rows below this one were kept by an earlier crawl
         self.sites: IdleSites[SiteMatcher] = IdleSites(self._open, SiteMatcher.memory_bytes, budget)
-        # pages kept, not written yet, of a store that reads sites back: per site, store row -> fingerprints, flags
-        # (read back with the site's written rows when a site let go is met again)
-        self._unwritten: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+        # pages kept, not written yet, of a store that reads sites back: per site, store row -> fingerprints, flags,
+        # address (read back with the site's written rows when a site let go is met again)
+        self._unwritten: dict[str, dict[int, tuple[np.ndarray, np.ndarray, np.uint64]]] = {}
         self._site_of_unwritten: dict[int, str] = {}
 
     def check_and_add(self, url: str, page: Fingerprint) -> tuple[Match | None, int | None]:
@@ -153,7 +153,8 @@ class ScopedMatchers:
         held.rows.append(row)
         if self.load is not None:  # (a store in memory writes nothing)
             self._unwritten.setdefault(site, {})[row] = (held.matcher.fingerprints[local].copy(),
-                                                          held.matcher.present[local].copy())
+                                                          held.matcher.present[local].copy(),
+                                                          held.matcher.addresses[local])
             self._site_of_unwritten[row] = site
         return match, row
 
@@ -163,14 +164,16 @@ class ScopedMatchers:
         for local, match in held.matcher.matches(page, url=url):
             yield held.rows[local], self._in_store_rows(held, match)
 
-    def unwritten(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """The fingerprints, present flags and sites of store rows kept and not written yet (in that order)."""
+    def unwritten(self, rows: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The fingerprints, present flags, addresses' keys and sites of store rows kept and not written yet (in
+        that order)."""
         fingerprints = np.zeros((len(rows), 2), dtype=np.uint64)
         present = np.zeros((len(rows), 3), dtype=bool)
+        addresses = np.zeros(len(rows), dtype=np.uint64)
         sites = [self._site_of_unwritten[row] for row in rows]
         for n, (row, site) in enumerate(zip(rows, sites)):
-            fingerprints[n], present[n] = self._unwritten[site][row]
-        return fingerprints, present, sites
+            fingerprints[n], present[n], addresses[n] = self._unwritten[site][row]
+        return fingerprints, present, addresses, sites
 
     def written(self, rows: list[int]) -> None:
         """These rows are in the store now: read back from it with their site."""
@@ -187,15 +190,16 @@ class ScopedMatchers:
         """A site's matcher, with its rows read back (written, and kept not written yet) in store order."""
         held = SiteMatcher(self.policy, self.pages)
         if self.load is not None:
-            rows, fingerprints, present = self.load(site)
+            rows, fingerprints, present, addresses = self.load(site)
             if unwritten := self._unwritten.get(site):
                 rows = np.concatenate([rows, np.fromiter(unwritten, dtype=np.int64, count=len(unwritten))])
-                fingerprints = np.concatenate([fingerprints, np.array([f for f, _ in unwritten.values()])])
-                present = np.concatenate([present, np.array([p for _, p in unwritten.values()])])
+                fingerprints = np.concatenate([fingerprints, np.array([f for f, _, _ in unwritten.values()])])
+                present = np.concatenate([present, np.array([p for _, p, _ in unwritten.values()])])
+                addresses = np.concatenate([addresses, np.array([a for _, _, a in unwritten.values()], dtype=np.uint64)])
                 order = np.argsort(rows, kind="stable")
-                rows, fingerprints, present = rows[order], fingerprints[order], present[order]
+                rows, fingerprints, present, addresses = rows[order], fingerprints[order], present[order], addresses[order]
             held.rows.extend(rows.tolist())
-            held.matcher.load_rows(fingerprints, present)
+            held.matcher.load_rows(fingerprints, present, addresses)
             held.matcher.remembered = int(np.searchsorted(rows, self.remembered))
         return held
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..fingerprint.fingerprinter import Fingerprint
-from ..matching.matcher import Matcher
+from ..matching.matcher import Matcher, address_keys
 from ..matching.policy import Match, Policy
 from ..matching.scope import Scope
 from ..matching.scoped import ScopedMatchers
@@ -52,7 +52,7 @@ class MemoryStore(Store):
     def load(self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray,
              sketches: list[bytes | None]) -> None:
         """Pages known to be kept, added at once (``fingerprint_rows``' arrays): a shard of a batch job."""
-        self.matcher.load_rows(fingerprints, present)
+        self.matcher.load_rows(fingerprints, present, address_keys(urls))  # type: ignore[union-attr] (crawl scope)
         self._urls.extend(urls)
         self._sketches.extend(sketches)
 

@@ -13,7 +13,7 @@
 -- KEYS[1]  the meta hash (epoch, count)
 -- ARGV     prefix, epoch, seen, chunk size, ttl in seconds (0: never), longest tail to return,
 --          most pairs (tail page, sent page) to compare (-1: all), content distance, structure distance
---          (-1: not compared), sketch size in bytes, then one argument per page: its record (24
+--          (-1: not compared), sketch size in bytes, then one argument per page: its record (32
 --          bytes), its sketch (zeros if it has none), its URL
 -- Returns  {"epoch"} when the store is gone or was created again (restart, reset); {"lost", count} when
 --          the log is shorter than the caller read it (a replica promoted before it had the last pages); {"behind"} when
@@ -48,11 +48,13 @@ local function popcount(x)
   return band(x, 0x3F)
 end
 
--- A record's fingerprints as 32-bit halves (content high, low, structure high, low) and which
--- it has (flags: 1 content, 2 structure), read once for all the pairs it is compared in.
+-- A record's fingerprints as 32-bit halves (content high, low, structure high, low), which it has
+-- (flags: 1 content, 2 structure) and its address (the key of its URL, 8 bytes), read once for all
+-- the pairs it is compared in.
 local function halves(record, at)
   local content_hi, content_lo, structure_hi, structure_lo = struct.unpack(">I4I4I4I4", record, at + 1)
-  return {content_hi, content_lo, structure_hi, structure_lo, string.byte(record, at + 21)}
+  return {content_hi, content_lo, structure_hi, structure_lo, string.byte(record, at + 29),
+          string.sub(record, at + 17, at + 24)}
 end
 
 -- Are two records within the content or the structure distance (-1: not compared), on a
@@ -64,8 +66,9 @@ local function within(a, b, hi, flag, limit)
   local d = popcount(bxor(a[hi], b[hi]))
   return d <= limit and d + popcount(bxor(a[hi + 1], b[hi + 1])) <= limit
 end
+-- Near, or kept at the same address (a page met again there is judged as its re-crawl).
 local function near(a, b)
-  return within(a, b, 1, 1, max_content) or within(a, b, 3, 2, max_structure)
+  return within(a, b, 1, 1, max_content) or within(a, b, 3, 2, max_structure) or a[6] == b[6]
 end
 
 -- Records and sketches [seen, count), one GETRANGE each per chunk; a chunk that expired reads as zeros.
@@ -80,7 +83,7 @@ local function range(part, size)
   end
   return table.concat(parts)
 end
-local tail = range("fp", 24)
+local tail = range("fp", 32)
 
 if count > seen then
   if max_pairs >= 0 and (count - seen) * (#ARGV - first_page + 1) > max_pairs then
@@ -91,7 +94,7 @@ if count > seen then
     sent[#sent + 1] = halves(ARGV[i], 0)
   end
   for t = 0, count - seen - 1 do
-    local kept = halves(tail, t * 24)
+    local kept = halves(tail, t * 32)
     for _, page in ipairs(sent) do
       if near(kept, page) then
         return {"moved", tail, range("sk", sketch_size)}
@@ -106,9 +109,9 @@ local stamp = struct.pack(">I4", now)
 local sketches_tail = range("sk", sketch_size)
 local records, sketches, urls = {}, {}, {}
 for i = first_page, #ARGV do
-  records[#records + 1] = string.sub(ARGV[i], 1, 16) .. stamp .. string.sub(ARGV[i], 21, 24)
-  sketches[#sketches + 1] = string.sub(ARGV[i], 25, 24 + sketch_size)
-  urls[#urls + 1] = string.sub(ARGV[i], 25 + sketch_size)
+  records[#records + 1] = string.sub(ARGV[i], 1, 24) .. stamp .. string.sub(ARGV[i], 29, 32)
+  sketches[#sketches + 1] = string.sub(ARGV[i], 33, 32 + sketch_size)
+  urls[#urls + 1] = string.sub(ARGV[i], 33 + sketch_size)
 end
 
 -- Make a chunk's string hold at least ``pages`` items of ``size`` bytes: doubled (at least 16 pages, at most
@@ -134,9 +137,9 @@ while id < last_id do
   local last = math.min(last_id, (n + 1) * chunk)
   local fp_key, sk_key, pages_key = prefix .. ":fp:" .. n, prefix .. ":sk:" .. n, prefix .. ":pages:" .. n
   local from, to = id - count + 1, last - count
-  room(fp_key, 24, last - n * chunk)
+  room(fp_key, 32, last - n * chunk)
   room(sk_key, sketch_size, last - n * chunk)
-  redis.call("SETRANGE", fp_key, (id % chunk) * 24, table.concat(records, "", from, to))
+  redis.call("SETRANGE", fp_key, (id % chunk) * 32, table.concat(records, "", from, to))
   redis.call("SETRANGE", sk_key, (id % chunk) * sketch_size, table.concat(sketches, "", from, to))
   for _ = redis.call("LLEN", pages_key), id % chunk - 1 do
     redis.call("RPUSH", pages_key, "\0")  -- the chunk expired meanwhile: keep positions aligned

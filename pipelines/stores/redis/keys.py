@@ -1,5 +1,5 @@
-"""How a store lies in Redis: chunks of ``CHUNK`` pages under ``<key>:fp:<n>`` (24-byte records: both
-fingerprints, the time kept, which parts exist), ``<key>:sk:<n>`` (the pages' sketches, ``SKETCH_BYTES``
+"""How a store lies in Redis: chunks of ``CHUNK`` pages under ``<key>:fp:<n>`` (32-byte records: both
+fingerprints, the key of the page's address, the time kept, which parts exist), ``<key>:sk:<n>`` (the pages' sketches, ``SKETCH_BYTES``
 each) and ``<key>:pages:<n>`` (their URLs), with ``<key>:meta`` (epoch, count, scheme); and a reset."""
 
 from __future__ import annotations
@@ -11,21 +11,23 @@ import numpy as np
 import redis
 
 from ...fingerprint.fingerprinter import Fingerprint
+from ...matching.policy import address_key
 
-CHUNK = 4096  # pages per chunk: a 96 KB string of records, a 520 KB string of sketches and a list, read or expired together
-RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")])
-_RECORD_STRUCT = struct.Struct(">QQIB3x")  # the same record, packed one at a time
+CHUNK = 4096  # pages per chunk: a 128 KB string of records, a 520 KB string of sketches and a list, read or expired together
+RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("address", ">u8"), ("stamp", ">u4"), ("flags", "u1"),
+                   ("spare", "V3")])
+_RECORD_STRUCT = struct.Struct(">QQQIB3x")  # the same record, packed one at a time
 PARTS = np.array([1, 2, 4], dtype=np.uint8)  # a record's flags: has content, has structure, is short
 #: The keys a store is made of, beside its meta hash; bumped when they change (stores of another layout are refused).
-LAYOUT = 3
+LAYOUT = 4
 #: The URL a page gets when its URL cannot be read (lost with the store, or Redis unreachable).
 LOST_URL = "(a page kept before Redis lost the store)"
 
 
-def pack_record(page: Fingerprint) -> bytes:
-    """The page's 24-byte record (``RECORD``); the script writes the time kept."""
+def pack_record(page: Fingerprint, url: str) -> bytes:
+    """The record (``RECORD``) of the page kept at ``url``; the script writes the time kept."""
     flags = (page.content is not None) | (page.structure is not None) << 1 | page.short << 2
-    return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, 0, flags)
+    return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, address_key(url), 0, flags)
 
 
 def fixed(data: bytes, count: int, size: int) -> bytes:

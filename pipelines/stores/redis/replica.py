@@ -16,7 +16,7 @@ import redis
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, from_fixed_width
 from ...matching.index import grown
-from ...matching.matcher import Matcher
+from ...matching.matcher import Matcher, address_keys
 from ...matching.indexloops import near_any
 from ...matching.policy import Match, Mode, Policy, dropped
 from .guard import RetryGuard
@@ -138,6 +138,7 @@ class Replica:
         rows = self.rows
         records = np.zeros(rows, dtype=RECORD)
         records["content"], records["structure"] = self.matcher.fingerprints[:rows, 0], self.matcher.fingerprints[:rows, 1]
+        records["address"] = self.matcher.addresses[:rows]
         records["stamp"] = np.frombuffer(self.stamps, dtype=np.uint32)[:rows]
         records["flags"] = self.matcher.present[:rows] @ PARTS
         urls = [self.known_urls.get(row, LOST_URL) for row in range(rows)]
@@ -179,7 +180,7 @@ class Replica:
         first = self.rows
         fingerprints = np.empty((len(records), 2), dtype=np.uint64)
         fingerprints[:, 0], fingerprints[:, 1] = records["content"], records["structure"]
-        self.matcher.load_rows(fingerprints, records["flags"][:, None] & PARTS != 0)
+        self.matcher.load_rows(fingerprints, records["flags"][:, None] & PARTS != 0, records["address"].astype(np.uint64))
         self.stamps.extend(records["stamp"].tolist())
         if self.rows > len(self.sketch_rows):
             self.sketch_rows = grown(self.sketch_rows, first, max(self.rows, len(self.sketch_rows) * 9 // 8 + 64))
@@ -200,7 +201,7 @@ class Replica:
             if not dropped(matches[-1]):
                 self._batch_pages[self.rows] = (url, page.sketch)
                 self.stamps.append(stamp)
-                self.matcher.append_rows(rows[0][n : n + 1], rows[1][n : n + 1])
+                self.matcher.append_rows(rows[0][n : n + 1], rows[1][n : n + 1], address_keys([url]))
         self.matcher.rows = first
         del self.stamps[first:]
         self._batch_pages.clear()

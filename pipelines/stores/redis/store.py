@@ -1,8 +1,8 @@
 """One store for many crawler processes: the log of kept pages in Redis.
 
 Redis holds every kept page once, in order, as a log cut into chunks of
-``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 24-byte records: both
-fingerprints, the time kept, which parts exist), ``<key>:sk:<n>`` (a string of
+``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 32-byte records: both
+fingerprints, the key of the page's address, the time kept, which parts exist), ``<key>:sk:<n>`` (a string of
 the pages' sketches, 140 bytes each: ``sketch.fixed_width``) and ``<key>:pages:<n>`` (a list of their URLs),
 with ``<key>:meta`` (epoch, count, scheme): ``keys``.
 
@@ -166,7 +166,7 @@ class RedisStore(LoggedInRedis):
                 break
             args = [replica.meta, self.key, replica.epoch, seen, CHUNK, replica.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
                     SKETCH_BYTES]
-            args += [pack_record(pages[i][1]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
+            args += [pack_record(pages[i][1], pages[i][0]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
                      for i in kept]
             status, *reply = yield args
             if status in (b"epoch", b"behind"):  # the store is gone or was created again; or the replica is far behind

@@ -11,7 +11,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (row INTEGER PRIMARY KEY, url TEXT NOT NULL, sketch BLOB);
 CREATE TABLE IF NOT EXISTS batches (
-    first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL
+    first_row INTEGER PRIMARY KEY, content BLOB NOT NULL, structure BLOB NOT NULL, present BLOB NOT NULL,
+    addresses BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS decisions (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, outcome TEXT NOT NULL, url TEXT NOT NULL, kept_url TEXT NOT NULL,
@@ -35,7 +36,7 @@ CREATE TABLE IF NOT EXISTS rules (
 SITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS site_batches (
     id INTEGER PRIMARY KEY, site TEXT NOT NULL, rows BLOB NOT NULL, content BLOB NOT NULL, structure BLOB NOT NULL,
-    present BLOB NOT NULL
+    present BLOB NOT NULL, addresses BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS site_batches_by_site ON site_batches (site);
 """

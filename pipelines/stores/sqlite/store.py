@@ -116,26 +116,32 @@ class SqliteStore:
             self.matcher = ScopedMatchers(self.policy, self.scope, self, self.budget, self._site_rows, rows, rows)
             self._loaded = rows
             return
-        batches = self._connection.execute("SELECT content, structure, present FROM batches ORDER BY first_row")
+        batches = self._connection.execute(
+            "SELECT content, structure, present, addresses FROM batches ORDER BY first_row")
         parts = [
-            (np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool))
-            for c, s, p in batches
+            (np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool),
+             np.frombuffer(a, dtype="<u8"))
+            for c, s, p, a in batches
         ]
         if parts:
-            content, structure, present = (np.concatenate(column) for column in zip(*parts))
-            self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3))
+            content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
+            self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3),
+                                   addresses.astype(np.uint64))
         self._loaded = self.matcher.remembered = self.matcher.rows
 
     def _site_rows(self, site: str) -> SiteRows:
-        """A site's written pages: their rows (ascending), fingerprints and present flags."""
+        """A site's written pages: their rows (ascending), fingerprints, present flags and addresses' keys."""
         parts = [(np.frombuffer(r, dtype="<i8"), np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"),
-                  np.frombuffer(p, dtype=bool).reshape(-1, 3)) for r, c, s, p in self._connection.execute(
-            "SELECT rows, content, structure, present FROM site_batches WHERE site = ?", (site,))]
+                  np.frombuffer(p, dtype=bool).reshape(-1, 3), np.frombuffer(a, dtype="<u8"))
+                 for r, c, s, p, a in self._connection.execute(
+                     "SELECT rows, content, structure, present, addresses FROM site_batches WHERE site = ?", (site,))]
         if not parts:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 3), dtype=bool)
-        rows, content, structure, present = (np.concatenate(column) for column in zip(*parts))
+            return (np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 3), dtype=bool),
+                    np.zeros(0, dtype=np.uint64))
+        rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(rows, kind="stable")  # pages are confirmed out of order
-        return rows[order], np.column_stack([content, structure])[order], present[order]
+        return (rows[order], np.column_stack([content, structure])[order], present[order],
+                addresses.astype(np.uint64)[order])
 
     def __len__(self) -> int:
         return self.matcher.rows
@@ -225,9 +231,10 @@ class SqliteStore:
             [(first + n, *self._pending[row]) for n, row in enumerate(rows)],
         )
         self._connection.execute(
-            "INSERT INTO batches (first_row, content, structure, present) VALUES (?, ?, ?, ?)",
+            "INSERT INTO batches (first_row, content, structure, present, addresses) VALUES (?, ?, ?, ?, ?)",
             (first, self.matcher.fingerprints[rows, 0].astype("<u8").tobytes(),
-             self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(), self.matcher.present[rows].tobytes()),
+             self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(), self.matcher.present[rows].tobytes(),
+             self.matcher.addresses[rows].astype("<u8").tobytes()),
         )
         for n, row in enumerate(rows):
             self._written_as[row] = first + n
@@ -238,14 +245,15 @@ class SqliteStore:
         rows = sorted(self._pending)
         self._connection.executemany("INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
                                      [(row, *self._pending[row]) for row in rows])
-        fingerprints, present, sites = matcher.unwritten(rows)
+        fingerprints, present, addresses, sites = matcher.unwritten(rows)
         of_site: dict[str, list[int]] = {}
         for n, site in enumerate(sites):
             of_site.setdefault(site, []).append(n)
         self._connection.executemany(
-            "INSERT INTO site_batches (site, rows, content, structure, present) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO site_batches (site, rows, content, structure, present, addresses) VALUES (?, ?, ?, ?, ?, ?)",
             [(site, np.array(rows, dtype="<i8")[at].tobytes(), fingerprints[at, 0].astype("<u8").tobytes(),
-              fingerprints[at, 1].astype("<u8").tobytes(), present[at].tobytes()) for site, at in of_site.items()])
+              fingerprints[at, 1].astype("<u8").tobytes(), present[at].tobytes(),
+              addresses[at].astype("<u8").tobytes()) for site, at in of_site.items()])
         matcher.written(rows)
         self._pending.clear()
 
