@@ -598,48 +598,71 @@ def _main_container(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None
 _TITLE_SEPARATOR = re.compile(r"\s+[-|–—_]\s+")
 
 
-def _retitled(article_title: str, chrome_title: str) -> str:
-    """The article's headline under the other site's name: what precedes the last separator of the article's title,
-    then what follows the last separator of the other site's (its name), if it has one."""
-    headline = _TITLE_SEPARATOR.split(article_title.strip())[0] if article_title else ""
+def _retitled(headline: str, chrome_title: str) -> str:
+    """The article's headline under the other site's name: what follows the last separator of the other site's
+    title (its name), if it has one."""
     parts = _TITLE_SEPARATOR.split(chrome_title.strip()) if chrome_title else []
     return f"{headline} | {parts[-1]}" if len(parts) > 1 else headline
 
 
+_CHROME_NAME = re.compile(r"(?:^|[\s_-])(?:header|masthead|topbar|nav|navbar|navigation|menu|footer)(?:$|[\s_-])",
+                          re.IGNORECASE)
+
+
+def _chrome(root: lxml.html.HtmlElement, body: lxml.html.HtmlElement) -> tuple[list, list]:
+    """A page's site chrome: its outermost headers and navigation, and its footers (``header``, ``nav``, ``footer``
+    elements, or named so by class or id), that neither hold nor sit inside the article's ``body``."""
+    top, bottom = [], []
+    for element in root.iter("*"):
+        if not isinstance(element.tag, str) or element is body:
+            continue
+        names = f"{element.get('id', '')} {element.get('class', '')}"
+        if element.tag not in ("header", "nav", "footer") and not _CHROME_NAME.search(names):
+            continue
+        ancestors = set(element.iterancestors())
+        if body in ancestors or ancestors & set(top + bottom) or body in set(element.iterdescendants()):
+            continue
+        (bottom if element.tag == "footer" or "footer" in names.lower() else top).append(element)
+    return top, bottom
+
+
 def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
-    """The same article in another site's chrome: each real article page of ``change_bases`` against its body
-    (the element holding most of its paragraphs) put in the place of another site's body, in that site's header,
-    navigation, sidebars and footer, under the other site's name in its title and with the article's headline in its
-    headings (a syndicated or republished copy).
-    The other site is another base of the same language, chosen with a fixed seed.  The bodies are the same: the
-    judge's figure is 1.0 by construction."""
+    """The same article with another site's chrome: each real article page of ``change_bases`` against itself with
+    its header, navigation and footer (``_chrome``) replaced by those of another site (another base of the same
+    language, chosen with a fixed seed) and the other site's name in its title ("Headline | Other Site"), the body
+    and the rest untouched: a syndicated copy, a page moved to another site's template.  The article is the same:
+    the judge's figure is 1.0 by construction."""
     bases = change_bases(data)
     by_language: dict[str, list[tuple[str, bytes]]] = {}
     for page_id, language, body in bases:
         by_language.setdefault(language, []).append((page_id, body))
-    for page_id, language, body in bases:
-        root = html_tree(body)
+    for page_id, language, html in bases:
+        root = html_tree(html)
         donors = [d for d in by_language[language] if d[0].split("/")[:2] != page_id.split("/")[:2]]
-        if root is None or not donors or (article := _main_container(root)) is None:
+        if root is None or root.body is None or not donors or (article := _main_container(root)) is None:
             continue
-        donor_id, donor_body = random.Random(f"chrome/{page_id}").choice(donors)
-        chrome = html_tree(donor_body)
-        place = _main_container(chrome) if chrome is not None else None
-        if place is None or place.getparent() is None or chrome.find(".//title") is None:
+        donor_id, donor_html = random.Random(f"chrome/{page_id}").choice(donors)
+        donor = html_tree(donor_html)
+        donor_article = _main_container(donor) if donor is not None else None
+        if donor_article is None or donor.find(".//title") is None or root.find(".//title") is None:
             continue
+        own_top, own_bottom = _chrome(root, article)
+        donor_top, donor_bottom = _chrome(donor, donor_article)
+        if not (own_top or own_bottom) or not (donor_top or donor_bottom):
+            continue
+        for element in own_top + own_bottom:
+            element.drop_tree()
+        for n, element in enumerate(donor_top):
+            root.body.insert(n, lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
+        for element in donor_bottom:
+            root.body.append(lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
         title = root.findtext(".//title") or ""
-        headline = " ".join((next(iter(root.iter("h1")), None) or lxml.html.fragment_fromstring(
-            f"<h1>{html_escape.escape(_TITLE_SEPARATOR.split(title.strip())[0])}</h1>")).text_content().split())
-        for heading in chrome.iter("h1"):  # the other site's headline of its own article: this one's now
-            for child in list(heading):
-                heading.remove(child)
-            heading.text = headline
-        copy = lxml.html.fromstring(lxml.html.tostring(article, encoding="unicode"))
-        copy.tail = place.tail
-        place.getparent().replace(place, copy)
-        chrome.find(".//title").text = _retitled(title, chrome.findtext(".//title") or "")
-        swapped = pages.add(f"chrome/{page_id}/in/{donor_id}", lxml.html.tostring(chrome, encoding="utf-8"))
-        yield Pair(pages.add(page_id, body), swapped, True, "chrome_swapped", "chrome", judge=1.0)
+        first_heading = next(iter(article.iter("h1")), None)
+        headline = " ".join((first_heading.text_content() if first_heading is not None
+                             else _TITLE_SEPARATOR.split(title.strip())[0]).split())
+        root.find(".//title").text = _retitled(headline, donor.findtext(".//title") or "")
+        swapped = pages.add(f"chrome/{page_id}/in/{donor_id}", lxml.html.tostring(root, encoding="utf-8"))
+        yield Pair(pages.add(page_id, html), swapped, True, "chrome_swapped", "chrome", judge=1.0)
 
 
 #: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change: MediaWiki articles,

@@ -228,13 +228,13 @@ TITLE_SEPARATOR = re.compile(r"\s+(?:[|\-–—·:»«/]{1,2})\s+")
 
 
 def own_title(title: str, heading: set[str]) -> str:
-    """The parts of a page's title that name the page: those that share a word with its heading (``tokens``), the
-    others being the site's name ("Headline | Site"); the whole title when it has one part, when the page has no
-    heading, or when no part shares a word with it."""
+    """The parts of a page's title that name the page: those at least half of whose words (``tokens``) its heading
+    has, the others being the site's name ("Headline | The Site"); the whole title when it has one part, when the
+    page has no heading, or when no part is named by it."""
     parts = TITLE_SEPARATOR.split(title)
     if len(parts) < 2 or not heading:
         return title
-    named = [part for part in parts if heading.intersection(tokens(part))]
+    named = [part for part in parts if (words := tokens(part)) and 2 * sum(w in heading for w in words) >= len(words)]
     return " ".join(named) if named else title
 
 
