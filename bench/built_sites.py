@@ -191,14 +191,37 @@ PLACES_WORDS = {
     "en": {"stub": "{name} is a {kind} of {country}.", "code": "Its ISO 3166-2 code is {code}.",
            "parent": "It lies within {parent}.", "see": "See also: the list of subdivisions of {country}.",
            "list_title": "List of subdivisions of {country}",
-           "list_lead": "This is a list of the subdivisions of {country}, with their ISO 3166-2 codes and kinds.",
+           "list_lead": "This is a list of the subdivisions of {country}, with their ISO 3166-2 codes and kinds. "
+                        "The codes are those of the international standard ISO 3166-2, which defines codes for the "
+                        "names of the principal subdivisions of every country listed in ISO 3166-1. Each code is the "
+                        "country's two-letter code followed by a separator and up to three letters or digits. The "
+                        "kinds are the names the standard gives the subdivisions, in the order of the list.",
+           "sections": ("Subdivisions", "See also", "References"),
+           "references": ("ISO 3166-2:2020, Codes for the representation of names of countries and their "
+                          "subdivisions, Part 2: Country subdivision code. International Organization for "
+                          "Standardization, Geneva.",
+                          "ISO 3166 Maintenance Agency, Online Browsing Platform, the country codes and their "
+                          "subdivisions as the agency publishes them after each newsletter.",
+                          "Statoids, Administrative divisions of countries, a reference of the divisions of "
+                          "every country of the world and their codes, compiled from official sources."),
            "columns": ("Code", "Name", "Kind"), "category": "Subdivisions of {country}",
            "stub_notice": "This article about a place in {country} is a stub. You can help by expanding it."},
     "de": {"stub": "{name} ist eine Verwaltungseinheit ({kind}) in {country}.",
            "code": "Ihr Code nach ISO 3166-2 ist {code}.", "parent": "Sie liegt in {parent}.",
            "see": "Siehe auch: Liste der Verwaltungseinheiten in {country}.",
            "list_title": "Liste der Verwaltungseinheiten in {country}",
-           "list_lead": "Dies ist eine Liste der Verwaltungseinheiten in {country} mit ihren Codes nach ISO 3166-2.",
+           "list_lead": "Dies ist eine Liste der Verwaltungseinheiten in {country} mit ihren Codes nach ISO 3166-2. "
+                        "Die Codes sind die der internationalen Norm ISO 3166-2, die Codes für die Namen der "
+                        "wichtigsten Verwaltungseinheiten jedes in ISO 3166-1 aufgeführten Landes festlegt. Jeder Code "
+                        "besteht aus dem zweibuchstabigen Code des Landes, einem Trennzeichen und bis zu drei "
+                        "Buchstaben oder Ziffern. Die Arten sind die Namen, die die Norm den Einheiten gibt.",
+           "sections": ("Verwaltungseinheiten", "Siehe auch", "Einzelnachweise"),
+           "references": ("ISO 3166-2:2020, Codes für die Namen von Ländern und deren Untereinheiten, Teil 2: "
+                          "Codes für Untereinheiten von Ländern. Internationale Organisation für Normung, Genf.",
+                          "ISO 3166 Maintenance Agency, Online Browsing Platform, die Codes der Länder und ihrer "
+                          "Untereinheiten, wie die Agentur sie nach jedem Rundschreiben veröffentlicht.",
+                          "Statoids, Verwaltungsgliederung der Staaten, ein Verzeichnis der Gliederungen aller "
+                          "Staaten der Welt und ihrer Codes, aus amtlichen Quellen zusammengestellt."),
            "columns": ("Code", "Name", "Art"), "category": "Verwaltungseinheit in {country}",
            "stub_notice": "Dieser Artikel über einen Ort in {country} ist sehr kurz. Du kannst helfen, ihn zu erweitern."},
 }
@@ -230,10 +253,15 @@ def build_places(language: str, folder: Path, data: Path) -> None:
                        f'</a></td><td>{html.escape(s["type"])}</td></tr>' for s in members)
         table = (f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>'
                  f"{rows}</table>")
+        # a list of a family: the same lead but for the country, the same sections and references; the table is what
+        # the page is about
         lead = words["list_lead"].format(country=html.escape(country))
         title = words["list_title"].format(country=country)
-        (folder / f"List_{code}.html").write_bytes(
-            _wiki_page(chrome, title, f"<p>{lead}</p>{table}", words["category"].format(country=country)))
+        sections = words["sections"]
+        body = (f"<p>{lead}</p><h2>{sections[0]}</h2>{table}<h2>{sections[1]}</h2><ul><li><a href=\"#\">ISO 3166-2</a>"
+                f"</li><li><a href=\"#\">ISO 3166-1</a></li></ul><h2>{sections[2]}</h2><ol class=\"references\">"
+                + "".join(f"<li>{html.escape(reference)}</li>" for reference in words["references"]) + "</ol>")
+        (folder / f"List_{code}.html").write_bytes(_wiki_page(chrome, title, body, words["category"].format(country=country)))
         for s in members:
             parent = by_code.get(s.get("parent", "") if "-" in s.get("parent", "") else f"{code}-{s.get('parent', '')}")
             sentences = [words["stub"].format(name=html.escape(names[0](s["name"])), kind=html.escape(s["type"].lower()),
