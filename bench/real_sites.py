@@ -271,6 +271,8 @@ def fingerprints(pages: list[Page], workers: int, cache_path: Path | None) -> li
 POLICIES = {
     "ours": DedupSettings().policy,
     "ours, small texts not searched further": replace(DedupSettings().policy, small_text_extra_bits=0),
+    # what the same-body rule (own texts large and all but the same, whatever the names and the chrome) costs
+    "ours, without the same-body rule": replace(DedupSettings().policy, same_body_similarity=None),
     # what a thin own text's visible text needs at the least that catches every encyclopedic stub whose notice
     # changed (bench/quality.py's stub_notice_changed row)
     "ours, thin texts' visible texts at 0.57": replace(DedupSettings().policy, thin_visible_similarity=0.57),

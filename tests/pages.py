@@ -38,12 +38,13 @@ REWORDED_SEUSS = (b"He graduated Dartmouth College in 1925, and proceeded on to 
 
 
 def plain_sketch(shingles: Iterable[str]) -> bytes:
-    """The sketch of a page whose own text is all it shows (the same shingles twice), with no name and no link."""
+    """The sketch of a page whose own text is all it shows and all its main content (the same shingles thrice),
+    with no name and no link."""
     from scrapy_simhash_dedup.fingerprint.sketch import page_sketch
     from scrapy_simhash_dedup.fingerprint.textloops import xxh3_hashes
 
     hashes = xxh3_hashes(list(shingles))
-    return page_sketch(hashes, 0, 0, hashes, 0.0, False)
+    return page_sketch(hashes, 0, 0, hashes, 0.0, False, 1.0, hashes)
 
 
 def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:

@@ -92,6 +92,10 @@ class PageText:
     canonical_link: tuple[str | None, str] | None = None  # the <head>'s first canonical link: (<base href> before it, href)
     _tokens: dict[str, list[str]] = field(default_factory=dict, repr=False)  # text -> its tokens, each text once
     listing: bool = False  # ``own_blocks`` read the main content's short blocks too: the page is a list or a table
+    #: ``own_blocks``: the share of the main content's characters in its own text's blocks (1: all prose; low: its
+    #: tables, lists and captions are most of what it holds)
+    main_share: float = 1.0
+    main_texts: list[str] = field(default_factory=list)  # ``own_blocks``: the main content's blocks, tables included
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
@@ -154,10 +158,14 @@ class PageText:
                 n for n, block in enumerate(self.blocks) if block.tag_furniture == block.named_furniture == -1 and long(n)
             }
             if read_named or sum(len(self.blocks[n].text) for n in chosen) >= MIN_OWN_SHARE * page_chars:
+                self.main_texts = [self.blocks[n].prose for n in main]
+                main_chars = sum(map(len, self.main_texts))
+                self.main_share = sum(len(self.blocks[n].prose) for n in main_own) / main_chars if main_chars else 1.0
                 return [self._tokens_of(self.title)] + [block_tokens(n) for n in sorted(chosen)]
         if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
             return []
         self.listing = True
+        self.main_texts = [self.blocks[n].prose for n in main]
         return [self._tokens_of(self.title)] + [block_tokens(n) for n in main]
 
     def visible_text(self) -> str:
@@ -174,6 +182,11 @@ class PageText:
         redirect stubs) does not read as that text.  Read in one compiled pass: tokenising every menu and
         sidebar as the own text is tokenised cost a fifth of the fingerprint."""
         return surface_shingle_hashes(self._visible_texts(), VISIBLE_SHINGLE_SIZE)
+
+    def main_shingles(self) -> array:
+        """The hashes of the main content's shingles, its tables, lists and captions included (``own_blocks`` finds
+        it), read as ``visible_shingles`` reads the whole page: what a page's body shows, without its chrome."""
+        return surface_shingle_hashes(self.main_texts, VISIBLE_SHINGLE_SIZE)
 
     def name(self) -> str:
         """What the page says it is about: the words of its title and of its heading, one line each; "" when it

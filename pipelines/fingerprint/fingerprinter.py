@@ -97,7 +97,7 @@ class Fingerprinter:
             sketch = page_sketch(shingle_hashes(blocks, SHINGLE_SIZE), name_hash(text.name()),
                                  language_bits(languages(blocks[1:])),
                                  text.visible_shingles(), text.link_share(),
-                                 text.listing)
+                                 text.listing, text.main_share, text.main_shingles())
             short = len(features) < self.min_features
             return Fingerprint(simhash(features), structure, sketch=sketch, short=short, text=self._text(blocks),
                                canonical=canonical,

@@ -1,4 +1,4 @@
-"""A page's sketch: what a content candidate is checked against, 140 bytes.
+"""A page's sketch: what a content candidate is checked against, 213 bytes.
 
 SimHash estimates the angle between weighted word vectors; near its threshold
 that is too coarse to tell "the same article, edited" from "another article on
@@ -20,10 +20,16 @@ the same template".  The sketch holds three things a candidate must agree on
 - the whole visible text's 5-gram set (the title, links and page furniture
   included), sketched the same way, 64 bytes, and how many 5-grams it holds
   (2 bytes: a menu repeated counts twice), the share of its characters
-  that are links (1 byte, in 255ths) and whether the own text had to be read
-  from a list or a table's short entries (1 byte): when the own text is small,
-  a small part of a page of links (a table of contents, an index) or a list's
-  entries, what the page shows must agree too.
+  that are links (1 byte, in 255ths), whether the own text had to be read
+  from a list or a table's short entries (1 byte), and the share of the main
+  content's characters that are its own text (1 byte, in 255ths: low where its
+  tables or lists are what it holds): when the own text is small, a small part
+  of a page of links (a table of contents, an index), a list's entries or a
+  small part of its main content, what the page shows must agree too;
+- the main content's 5-gram set (its tables, lists and captions included, the
+  chrome around it left out), sketched the same way, 64 bytes, and its size (2
+  bytes): two pages hold the same body when it agrees, whatever their chrome;
+  two list articles with one lead over other tables do not.
 
 Comparing two sketches is an XOR and a popcount.  The sketch holds measures, not
 decisions: the thresholds are the policy's (``scrapy_simhash_dedup.matching.policy``).
@@ -42,8 +48,9 @@ SKETCH_BITS = 512
 _BITS_BYTES = SKETCH_BITS // 8
 #: Where each part of a sketch lies: the own text's bits and set size, the name, the languages, the visible text's
 #: bits and size, its link share, the listing flag.
-_OWN, _OWN_SIZE, _NAME, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE, _LINKS, _LISTING = 0, 64, 66, 74, 78, 142, 144, 145
-SKETCH_BYTES = 146
+_OWN, _OWN_SIZE, _NAME, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE, _LINKS, _LISTING, _MAIN_SHARE = 0, 64, 66, 74, 78, 142, 144, 145, 146
+_MAIN, _MAIN_SIZE = 147, 211
+SKETCH_BYTES = 213
 _MAX_SIZE = (1 << 16) - 1
 _VALUE_BITS = 55  # the top 9 bits choose one of 512 bins, the other 55 are the value
 _PROBES = 64  # bins an empty bin tries in turn; when none is full (under ~16 full bins), the next full one
@@ -76,13 +83,19 @@ def _bits(hashes: array) -> bytes:
 
 
 def page_sketch(own_shingles: array, name: int, languages: int, visible_shingles: array, link_share: float,
-                listing: bool) -> bytes:
+                listing: bool, main_share: float, main_shingles: array) -> bytes:
     """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``fingerprint.name_hash``; 0 for
     none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
-    1) and whether its own text is a list's entries (``PageText.listing``)."""
+    1), whether its own text is a list's entries (``PageText.listing``) and the share of its main content that is
+    own text (``PageText.main_share``) and its main content's shingles (``PageText.main_shingles``)."""
     visible = _bits(visible_shingles) + min(len(visible_shingles), _MAX_SIZE).to_bytes(2, "little")
     return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + languages.to_bytes(4, "little")
-            + visible + bytes([round(255 * min(1.0, max(0.0, link_share))), listing]))
+            + visible + bytes([_byte(link_share), listing, _byte(main_share)])
+            + _bits(main_shingles) + min(len(main_shingles), _MAX_SIZE).to_bytes(2, "little"))
+
+
+def _byte(share: float) -> int:
+    return round(255 * min(1.0, max(0.0, share)))
 
 
 def fixed_width(sketch: bytes | None) -> bytes:
@@ -125,6 +138,17 @@ def own_share(sketch: bytes) -> float:
 def link_share(sketch: bytes) -> float:
     """The share of the page's visible characters that are in links (to 1/255)."""
     return sketch[_LINKS] / 255
+
+
+def main_share(sketch: bytes) -> float:
+    """The share of the main content's characters in the own text (to 1/255): low where its tables or lists are
+    what it holds."""
+    return sketch[_MAIN_SHARE] / 255
+
+
+def main_similarity(a: bytes, b: bytes) -> float:
+    """Estimated Jaccard similarity of the two pages' main contents' shingle sets (tables included, chrome out)."""
+    return _bits_similarity(a, b, _MAIN)
 
 
 def listing(sketch: bytes) -> bool:

@@ -12,8 +12,8 @@ from enum import Enum
 
 import xxhash
 
-from ..fingerprint.sketch import (link_share, listing, own_share, same_name, same_own_text, similarity, sketch_size,
-                                  visible_similarity)
+from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, own_share, same_name,
+                                  same_own_text, similarity, sketch_size, visible_similarity)
 
 
 class Mode(str, Enum):
@@ -40,6 +40,9 @@ NAMED_APART_SIMILARITY = 0.85
 SMALL_OWN_TEXT = 60
 OWN_SHARE_LINE = 0.25
 LINK_SHARE_LINE = 0.5
+#: Own text that is less than this share of the main content's characters (a list article: a lead over the table
+#: that is its content) is not evidence enough on its own either, and no body two pages could share.
+MAIN_SHARE_LINE = 0.5
 #: Two small texts (both own texts under ``SMALL_TEXT_SHINGLES`` shingles) are also compared
 #: ``Policy.small_text_extra_bits`` beyond the content distance, at the same ``min_similarity``: SimHash estimates
 #: an angle, and one sentence changed in a text of three turns it by up to 12 bits.
@@ -50,6 +53,9 @@ SMALL_TEXT_SHINGLES = 150
 #: sentence of its description changed agrees on ~0.9; a home page whose stories changed, under ~0.5 (the real
 #: sites' judge calls that another document): ``bench/quality.py``, "Same address".
 SAME_ADDRESS_VISIBLE_SIMILARITY = 0.6
+#: Two pages whose own texts are large and agree this much hold the same body: another site's chrome around it, or
+#: another site's name in its title, does not make it another document (``Policy.the_same_body``).
+SAME_BODY_SIMILARITY = 0.9
 #: The reason of a drop decided by the address (``Policy.content_verdict``).
 ADDRESS = "address"
 
@@ -76,6 +82,9 @@ class Policy:
     #: What the visible texts must agree on where an own text is thin evidence; ``None``: ``min_similarity``
     #: (not a setting: ``bench/real_sites.py`` measures a lower one, which drops other documents).
     thin_visible_similarity: float | None = None
+    #: Own texts that agree this much, both large, are one body whatever the chrome and names around them
+    #: (``the_same_body``; not a setting: ``bench/real_sites.py`` measures what it costs).
+    same_body_similarity: float | None = SAME_BODY_SIMILARITY
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -132,21 +141,39 @@ class Policy:
         """The similarity a content match of two sketches at this distance rests on, and what it must reach;
         ``None`` beyond the content distance (for two small texts, the search distance).  The similarity is the
         own texts' shingles' (estimated Jaccard), which must reach ``min_similarity``; where an own text is thin
-        evidence (``thin``), the visible texts' too, when they fall further short of what they must reach
-        (``thin_visible_similarity``).  Pages whose names differ must agree on both texts at
-        ``NAMED_APART_SIMILARITY``.  A ``min_similarity`` of -1 turns every check off (SimHash alone)."""
+        evidence (``thin``), the visible texts' too, and where the own text is a small part of the main content (a
+        lead over tables) the main contents' too, when they fall further short of what they must reach
+        (``thin_visible_similarity``).  Pages whose names differ must agree on their own texts, their visible texts
+        and their main contents at ``NAMED_APART_SIMILARITY``.  Pages that hold the same body (``the_same_body``)
+        match whatever their names and their chrome.  A ``min_similarity`` of -1 turns every check off (SimHash
+        alone)."""
         if distance > self.content_distance and (distance > self.search_distance or max(
                 sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES):
             return None
         own = similarity(a, b)
+        if self.the_same_body(distance, own, a, b):
+            return own, self.same_body_similarity  # type: ignore[return-value] (set: the_same_body checked it)
         if self.min_similarity > -1 and not same_name(a, b):
             needed = max(self.min_similarity, NAMED_APART_SIMILARITY)
-            return min(own, visible_similarity(a, b)), needed
+            return min(own, visible_similarity(a, b), main_similarity(a, b)), needed
         if not (thin(a) or thin(b)):
             return own, self.min_similarity
-        visible = visible_similarity(a, b), (self.min_similarity if self.thin_visible_similarity is None
-                                             else self.thin_visible_similarity)
-        return min((own, self.min_similarity), visible, key=lambda found_needed: found_needed[0] - found_needed[1])
+        shown = [(visible_similarity(a, b), (self.min_similarity if self.thin_visible_similarity is None
+                                             else self.thin_visible_similarity))]
+        if min(main_share(a), main_share(b)) < MAIN_SHARE_LINE:  # a lead over tables: they must agree too
+            shown.append((main_similarity(a, b), self.min_similarity))
+        return min((own, self.min_similarity), *shown, key=lambda found_needed: found_needed[0] - found_needed[1])
+
+    def the_same_body(self, distance: int, own: float, a: bytes, b: bytes) -> bool:
+        """Do two pages hold the same body, whatever their chrome and names: their own texts large (neither a small
+        text nor a list's entries) and all but the same (``same_body_similarity``), and so are their main contents,
+        tables and lists included (not one lead over other tables), their content fingerprints within the content
+        distance?  Then what their titles and headings say (another site's name, another site's heading)
+        and what the rest of the page shows (another site's header, navigation and footer) do not make them two
+        documents.  ``None``: off."""
+        return (self.same_body_similarity is not None and distance <= self.content_distance
+                and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES
+                and not (listing(a) or listing(b)) and main_similarity(a, b) >= self.same_body_similarity)
 
     @property
     def recrawls(self) -> bool:
@@ -187,9 +214,9 @@ def address_key(url: str) -> int:
 
 
 def thin(sketch: bytes) -> bool:
-    """Is the page's own text thin evidence of what it shows: small, a small part of a page of links, or a list's
-    entries?"""
-    return (sketch_size(sketch) < SMALL_OWN_TEXT or listing(sketch)
+    """Is the page's own text thin evidence of what it shows: small, a small part of a page of links, a list's
+    entries, or a small part of its main content?"""
+    return (sketch_size(sketch) < SMALL_OWN_TEXT or listing(sketch) or main_share(sketch) < MAIN_SHARE_LINE
             or (own_share(sketch) < OWN_SHARE_LINE and link_share(sketch) >= LINK_SHARE_LINE))
 
 
