@@ -3,7 +3,7 @@
 Redis holds every kept page once, in order, as a log cut into chunks of
 ``CHUNK`` pages: ``<key>:fp:<n>`` (a string of 32-byte records: both
 fingerprints, the key of the page's address, the time kept, which parts exist), ``<key>:sk:<n>`` (a string of
-the pages' sketches, 140 bytes each: ``sketch.fixed_width``) and ``<key>:pages:<n>`` (a list of their URLs),
+the pages' sketches, ``SKETCH_BYTES`` each: ``sketch.fixed_width``) and ``<key>:pages:<n>`` (a list of their URLs),
 with ``<key>:meta`` (epoch, count, scheme): ``keys``.
 
 Each process reads the log's fingerprints and sketches at open into a replica
