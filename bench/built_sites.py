@@ -10,8 +10,8 @@ of places, each in several languages, for the real-sites family (``bench/real_si
   template do.
 - **places-<language>**: a wiki's stub and list families, as bots write them: a stub per subdivision of ISO
   3166-2 ("Canillo is a parish of Andorra.", its code, its parent region), a list per country (the same lead with
-  the country's name, a table of its subdivisions), in Wikipedia's real chrome (a page of the readability test
-  set, its content replaced).  Names in English and as iso-codes' translators wrote them in German.
+  the country's name, the same sections and references, a table of its subdivisions), in Wikipedia's real chrome
+  (a page of the readability test set, its content replaced; a heavy one for the German wiki).  Names in English and as iso-codes' translators wrote them in German.
 
 The text is real; the template around it is written here (said in ``docs/usage/distances.md``).  Every page is
 another document by construction (another product, another place): any drop of one is another document dropped,
@@ -225,7 +225,9 @@ PLACES_WORDS = {
            "columns": ("Code", "Name", "Art"), "category": "Verwaltungseinheit in {country}",
            "stub_notice": "Dieser Artikel über einen Ort in {country} ist sehr kurz. Du kannst helfen, ihn zu erweitern."},
 }
-WIKI_CHROME = "readability-test-pages/wikipedia/source.html"  # an article of ordinary size (its chrome ~1,000 words)
+#: The real Wikipedia page whose chrome each language's wiki wears: an article of ordinary size (~1,000 words of
+#: chrome), and a long one whose chrome alone (200 languages' links) outweighs a stub or a short list.
+WIKI_CHROME = {"en": "readability-test-pages/wikipedia/source.html", "de": "readability-test-pages/wikipedia-2/source.html"}
 
 
 def build_places(language: str, folder: Path, data: Path) -> None:
@@ -240,7 +242,7 @@ def build_places(language: str, folder: Path, data: Path) -> None:
     for s in subdivisions:
         named[s["name"]] += 1
     words = PLACES_WORDS[language]
-    chrome = (data / WIKI_CHROME).read_bytes()
+    chrome = (data / WIKI_CHROME[language]).read_bytes()
     folder.mkdir(parents=True, exist_ok=True)
     by_country: dict[str, list[dict]] = defaultdict(list)
     for subdivision in subdivisions:
@@ -249,32 +251,49 @@ def build_places(language: str, folder: Path, data: Path) -> None:
         if xxhash.xxh32_intdigest(code.encode()) % PLACES_SAMPLE or len(members) < 3:
             continue
         country = names[1](countries.get(code, code))
-        rows = "".join(f'<tr><td>{s["code"]}</td><td><a href="{s["code"]}.html">{html.escape(names[0](s["name"]))}'
-                       f'</a></td><td>{html.escape(s["type"])}</td></tr>' for s in members)
-        table = (f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>'
-                 f"{rows}</table>")
-        # a list of a family: the same lead but for the country, the same sections and references; the table is what
-        # the page is about
-        lead = words["list_lead"].format(country=html.escape(country))
-        title = words["list_title"].format(country=country)
-        sections = words["sections"]
-        body = (f"<p>{lead}</p><h2>{sections[0]}</h2>{table}<h2>{sections[1]}</h2><ul><li><a href=\"#\">ISO 3166-2</a>"
-                f"</li><li><a href=\"#\">ISO 3166-1</a></li></ul><h2>{sections[2]}</h2><ol class=\"references\">"
-                + "".join(f"<li>{html.escape(reference)}</li>" for reference in words["references"]) + "</ol>")
-        (folder / f"List_{code}.html").write_bytes(_wiki_page(chrome, title, body, words["category"].format(country=country)))
+        places = [(s["code"], names[0](s["name"]), s["type"]) for s in members]
+        (folder / f"List_{code}.html").write_bytes(list_page(chrome, language, country, places))
         for s in members:
             parent = by_code.get(s.get("parent", "") if "-" in s.get("parent", "") else f"{code}-{s.get('parent', '')}")
-            sentences = [words["stub"].format(name=html.escape(names[0](s["name"])), kind=html.escape(s["type"].lower()),
-                                              country=f'<a href="List_{code}.html">{html.escape(country)}</a>'),
-                         words["code"].format(code=s["code"])]
-            if parent is not None:
-                sentences.append(words["parent"].format(parent=html.escape(names[0](parent["name"]))))
-            body = (f'<p>{" ".join(sentences)}</p><p>{words["see"].format(country=html.escape(country))}</p>'
-                    f'<div role="note" class="metadata plainlinks asbox stub"><p>'
-                    f'{html.escape(words["stub_notice"].format(country=country))}</p></div>')
             title = names[0](s["name"]) + (f", {country}" if named[s["name"]] > 1 else "")
-            (folder / f"{s['code']}.html").write_bytes(
-                _wiki_page(chrome, title, body, words["category"].format(country=country)))
+            (folder / f"{s['code']}.html").write_bytes(stub_page(
+                chrome, language, country, (s["code"], names[0](s["name"]), s["type"]), title,
+                names[0](parent["name"]) if parent is not None else None))
+
+
+Place = tuple[str, str, str]  # code, name, kind
+
+
+def list_page(chrome: bytes, language: str, country: str, places: list[Place]) -> bytes:
+    """A list article of a family: the same lead but for the country, the same sections and references; its table
+    of the country's subdivisions is what the page is about."""
+    words = PLACES_WORDS[language]
+    rows = "".join(f'<tr><td>{code}</td><td><a href="{code}.html">{html.escape(name)}</a></td><td>{html.escape(kind)}'
+                   f"</td></tr>" for code, name, kind in places)
+    table = (f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>'
+             f"{rows}</table>")
+    sections = words["sections"]
+    body = (f"<p>{words['list_lead'].format(country=html.escape(country))}</p><h2>{sections[0]}</h2>{table}"
+            f'<h2>{sections[1]}</h2><ul><li><a href="#">ISO 3166-2</a></li><li><a href="#">ISO 3166-1</a></li></ul>'
+            f'<h2>{sections[2]}</h2><ol class="references">'
+            + "".join(f"<li>{html.escape(reference)}</li>" for reference in words["references"]) + "</ol>")
+    return _wiki_page(chrome, words["list_title"].format(country=country), body,
+                      words["category"].format(country=country))
+
+
+def stub_page(chrome: bytes, language: str, country: str, place: Place, title: str, parent: str | None) -> bytes:
+    """A stub as bots write them: "<name> is a <kind> of <country>.", its code, its parent region, a stub notice."""
+    words = PLACES_WORDS[language]
+    code, name, kind = place
+    sentences = [words["stub"].format(name=html.escape(name), kind=html.escape(kind.lower()),
+                                      country=f'<a href="List_{code[:2]}.html">{html.escape(country)}</a>'),
+                 words["code"].format(code=code)]
+    if parent is not None:
+        sentences.append(words["parent"].format(parent=html.escape(parent)))
+    body = (f'<p>{" ".join(sentences)}</p><p>{words["see"].format(country=html.escape(country))}</p>'
+            f'<div role="note" class="metadata plainlinks asbox stub"><p>'
+            f'{html.escape(words["stub_notice"].format(country=country))}</p></div>')
+    return _wiki_page(chrome, title, body, words["category"].format(country=country))
 
 
 def _wiki_page(chrome: bytes, title: str, body: str, category: str) -> bytes:

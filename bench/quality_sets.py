@@ -637,32 +637,41 @@ def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
     for page_id, language, body in bases:
         by_language.setdefault(language, []).append((page_id, body))
     for page_id, language, html in bases:
-        root = html_tree(html)
         donors = [d for d in by_language[language] if d[0].split("/")[:2] != page_id.split("/")[:2]]
-        if root is None or root.body is None or not donors or (article := _main_container(root)) is None:
+        if not donors:
             continue
         donor_id, donor_html = random.Random(f"chrome/{page_id}").choice(donors)
-        donor = html_tree(donor_html)
-        donor_article = _main_container(donor) if donor is not None else None
-        if donor_article is None or donor.find(".//title") is None or root.find(".//title") is None:
-            continue
-        own_top, own_bottom = _chrome(root, article)
-        donor_top, donor_bottom = _chrome(donor, donor_article)
-        if not (own_top or own_bottom) or not (donor_top or donor_bottom):
-            continue
-        for element in own_top + own_bottom:
-            element.drop_tree()
-        for n, element in enumerate(donor_top):
-            root.body.insert(n, lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
-        for element in donor_bottom:
-            root.body.append(lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
-        title = root.findtext(".//title") or ""
-        first_heading = next(iter(article.iter("h1")), None)
-        headline = " ".join((first_heading.text_content() if first_heading is not None
-                             else _TITLE_SEPARATOR.split(title.strip())[0]).split())
-        root.find(".//title").text = _retitled(headline, donor.findtext(".//title") or "")
-        swapped = pages.add(f"chrome/{page_id}/in/{donor_id}", lxml.html.tostring(root, encoding="utf-8"))
-        yield Pair(pages.add(page_id, html), swapped, True, "chrome_swapped", "chrome", judge=1.0)
+        if (swapped := swap_chrome(html, donor_html)) is not None:
+            yield Pair(pages.add(page_id, html), pages.add(f"chrome/{page_id}/in/{donor_id}", swapped), True,
+                       "chrome_swapped", "chrome", judge=1.0)
+
+
+def swap_chrome(html: bytes, donor_html: bytes) -> bytes | None:
+    """The page with its header, navigation and footer (``_chrome``) replaced by the donor page's, and the donor's
+    site name in its title ("Headline | Other Site"), the body and the rest untouched; None when either page has no
+    body or no chrome to find."""
+    root, donor = html_tree(html), html_tree(donor_html)
+    if root is None or root.body is None or donor is None or (article := _main_container(root)) is None:
+        return None
+    donor_article = _main_container(donor)
+    if donor_article is None or donor.find(".//title") is None or root.find(".//title") is None:
+        return None
+    own_top, own_bottom = _chrome(root, article)
+    donor_top, donor_bottom = _chrome(donor, donor_article)
+    if not (own_top or own_bottom) or not (donor_top or donor_bottom):
+        return None
+    for element in own_top + own_bottom:
+        element.drop_tree()
+    for n, element in enumerate(donor_top):
+        root.body.insert(n, lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
+    for element in donor_bottom:
+        root.body.append(lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
+    title = root.findtext(".//title") or ""
+    first_heading = next(iter(article.iter("h1")), None)
+    headline = " ".join((first_heading.text_content() if first_heading is not None
+                         else _TITLE_SEPARATOR.split(title.strip())[0]).split())
+    root.find(".//title").text = _retitled(headline, donor.findtext(".//title") or "")
+    return lxml.html.tostring(root, encoding="utf-8")
 
 
 #: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change: MediaWiki articles,
