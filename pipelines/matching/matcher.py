@@ -97,10 +97,10 @@ class Matcher:
 
     def add(self, page: Fingerprint, url: str) -> int:
         """Append the page's row (kept at ``url``) and index it; its row."""
-        row = self.rows
-        self.append_rows(*fingerprint_rows([page]), np.array([address_key(url)], dtype=np.uint64))
+        row, address = self.rows, address_key(url)
+        self.append_rows(*fingerprint_rows([page]), np.array([address], dtype=np.uint64))
         for index, fingerprint in ((self.content, page.content), (self.structure, page.structure),
-                                   (self.by_address, address_key(url))):
+                                   (self.by_address, address)):
             if index is not None and fingerprint is not None:
                 index.add(row, fingerprint)
         return row
