@@ -11,7 +11,7 @@ from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_log
 from scrapy_simhash_dedup.stores.redis.store import RedisStore
-from scrapy_simhash_dedup.matching.policy import Policy, dropped
+from scrapy_simhash_dedup.matching.policy import BODY, Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.stores.sqlite.readers import read_log
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
@@ -45,13 +45,17 @@ def test_a_near_candidate_that_fails_the_sketch_is_a_borderline_keep():
     assert dropped(copy) and copy.url == "https://a.test/1" and len(store) == 2
 
 
-def test_a_long_text_beyond_the_content_distance_is_no_candidate_at_all():
-    """Two texts found beyond the content distance are neither a drop nor a borderline keep (nothing to review,
-    no URL to look up), whatever their words."""
+def test_a_long_text_beyond_the_search_distance_is_no_candidate_at_all():
+    """Two texts found beyond the search distance are neither a drop nor a borderline keep (nothing to review,
+    no URL to look up), whatever their words; within it, the same large body is one document (a title of other
+    words moves a text's SimHash beyond the content distance: ``Policy.the_same_body``)."""
     policy = Policy()
     store = MemoryStore(policy)
     words = [f"w{n}" for n in range(300)]
-    far = (1 << (policy.content_distance + 1)) - 1  # content_distance + 1 bits away
+    assert store.check_and_add("https://a.test/0", page(0, words)) is None
+    assert store.check_and_add("https://a.test/near", page((1 << (policy.content_distance + 1)) - 1, words)).reason == BODY
+    store = MemoryStore(policy)
+    far = (1 << (policy.search_distance + 1)) - 1  # search_distance + 1 bits away
     assert store.check_and_add("https://a.test/1", page(0, words)) is None
     assert store.check_and_add("https://a.test/2", page(far, words)) is None  # the same words: kept, not borderline
     assert store.check_and_add("https://a.test/3", page(far ^ 1, words)).reason == "content"  # 1 bit from the second

@@ -45,6 +45,7 @@ from scrapy_simhash_dedup.matching.policy import Mode, Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 
 from .pages import real_page
+from .test_same_document import edited
 
 PROJECT = Path(__file__).resolve().parents[1]
 DOCS = PROJECT / "docs"
@@ -199,6 +200,14 @@ def drop_reasons() -> set[str]:
             store.check_and_add("https://a.test/page", fingerprint)
             if dropped(match := store.check_and_add("https://a.test/copy", fingerprint)):
                 reasons.add(match.reason)
+    store = MemoryStore(Policy())  # a page met again at its address; the same body under another name
+    page = real_page("pandas-doc-ExtensionDtype.empty")
+    store.check_and_add("https://a.test/page", fingerprinter.fingerprint(page))
+    reasons.add(store.check_and_add("https://a.test/page", fingerprinter.fingerprint(edited(page))).reason)
+    article = real_page("newspaper-theatlanticcities.com1")
+    store.check_and_add("https://a.test/article", fingerprinter.fingerprint(article))
+    renamed = re.sub(rb"<title>.*?</title>", b"<title>Antarctic tourism and the health of penguins</title>", article)
+    reasons.add(store.check_and_add("https://b.test/article", fingerprinter.fingerprint(renamed)).reason)
     return reasons
 
 

@@ -56,8 +56,10 @@ SAME_ADDRESS_VISIBLE_SIMILARITY = 0.6
 #: Two pages whose own texts are large and agree this much hold the same body: another site's chrome around it, or
 #: another site's name in its title, does not make it another document (``Policy.the_same_body``).
 SAME_BODY_SIMILARITY = 0.9
-#: The reason of a drop decided by the address (``Policy.content_verdict``).
+#: The reason of a drop decided by the address (``Matcher.matches``), and of one decided by the same body alone
+#: (``Policy.witness``).
 ADDRESS = "address"
+BODY = "body"
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,8 @@ class Policy:
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
-            return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH else "content"), True
+            return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH
+                    else self.witness(distance, *sketches)), True  # type: ignore[arg-type] (not short: sketches)
         if both_short:
             return None
         return ("structure_apart" if content else "name" if self.named_apart(distance, *sketches) else "similarity"), False
@@ -147,12 +150,13 @@ class Policy:
         and their main contents at ``NAMED_APART_SIMILARITY``.  Pages that hold the same body (``the_same_body``)
         match whatever their names and their chrome.  A ``min_similarity`` of -1 turns every check off (SimHash
         alone)."""
-        if distance > self.content_distance and (distance > self.search_distance or max(
-                sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES):
+        if distance > self.search_distance:
             return None
         own = similarity(a, b)
         if self.the_same_body(distance, own, a, b):
             return own, self.same_body_similarity  # type: ignore[return-value] (set: the_same_body checked it)
+        if distance > self.content_distance and max(sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES:
+            return None
         if self.min_similarity > -1 and not same_name(a, b):
             needed = max(self.min_similarity, NAMED_APART_SIMILARITY)
             return min(own, visible_similarity(a, b), main_similarity(a, b)), needed
@@ -164,14 +168,20 @@ class Policy:
             shown.append((main_similarity(a, b), self.min_similarity))
         return min((own, self.min_similarity), *shown, key=lambda found_needed: found_needed[0] - found_needed[1])
 
+    def witness(self, distance: int, a: bytes, b: bytes) -> str:
+        """What decided a content match: ``"content"`` where the own texts do under every rule on names and thin
+        texts, ``BODY`` where only the same body does (``the_same_body``: another site's name and chrome)."""
+        plain = replace(self, same_body_similarity=None).evidence(distance, a, b)
+        return "content" if plain is not None and plain[0] >= plain[1] else BODY
+
     def the_same_body(self, distance: int, own: float, a: bytes, b: bytes) -> bool:
         """Do two pages hold the same body, whatever their chrome and names: their own texts large (neither a small
         text nor a list's entries) and all but the same (``same_body_similarity``), and so are their main contents,
-        tables and lists included (not one lead over other tables), their content fingerprints within the content
-        distance?  Then what their titles and headings say (another site's name, another site's heading)
+        tables and lists included (not one lead over other tables), their content fingerprints within the search
+        distance (a title of other words, counted thrice, moves a large text's SimHash beyond the content distance)?  Then what their titles and headings say (another site's name, another site's heading)
         and what the rest of the page shows (another site's header, navigation and footer) do not make them two
         documents.  ``None``: off."""
-        return (self.same_body_similarity is not None and distance <= self.content_distance
+        return (self.same_body_similarity is not None and distance <= self.search_distance
                 and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES
                 and not (listing(a) or listing(b)) and main_similarity(a, b) >= self.same_body_similarity)
 
@@ -233,7 +243,7 @@ class Match:
     page was kept by an earlier crawl (remembered by the store when this one started); ``kept_row``: its row."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure", "exact_text", ADDRESS; else "similarity", "name", "structure_apart", UPDATE
+    reason: str  # a duplicate: "both", "content", "structure", "exact_text", ADDRESS, BODY; else "similarity", "name", "structure_apart", UPDATE
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None
