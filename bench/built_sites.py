@@ -241,6 +241,9 @@ def build_places(language: str, folder: Path, data: Path) -> None:
     named = defaultdict(int)  # a name several places have is told apart in their titles, as wikis do
     for s in subdivisions:
         named[s["name"]] += 1
+    kinds_named = defaultdict(int)  # (and by its kind where one country has it twice: a region, a department)
+    for s in subdivisions:
+        kinds_named[s["code"][:2], s["name"]] += 1
     words = PLACES_WORDS[language]
     chrome = (data / WIKI_CHROME[language]).read_bytes()
     folder.mkdir(parents=True, exist_ok=True)
@@ -255,7 +258,8 @@ def build_places(language: str, folder: Path, data: Path) -> None:
         (folder / f"List_{code}.html").write_bytes(list_page(chrome, language, country, places))
         for s in members:
             parent = by_code.get(s.get("parent", "") if "-" in s.get("parent", "") else f"{code}-{s.get('parent', '')}")
-            title = names[0](s["name"]) + (f", {country}" if named[s["name"]] > 1 else "")
+            title = (names[0](s["name"]) + (f" ({s['type'].lower()})" if kinds_named[code, s["name"]] > 1 else "")
+                     + (f", {country}" if named[s["name"]] > 1 else ""))
             (folder / f"{s['code']}.html").write_bytes(stub_page(
                 chrome, language, country, (s["code"], names[0](s["name"]), s["type"]), title,
                 names[0](parent["name"]) if parent is not None else None))

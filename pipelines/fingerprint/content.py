@@ -241,14 +241,23 @@ TITLE_SEPARATOR = re.compile(r"\s+(?:[|\-–—·:»«/]{1,2})\s+")
 
 
 def own_title(title: str, heading: set[str]) -> str:
-    """The parts of a page's title that name the page: those at least half of whose words (``tokens``) its heading
-    has, the others being the site's name ("Headline | The Site"); the whole title when it has one part, when the
-    page has no heading, or when no part is named by it."""
+    """A page's title without its site's name: when the heading names the title's first part (has at least half its
+    words, ``tokens``), the trailing parts it does not name are the site's ("Headline | The Site", "Index — Python
+    3.11 documentation"); else the whole title (a page whose heading is the site's banner names itself in its title
+    only)."""
     parts = TITLE_SEPARATOR.split(title)
     if len(parts) < 2 or not heading:
         return title
-    named = [part for part in parts if (words := tokens(part)) and 2 * sum(w in heading for w in words) >= len(words)]
-    return " ".join(named) if named else title
+
+    def named(part: str) -> bool:
+        words = tokens(part)
+        return bool(words) and 2 * sum(word in heading for word in words) >= len(words)
+
+    if not named(parts[0]):
+        return title
+    while len(parts) > 1 and not named(parts[-1]):
+        parts.pop()
+    return " ".join(parts)
 
 
 def _named_heading(node: Node) -> bool:

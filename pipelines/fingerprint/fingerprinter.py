@@ -119,8 +119,14 @@ class Fingerprinter:
 
 
 def name_hash(name: str) -> int:
-    """A page's name (``PageText.name``) as a sketch holds it: 64 bits, 0 for none (and never for a name)."""
-    return (xxhash.xxh3_64_intdigest(name.encode("utf-8", "surrogatepass")) or 1) if name else 0
+    """A page's name (``PageText.name``: its title's words, a line, its heading's) as a sketch holds it: 32 bits
+    of each line (the title's low), 0 for a line that is empty (and never for one that is not); 0 for no name."""
+    title, _, heading = name.partition("\n")
+    return _line_hash(title) | _line_hash(heading) << 32
+
+
+def _line_hash(line: str) -> int:
+    return (xxhash.xxh32_intdigest(line.encode("utf-8", "surrogatepass")) or 1) if line else 0
 
 
 def text_hash(words: list[str]) -> int:

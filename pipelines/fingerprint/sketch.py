@@ -14,7 +14,7 @@ the same template".  The sketch holds three things a candidate must agree on
   2014) copies one bin into a whole run of empty ones: for a short text (150
   shingles) its estimate scatters twice as widely (±0.08 against ±0.04).  64
   bytes, then two that hold how many shingles the set has (at most 65,535);
-- the page's name: a 64-bit hash of what its title and heading say it is
+- the page's name: 32-bit hashes of what its title and its heading say it is
   about (0: it has neither), 8 bytes, and the languages its own text is
   written in (``languages.language_bits``; 0: none known), 4 bytes;
 - the whole visible text's 5-gram set (the title, links and page furniture
@@ -154,6 +154,14 @@ def main_similarity(a: bytes, b: bytes) -> float:
 def listing(sketch: bytes) -> bool:
     """Was the page's own text read from a list or a table's short entries?"""
     return bool(sketch[_LISTING])
+
+
+def named_alike(a: bytes, b: bytes) -> bool:
+    """Do the two pages have the same name (``same_name``), or say the same in their titles or in their headings?
+    Looser than ``same_name``: one page may show another site's name in its title, or another site's banner as its
+    heading."""
+    return same_name(a, b) or any(x == y and any(x) for x, y in ((a[_NAME : _NAME + 4], b[_NAME : _NAME + 4]),
+                                                                 (a[_NAME + 4 : _LANGUAGES], b[_NAME + 4 : _LANGUAGES])))
 
 
 def same_name(a: bytes, b: bytes) -> bool:

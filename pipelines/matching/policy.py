@@ -12,7 +12,7 @@ from enum import Enum
 
 import xxhash
 
-from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, own_share, same_name,
+from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, named_alike, own_share, same_name,
                                   same_own_text, similarity, sketch_size, visible_similarity)
 
 
@@ -87,6 +87,7 @@ class Policy:
     #: Own texts that agree this much, both large, are one body whatever the chrome and names around them
     #: (``the_same_body``; not a setting: ``bench/real_sites.py`` measures what it costs).
     same_body_similarity: float | None = SAME_BODY_SIMILARITY
+    same_body_shingles: int = SMALL_TEXT_SHINGLES  # the least own text a body is (not a setting: bench/real_sites.py)
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -175,14 +176,19 @@ class Policy:
         return "content" if plain is not None and plain[0] >= plain[1] else BODY
 
     def the_same_body(self, distance: int, own: float, a: bytes, b: bytes) -> bool:
-        """Do two pages hold the same body, whatever their chrome and names: their own texts large (neither a small
+        """Do two pages named alike (``named_alike``: their titles, or their headings) hold the same body, whatever their
+        chrome: their own texts large (neither a small
         text nor a list's entries) and all but the same (``same_body_similarity``), and so are their main contents,
         tables and lists included (not one lead over other tables), their content fingerprints within the search
-        distance (a title of other words, counted thrice, moves a large text's SimHash beyond the content distance)?  Then what their titles and headings say (another site's name, another site's heading)
+        distance (another site's words in a title, counted thrice, move a large text's SimHash beyond the content
+        distance)?  Then the rest of the page (another site's header, navigation and footer) does not make them two
+        documents, though it is most of what they show.  Not pages whose titles and headings both differ: sibling pages
+        of a reference often share their whole body (pandas' ``Series.align`` and ``DataFrame.align``), and their names
+        are what they are.  Then what their titles and headings say (another site's name, another site's heading)
         and what the rest of the page shows (another site's header, navigation and footer) do not make them two
         documents.  ``None``: off."""
-        return (self.same_body_similarity is not None and distance <= self.search_distance
-                and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES
+        return (self.same_body_similarity is not None and distance <= self.search_distance and named_alike(a, b)
+                and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= self.same_body_shingles
                 and not (listing(a) or listing(b)) and main_similarity(a, b) >= self.same_body_similarity)
 
     @property
