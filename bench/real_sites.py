@@ -358,6 +358,9 @@ class Row:
     close: int = 0  # between
     recrawl_unchanged: list[int] = field(default_factory=lambda: [0, 0])  # dropped, of
     recrawl_edited: list[int] = field(default_factory=lambda: [0, 0])
+    #: the edited ones whose first version was kept (met again at its address; the others' first version was dropped
+    #: as a copy of another page, whose address they do not have)
+    recrawl_edited_kept: list[int] = field(default_factory=lambda: [0, 0])
     recrawl_other_documents: int = 0
     examples: list[str] = field(default_factory=list)  # other documents dropped, the first ones
 
@@ -377,6 +380,9 @@ def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[st
                 counted = row.recrawl_edited if page.edit else row.recrawl_unchanged
                 counted[0] += n in drops
                 counted[1] += 1
+                if page.edit and n - row.pages not in drops:
+                    row.recrawl_edited_kept[0] += n in drops
+                    row.recrawl_edited_kept[1] += 1
             if n not in drops:
                 continue
             kept = pages[drops[n]]
@@ -398,13 +404,16 @@ def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[st
 def table(results: dict[str, dict[str, Row]]) -> None:
     print("\n## Real sites: documentation sets decided in path order, then re-crawled (5 % of pages edited)\n")
     print("| site | approach | pages | drops | other documents dropped | close | re-crawl unchanged dropped "
-          "| re-crawl edited dropped | re-crawl: other documents dropped |\n|---|---|---|---|---|---|---|---|---|")
+          "| re-crawl edited dropped | of which first kept | re-crawl: other documents dropped |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     for site, rows in results.items():
         for approach, row in rows.items():
-            unchanged, edited = row.recrawl_unchanged, row.recrawl_edited
+            unchanged, edited, edited_kept = row.recrawl_unchanged, row.recrawl_edited, row.recrawl_edited_kept
             print(f"| {site} | {approach} | {row.pages:,} | {row.drops:,} | {row.other_documents:,} | {row.close:,} "
                   f"| {unchanged[0] / max(1, unchanged[1]):.3f} ({unchanged[0]:,} of {unchanged[1]:,}) "
-                  f"| {edited[0] / max(1, edited[1]):.3f} ({edited[0]} of {edited[1]}) | {row.recrawl_other_documents} |")
+                  f"| {edited[0] / max(1, edited[1]):.3f} ({edited[0]} of {edited[1]}) "
+                  f"| {edited_kept[0] / max(1, edited_kept[1]):.3f} ({edited_kept[0]} of {edited_kept[1]}) "
+                  f"| {row.recrawl_other_documents} |")
     for site, rows in results.items():
         for approach in POLICIES:
             if rows[approach].examples:
