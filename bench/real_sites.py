@@ -282,18 +282,19 @@ POLICIES = {
 
 
 def decide_ours(pages: list[Page], found: list[dict], policy: Policy) -> Iterator[tuple[int, int]]:
-    """(dropped page, kept page it duplicates), as the crawl's store decides them with ``policy``."""
+    """(dropped page, kept page it duplicates), as the crawl's store decides them with ``policy``: the kept page by its
+    store row (a re-crawl keeps a page at an address again: the drop names the row it matched, not the address)."""
     store = MemoryStore(policy)
-    where = {}
+    page_of_row = []
     for n, (page, result) in enumerate(zip(pages, found)):
         fingerprint: Fingerprint = result["ours"]
         if fingerprint.problem is not None or (fingerprint.content is None and fingerprint.structure is None):
             continue
         match = store.check_and_add(page.url, fingerprint)
         if dropped(match):
-            yield n, where[match.url]
+            yield n, page_of_row[match.kept_row]
         else:
-            where[page.url] = n
+            page_of_row.append(n)
 
 
 def decide_anchor(found: list[dict], name: str) -> Iterator[tuple[int, int]]:
