@@ -148,8 +148,8 @@ class Policy:
         evidence (``thin``), the visible texts' too, and where the own text is a small part of the main content (a
         lead over tables) the main contents' too, when they fall further short of what they must reach
         (``thin_visible_similarity``).  Pages whose names differ must agree on their own texts, their visible texts
-        and their main contents at ``NAMED_APART_SIMILARITY``.  Pages that hold the same body (``the_same_body``)
-        match whatever their names and their chrome.  A ``min_similarity`` of -1 turns every check off (SimHash
+        and their main contents at ``NAMED_APART_SIMILARITY``.  Pages named alike that hold the same body
+        (``the_same_body``) match whatever their chrome.  A ``min_similarity`` of -1 turns every check off (SimHash
         alone)."""
         if distance > self.search_distance:
             return None
@@ -176,17 +176,14 @@ class Policy:
         return "content" if plain is not None and plain[0] >= plain[1] else BODY
 
     def the_same_body(self, distance: int, own: float, a: bytes, b: bytes) -> bool:
-        """Do two pages named alike (``named_alike``: their titles, or their headings) hold the same body, whatever their
-        chrome: their own texts large (neither a small
-        text nor a list's entries) and all but the same (``same_body_similarity``), and so are their main contents,
-        tables and lists included (not one lead over other tables), their content fingerprints within the search
-        distance (another site's words in a title, counted thrice, move a large text's SimHash beyond the content
-        distance)?  Then the rest of the page (another site's header, navigation and footer) does not make them two
-        documents, though it is most of what they show.  Not pages whose titles and headings both differ: sibling pages
-        of a reference often share their whole body (pandas' ``Series.align`` and ``DataFrame.align``), and their names
-        are what they are.  Then what their titles and headings say (another site's name, another site's heading)
-        and what the rest of the page shows (another site's header, navigation and footer) do not make them two
-        documents.  ``None``: off."""
+        """Do two pages named alike (``named_alike``: their titles, or their headings) hold the same body: their own
+        texts large (neither a small text nor a list's entries) and all but the same (``same_body_similarity``), and so
+        are their main contents, tables and lists included (not one lead over other tables), their content
+        fingerprints within the search distance (another site's words in a title, counted thrice, move a large text's
+        SimHash beyond the content distance)?  Then the rest of the page (another site's header, navigation and
+        footer) does not make them two documents, though it is most of what they show.  Not pages whose titles and
+        headings both differ: sibling pages of a reference often share their whole body (pandas' ``Series.align`` and
+        ``DataFrame.align``), and their names are what they are.  ``same_body_similarity`` ``None``: off."""
         return (self.same_body_similarity is not None and distance <= self.search_distance and named_alike(a, b)
                 and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= self.same_body_shingles
                 and not (listing(a) or listing(b)) and main_similarity(a, b) >= self.same_body_similarity)
