@@ -76,6 +76,7 @@ class Site:
     build: Callable[[Path, Path], None] | None = None  # writes the site's pages into ``root`` (given the data)
     #: every page another document by construction (a built site): any drop is another document dropped
     distinct: bool = False
+    language: str = "en"  # what a re-crawl's edits write (``NEW_SENTENCES``)
 
     def files(self) -> list[Path]:
         root = Path(self.root)
@@ -111,10 +112,11 @@ SITES = {
     "ikiwiki": Site("ikiwiki", "/usr/share/doc/ikiwiki/html"),
     **{f"catalogue-{language}": Site("", str(BUILT / f"catalogue-{language}"),
                                      build=lambda folder, data, language=language: built_sites.build_catalogue(language, folder),
-                                     distinct=True)
+                                     distinct=True, language=language)
        for language in ("en", "de", "zh")},
     **{f"places-{language}": Site("", str(BUILT / f"places-{language}"),
-                                  build=functools.partial(built_sites.build_places, language), distinct=True)
+                                  build=functools.partial(built_sites.build_places, language), distinct=True,
+                                  language=language)
        for language in ("en", "de")},
 }
 
@@ -145,9 +147,17 @@ def install(sites: list[Site], data: Path) -> None:
 # --- a re-crawl: the same pages, some edited --------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
-NEW_SENTENCES = ("This behaviour may change in a future release without notice.",
-                 "See the release notes of your version for the details that apply to it.",
-                 "Most users never need to change the default value described here.")
+#: What an edit adds, in the site's language (``Site.language``).
+NEW_SENTENCES = {
+    "en": ("This behaviour may change in a future release without notice.",
+           "See the release notes of your version for the details that apply to it.",
+           "Most users never need to change the default value described here."),
+    "de": ("Dieses Verhalten kann sich in einer künftigen Version ohne Ankündigung ändern.",
+           "Die Einzelheiten Ihrer Version stehen in den Hinweisen zu dieser Version.",
+           "Die meisten Benutzer müssen den hier beschriebenen Standardwert nie ändern."),
+    "zh": ("此行为可能会在未来的版本中更改，恕不另行通知。", "有关适用于您的版本的详细信息，请参阅该版本的发行说明。",
+           "大多数用户永远不需要更改此处描述的默认值。"),
+}
 
 
 def _paragraph(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
@@ -155,29 +165,29 @@ def _paragraph(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
     return next((p for p in root.iter("p") if p.text and len(p.text.split()) >= 8), None)
 
 
-def last_updated(root: lxml.html.HtmlElement, rng: random.Random) -> None:
+def last_updated(root: lxml.html.HtmlElement, rng: random.Random, language: str = "en") -> None:
     months = "January February March April May June July August September October November December".split()
     line = f"<p>Last updated on {rng.choice(months)} {rng.randint(1, 28)}, {rng.randint(2019, 2026)}.</p>"
     (root.body if root.body is not None else root).append(lxml.html.fragment_fromstring(line))
 
 
-def replaced_sentence(root: lxml.html.HtmlElement, rng: random.Random) -> None:
+def replaced_sentence(root: lxml.html.HtmlElement, rng: random.Random, language: str = "en") -> None:
     paragraph = _paragraph(root)
     if paragraph is None:
         return last_updated(root, rng)
     sentences = _SENTENCE.split(paragraph.text)
-    sentences[rng.randrange(len(sentences))] = rng.choice(NEW_SENTENCES)
+    sentences[rng.randrange(len(sentences))] = rng.choice(NEW_SENTENCES[language])
     paragraph.text = " ".join(sentences)
 
 
-def added_sentence(root: lxml.html.HtmlElement, rng: random.Random) -> None:
+def added_sentence(root: lxml.html.HtmlElement, rng: random.Random, language: str = "en") -> None:
     paragraph = _paragraph(root)
     if paragraph is None:
         return last_updated(root, rng)
-    paragraph.text = f"{paragraph.text.rstrip()} {rng.choice(NEW_SENTENCES)} "
+    paragraph.text = f"{paragraph.text.rstrip()} {rng.choice(NEW_SENTENCES[language])} "
 
 
-EDITS: dict[str, Callable[[lxml.html.HtmlElement, random.Random], None]] = {
+EDITS: dict[str, Callable[[lxml.html.HtmlElement, random.Random, str], None]] = {
     "last_updated": last_updated, "replaced_sentence": replaced_sentence, "added_sentence": added_sentence}
 
 
@@ -201,7 +211,7 @@ def crawls(name: str, site: Site) -> list[Page]:
         edit = kinds[n % len(kinds)] if n in edited else None
         html = page.html
         if edit is not None and (tree := html_tree(html)) is not None:
-            EDITS[edit](tree, random.Random(f"{name}/{n}"))
+            EDITS[edit](tree, random.Random(f"{name}/{n}"), site.language)
             html = lxml.html.tostring(tree, encoding="utf-8")
         again.append(Page(page.url, html, 2, edit))  # at the same address: a re-crawl, as a crawl meets it
     return first + again

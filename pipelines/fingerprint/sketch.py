@@ -164,6 +164,12 @@ def named_alike(a: bytes, b: bytes) -> bool:
                                                                  (a[_NAME + 4 : _LANGUAGES], b[_NAME + 4 : _LANGUAGES])))
 
 
+def named_the_same(a: bytes, b: bytes) -> bool:
+    """Do the two pages' titles and headings say the same (whatever languages their texts are in; yes where either
+    page says nothing)?"""
+    return a[_NAME:_LANGUAGES] == b[_NAME:_LANGUAGES] or not any(a[_NAME:_LANGUAGES]) or not any(b[_NAME:_LANGUAGES])
+
+
 def same_name(a: bytes, b: bytes) -> bool:
     """Do the two pages say they are about the same thing, in the same languages?  Each yes where either page
     says nothing (no name; no language known)."""

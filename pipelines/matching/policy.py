@@ -12,8 +12,8 @@ from enum import Enum
 
 import xxhash
 
-from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, named_alike, own_share, same_name,
-                                  same_own_text, similarity, sketch_size, visible_similarity)
+from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, named_alike, named_the_same,
+                                  own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity)
 
 
 class Mode(str, Enum):
@@ -197,10 +197,12 @@ class Policy:
     @staticmethod
     def recrawled(a: bytes | None, b: bytes | None) -> bool:
         """Is a page met again at the address of a kept page (``Matcher.at_address``) the same document, its own
-        text edited or not: it names the same thing and shows nearly the same (its whole visible text agrees on
-        ``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Its drop's reason is ``ADDRESS``.  Pages without own text have no
-        sketch: their exact words decide, as anywhere."""
-        return (a is not None and b is not None and same_name(a, b)
+        text edited or not: its title and heading say what they said and it shows nearly the same (its whole visible
+        text agrees on ``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Not the languages its own text is in: a sentence in
+        another language added to a page is an edit of it, and a page whose language changed shows other words.
+        Its drop's reason is ``ADDRESS``.  Pages without own text have no sketch: their exact words decide, as
+        anywhere."""
+        return (a is not None and b is not None and named_the_same(a, b)
                 and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY)
 
     @staticmethod
