@@ -46,8 +46,9 @@ from .textloops import distinct, sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
 _BITS_BYTES = SKETCH_BITS // 8
-#: Where each part of a sketch lies: the own text's bits and set size, the name, the languages, the visible text's
-#: bits and size, its link share, the listing flag.
+#: Where each part of a sketch lies: the own text's bits and set size, the name (title, heading), the languages, the
+#: visible text's bits and size, its link share, the listing flag, the main content's own-text share, its bits and
+#: size.
 _OWN, _OWN_SIZE, _NAME, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE, _LINKS, _LISTING, _MAIN_SHARE = 0, 64, 66, 74, 78, 142, 144, 145, 146
 _MAIN, _MAIN_SIZE = 147, 211
 SKETCH_BYTES = 213
@@ -88,10 +89,14 @@ def page_sketch(own_shingles: array, name: int, languages: int, visible_shingles
     none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
     1), whether its own text is a list's entries (``PageText.listing``) and the share of its main content that is
     own text (``PageText.main_share``) and its main content's shingles (``PageText.main_shingles``)."""
-    visible = _bits(visible_shingles) + min(len(visible_shingles), _MAX_SIZE).to_bytes(2, "little")
     return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + languages.to_bytes(4, "little")
-            + visible + bytes([_byte(link_share), listing, _byte(main_share)])
-            + _bits(main_shingles) + min(len(main_shingles), _MAX_SIZE).to_bytes(2, "little"))
+            + _shown(visible_shingles) + bytes([_byte(link_share), listing, _byte(main_share)])
+            + _shown(main_shingles))
+
+
+def _shown(hashes: array) -> bytes:
+    """The bits of a text's shingles and how many it shows, repeats counted (a menu repeated counts twice)."""
+    return _bits(hashes) + min(len(hashes), _MAX_SIZE).to_bytes(2, "little")
 
 
 def _byte(share: float) -> int:
@@ -167,14 +172,18 @@ def named_alike(a: bytes, b: bytes) -> bool:
 def named_the_same(a: bytes, b: bytes) -> bool:
     """Do the two pages' titles and headings say the same (whatever languages their texts are in; yes where either
     page says nothing)?"""
-    return a[_NAME:_LANGUAGES] == b[_NAME:_LANGUAGES] or not any(a[_NAME:_LANGUAGES]) or not any(b[_NAME:_LANGUAGES])
+    return _agree(a[_NAME:_LANGUAGES], b[_NAME:_LANGUAGES])
 
 
 def same_name(a: bytes, b: bytes) -> bool:
     """Do the two pages say they are about the same thing, in the same languages?  Each yes where either page
     says nothing (no name; no language known)."""
-    return all(x == y or not any(x) or not any(y) for x, y in ((a[_NAME:_LANGUAGES], b[_NAME:_LANGUAGES]),
-                                                              (a[_LANGUAGES:_VISIBLE], b[_LANGUAGES:_VISIBLE])))
+    return named_the_same(a, b) and _agree(a[_LANGUAGES:_VISIBLE], b[_LANGUAGES:_VISIBLE])
+
+
+def _agree(x: bytes, y: bytes) -> bool:
+    """Two parts of sketches are the same, or either says nothing (all zeros)."""
+    return x == y or not any(x) or not any(y)
 
 
 def written_in(sketch: bytes | None) -> list[str]:

@@ -13,7 +13,7 @@ import redis
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import address_key
 
-CHUNK = 4096  # pages per chunk: a 128 KB string of records, a 520 KB string of sketches and a list, read or expired together
+CHUNK = 4096  # pages per chunk: a 128 KB string of records, an 852 KB string of sketches and a list, read or expired together
 RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("address", ">u8"), ("stamp", ">u4"), ("flags", "u1"),
                    ("spare", "V3")])
 _RECORD_STRUCT = struct.Struct(">QQQIB3x")  # the same record, packed one at a time
