@@ -283,8 +283,10 @@ POLICIES = {
     "ours, small texts not searched further": replace(DedupSettings().policy, small_text_extra_bits=0),
     # what the same-body rule (own texts large and all but the same, whatever the names and the chrome) costs
     "ours, without the same-body rule": replace(DedupSettings().policy, same_body_similarity=None),
-    # and what it would cost from own texts of 60 3-grams (the chrome-swapped articles it would catch: quality.py)
-    "ours, the same body from 60 3-grams": replace(DedupSettings().policy, same_body_shingles=60),
+    # and what it would cost from own texts of 90 3-grams, or at 0.85 (the chrome-swapped articles it would catch:
+    # quality.py's "Same body" table)
+    "ours, the same body from 90 3-grams": replace(DedupSettings().policy, same_body_shingles=90),
+    "ours, the same body at 0.85": replace(DedupSettings().policy, same_body_similarity=0.85),
     # what a thin own text's visible text needs at the least that catches every encyclopedic stub whose notice
     # changed (bench/quality.py's stub_notice_changed row)
     "ours, thin texts' visible texts at 0.57": replace(DedupSettings().policy, thin_visible_similarity=0.57),

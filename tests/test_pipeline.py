@@ -116,7 +116,7 @@ def same_text_other_template(html: bytes) -> str:
     structure."""
     root = load(html, 10**8).root
     _, *blocks = own_blocks(root)
-    heading = PageText.parse(html, 0.45, 10**6).name().partition("\n")[2]
+    heading = PageText.parse(html, 0.45, 10**6).name().split("\n")[1]
     rows = "".join(f"<tr><th>{n}</th><td><span>{' '.join(block)}</span></td></tr>" for n, block in enumerate(blocks))
     return (f"<html><head><meta charset='utf-8'><title>{root.findtext('.//title')}</title></head>"
             f"<body><h1>{heading}</h1><table>{rows}</table></body></html>")

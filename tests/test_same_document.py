@@ -13,10 +13,11 @@ import pytest
 
 from bench.anchors import html_tree
 from bench.real_sites import replaced_sentence
-from scrapy_simhash_dedup import SimhashDuplicate
+from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.sketch import has_own_text
 from scrapy_simhash_dedup.matching.policy import ADDRESS, SAME_ADDRESS_VISIBLE_SIMILARITY
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 
@@ -25,6 +26,8 @@ from .test_pipeline import make_pipeline, process, stat
 
 #: A generated API page whose own text is one short description (pandas' reference, ``tests/data``).
 API_PAGE = "pandas-doc-ExtensionDtype.empty"
+#: One whose page has no own text: a signature, and a sentence every such page of the site says.
+API_PAGE_WITHOUT_OWN_TEXT = "pandas-doc-PeriodIndex.second"
 
 
 def edited(html: bytes) -> bytes:
@@ -46,6 +49,21 @@ def test_a_templated_page_recrawled_at_its_address_with_a_sentence_changed_is_th
         process(pipeline, {"url": "https://docs.example/empty.html#top", "html": edited(page)})
     match = raised.value.match
     assert match.reason == ADDRESS and match.similarity_needed == SAME_ADDRESS_VISIBLE_SIMILARITY
+    assert stat(pipeline, "items_dropped/address") == 1
+
+
+def test_a_page_without_own_text_recrawled_at_its_address_with_a_sentence_changed_is_the_same_document() -> None:
+    """An API page of a signature and a sentence its site repeats has no own text: its exact words are its content,
+    so one sentence changed makes it a stranger anywhere but at its own address, where its name and what it shows
+    decide (its sketch holds them)."""
+    page = real_page(API_PAGE_WITHOUT_OWN_TEXT)
+    assert not has_own_text(Fingerprinter().fingerprint(page).sketch)
+    pipeline = make_pipeline()
+    assert process(pipeline, {"url": "https://docs.example/second.html", "html": page})
+    assert process(pipeline, {"url": "https://docs.example/other.html", "html": edited(page)})
+    with pytest.raises(SimhashDuplicate, match="near-duplicate of https://docs.example/second.html") as raised:
+        process(pipeline, {"url": "https://docs.example/second.html", "html": edited(page)})
+    assert raised.value.match.reason == ADDRESS
     assert stat(pipeline, "items_dropped/address") == 1
 
 

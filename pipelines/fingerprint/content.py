@@ -195,7 +195,8 @@ class PageText:
         furniture, else the first block-level element outside it named as a title (``HEADING_NAMES`` in its class
         or id: Doxygen's ``div.title``, many CMSs' ``entry-title``).  Not a lower heading: a section added to a
         page (comments, related articles) often starts with the first ``h2``.  Of the title, only what names the
-        page (``own_title``): the same article under another site's name is named as it was."""
+        page (``own_title``): the same article under another site's name is named as it was.  A third line: the
+        title's lead (``title_lead``), what names a page whose heading does not (none, or another site's banner)."""
         heading, named = "", ""
         for block in self.blocks:
             if block.tag_furniture != -1:
@@ -208,7 +209,8 @@ class PageText:
                 named = block.prose
         heading_tokens = self._tokens_of(heading or named)
         title = self._tokens_of(own_title(self.title, set(heading_tokens)))
-        return f"{' '.join(title)}\n{' '.join(heading_tokens)}" if title or heading_tokens else ""
+        lead = title_lead(self.title)
+        return f"{' '.join(title)}\n{' '.join(heading_tokens)}\n{lead}" if title or heading_tokens else ""
 
     def _tokens_of(self, text: str) -> list[str]:
         """``tokens(text)``, once for each distinct text of the page (a block's own text is most often its prose)."""
@@ -258,6 +260,20 @@ def own_title(title: str, heading: set[str]) -> str:
     while len(parts) > 1 and not named(parts[-1]):
         parts.pop()
     return " ".join(parts)
+
+
+#: The fewest words a title's first part has to be a headline (``title_lead``), not a site's or a section's name.
+LEAD_WORDS = 4
+
+
+def title_lead(title: str) -> str:
+    """The words of a title's first part when it is a headline: at least ``LEAD_WORDS`` words and more than the
+    other parts hold ("Headline of the story | Site"; a title of one part, when long enough); else "" (a site's
+    name before its page's, "Site | Contact"; a short name, "Index – J").  The same headline under two sites' names
+    names one article whatever heading each page shows (``sketch.named_alike``)."""
+    first, *rest = TITLE_SEPARATOR.split(title)
+    words = tokens(first)
+    return " ".join(words) if len(words) >= LEAD_WORDS and len(words) > len(tokens(" ".join(rest))) else ""
 
 
 def _named_heading(node: Node) -> bool:

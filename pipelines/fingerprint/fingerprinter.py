@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import zlib
@@ -19,7 +20,7 @@ from .textloops import shingle_hashes
 
 #: Bump whenever any input to a fingerprint changes (features, weights, tables,
 #: hash): stored fingerprints of another scheme are not comparable.
-SCHEME_VERSION = 8
+SCHEME_VERSION = 9
 DEFAULT_MIN_FEATURES = 30
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Bounds on the work a page may take (~1 s at most on one core; measured in ``tests/test_hostile.py``):
@@ -36,8 +37,8 @@ class Fingerprint:
     names why the page was not fingerprinted at all (``None`` if it was).
     ``short``: the page's own text has fewer than ``min_features`` distinct
     words, too few for SimHash to tell two pages apart; ``content`` is then
-    the SimHash of that own text, or, for a page without any (no ``sketch``),
-    a hash of its whole visible text.  Two short pages are the same only when
+    the SimHash of that own text, or, for a page without any (its sketch has
+    no own part: ``sketch.has_own_text``), a hash of its whole visible text.  Two short pages are the same only when
     their words are (``Policy.content_match``); a short page and a longer one
     are compared as any two pages are, so a page near the line and its copy
     with a few words more meet.
@@ -94,10 +95,7 @@ class Fingerprinter:
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
         if features := content_features(blocks):
-            sketch = page_sketch(shingle_hashes(blocks, SHINGLE_SIZE), name_hash(text.name()),
-                                 language_bits(languages(blocks[1:])),
-                                 text.visible_shingles(), text.link_share(),
-                                 text.listing, text.main_share, text.main_shingles())
+            sketch = self._sketch(text, shingle_hashes(blocks, SHINGLE_SIZE), language_bits(languages(blocks[1:])))
             short = len(features) < self.min_features
             return Fingerprint(simhash(features), structure, sketch=sketch, short=short, text=self._text(blocks),
                                canonical=canonical,
@@ -105,8 +103,15 @@ class Fingerprinter:
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure, canonical=canonical)
-        return Fingerprint(text_hash(visible), structure, short=True, text=self._text([visible]), canonical=canonical,
-                           repeat_key=dateless_hash(visible))
+        # No own text: its exact words are its content; the sketch (no own part) says what it shows, which is what
+        # tells its re-crawl at its address (``Policy.recrawled``).
+        return Fingerprint(text_hash(visible), structure, sketch=self._sketch(text, array("Q"), 0), short=True,
+                           text=self._text([visible]), canonical=canonical, repeat_key=dateless_hash(visible))
+
+    @staticmethod
+    def _sketch(text: PageText, own_shingles: array, languages: int) -> bytes:
+        return page_sketch(own_shingles, name_hash(text.name()), languages, text.visible_shingles(), text.link_share(),
+                           text.listing, text.main_share, text.main_shingles())
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""
@@ -119,10 +124,11 @@ class Fingerprinter:
 
 
 def name_hash(name: str) -> int:
-    """A page's name (``PageText.name``: its title's words, a line, its heading's) as a sketch holds it: 32 bits
-    of each line (the title's low), 0 for a line that is empty (and never for one that is not); 0 for no name."""
-    title, _, heading = name.partition("\n")
-    return _line_hash(title) | _line_hash(heading) << 32
+    """A page's name (``PageText.name``: its title's words, a line, its heading's, a line, its title's lead) as a
+    sketch holds it: 32 bits of each line (the title's lowest), 0 for a line that is empty (and never for one that
+    is not); 0 for no name."""
+    title, heading, lead = (name.split("\n") + ["", "", ""])[:3]
+    return _line_hash(title) | _line_hash(heading) << 32 | _line_hash(lead) << 64
 
 
 def _line_hash(line: str) -> int:

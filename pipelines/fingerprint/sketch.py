@@ -1,4 +1,4 @@
-"""A page's sketch: what a content candidate is checked against, 213 bytes.
+"""A page's sketch: what a content candidate is checked against, 217 bytes.
 
 SimHash estimates the angle between weighted word vectors; near its threshold
 that is too coarse to tell "the same article, edited" from "another article on
@@ -15,7 +15,8 @@ the same template".  The sketch holds three things a candidate must agree on
   shingles) its estimate scatters twice as widely (±0.08 against ±0.04).  64
   bytes, then two that hold how many shingles the set has (at most 65,535);
 - the page's name: 32-bit hashes of what its title and its heading say it is
-  about (0: it has neither), 8 bytes, and the languages its own text is
+  about (0: it has neither), 8 bytes, and of its title's lead (its headline,
+  ``content.title_lead``; 0: none), 4 bytes, and the languages its own text is
   written in (``languages.language_bits``; 0: none known), 4 bytes;
 - the whole visible text's 5-gram set (the title, links and page furniture
   included), sketched the same way, 64 bytes, and how many 5-grams it holds
@@ -46,12 +47,12 @@ from .textloops import distinct, sketch_bits, xxh3_hashes
 
 SKETCH_BITS = 512
 _BITS_BYTES = SKETCH_BITS // 8
-#: Where each part of a sketch lies: the own text's bits and set size, the name (title, heading), the languages, the
+#: Where each part of a sketch lies: the own text's bits and set size, the name (title, heading), the title's lead, the languages, the
 #: visible text's bits and size, its link share, the listing flag, the main content's own-text share, its bits and
 #: size.
-_OWN, _OWN_SIZE, _NAME, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE, _LINKS, _LISTING, _MAIN_SHARE = 0, 64, 66, 74, 78, 142, 144, 145, 146
-_MAIN, _MAIN_SIZE = 147, 211
-SKETCH_BYTES = 213
+_OWN, _OWN_SIZE, _NAME, _LEAD, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE = 0, 64, 66, 74, 78, 82, 146
+_LINKS, _LISTING, _MAIN_SHARE, _MAIN, _MAIN_SIZE = 148, 149, 150, 151, 215
+SKETCH_BYTES = 217
 _MAX_SIZE = (1 << 16) - 1
 _VALUE_BITS = 55  # the top 9 bits choose one of 512 bins, the other 55 are the value
 _PROBES = 64  # bins an empty bin tries in turn; when none is full (under ~16 full bins), the next full one
@@ -89,7 +90,7 @@ def page_sketch(own_shingles: array, name: int, languages: int, visible_shingles
     none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
     1), whether its own text is a list's entries (``PageText.listing``) and the share of its main content that is
     own text (``PageText.main_share``) and its main content's shingles (``PageText.main_shingles``)."""
-    return (hashes_sketch(own_shingles) + name.to_bytes(8, "little") + languages.to_bytes(4, "little")
+    return (hashes_sketch(own_shingles) + name.to_bytes(12, "little") + languages.to_bytes(4, "little")
             + _shown(visible_shingles) + bytes([_byte(link_share), listing, _byte(main_share)])
             + _shown(main_shingles))
 
@@ -109,8 +110,14 @@ def fixed_width(sketch: bytes | None) -> bytes:
 
 
 def from_fixed_width(stored: bytes) -> bytes | None:
-    """The sketch ``fixed_width`` stored: ``None`` for none (no shingle: a size of 0)."""
-    return stored if sketch_size(stored) else None
+    """The sketch ``fixed_width`` stored: ``None`` for none (all zeros)."""
+    return stored if any(stored) else None
+
+
+def has_own_text(sketch: bytes | None) -> bool:
+    """Does the page have own text (a page without any has no sketch, or one whose own part is empty: what it
+    shows and its name only)?"""
+    return sketch is not None and sketch_size(sketch) > 0
 
 
 def similarity(a: bytes, b: bytes) -> float:
@@ -162,17 +169,17 @@ def listing(sketch: bytes) -> bool:
 
 
 def named_alike(a: bytes, b: bytes) -> bool:
-    """Do the two pages have the same name (``same_name``), or say the same in their titles or in their headings?
-    Looser than ``same_name``: one page may show another site's name in its title, or another site's banner as its
-    heading."""
-    return same_name(a, b) or any(x == y and any(x) for x, y in ((a[_NAME : _NAME + 4], b[_NAME : _NAME + 4]),
-                                                                 (a[_NAME + 4 : _LANGUAGES], b[_NAME + 4 : _LANGUAGES])))
+    """Do the two pages have the same name (``same_name``), or say the same in their titles, their headings or their
+    titles' leads?  Looser than ``same_name``: one page may show another site's name in its title, or another site's
+    banner as its heading."""
+    return same_name(a, b) or any(a[at : at + 4] == b[at : at + 4] and any(a[at : at + 4])
+                                  for at in (_NAME, _NAME + 4, _LEAD))
 
 
 def named_the_same(a: bytes, b: bytes) -> bool:
     """Do the two pages' titles and headings say the same (whatever languages their texts are in; yes where either
     page says nothing)?"""
-    return _agree(a[_NAME:_LANGUAGES], b[_NAME:_LANGUAGES])
+    return _agree(a[_NAME:_LEAD], b[_NAME:_LEAD])
 
 
 def same_name(a: bytes, b: bytes) -> bool:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..fingerprint.fingerprinter import Fingerprint
 from ..fingerprint.simhash import hamming
-from ..fingerprint.sketch import similarity
+from ..fingerprint.sketch import has_own_text, similarity
 from .index import SimhashIndex, grown
 from .indexloops import scan
 from .policy import ADDRESS, Match, Mode, Policy, address_key, dropped
@@ -160,10 +160,11 @@ class Matcher:
                duplicate: bool = True) -> Match:
         content_distance = _distance(self.part(row, 0), page.content)
         evidence = None
-        if kept_sketch is not None and page.sketch is not None and content_distance is not None:
-            evidence = (self.policy.address_evidence(kept_sketch, page.sketch) if reason == ADDRESS
-                        else self.policy.evidence(content_distance, kept_sketch, page.sketch))
-        if evidence is None:  # beyond every rule (a structure match): the shingles' similarity, for the log
+        if reason == ADDRESS:
+            evidence = self.policy.address_evidence(kept_sketch, page.sketch)  # type: ignore[arg-type] (recrawled)
+        elif has_own_text(kept_sketch) and has_own_text(page.sketch) and content_distance is not None:
+            evidence = self.policy.evidence(content_distance, kept_sketch, page.sketch)  # type: ignore[arg-type]
+        if evidence is None:  # beyond every rule (a structure match): the own texts' similarity, for the log
             evidence = (_similarity(kept_sketch, page.sketch), None)
         return Match(
             self.pages.url(row),
@@ -193,7 +194,7 @@ def address_keys(urls: list[str]) -> np.ndarray:
 
 
 def _similarity(a: bytes | None, b: bytes | None) -> float | None:
-    return None if a is None or b is None else similarity(a, b)
+    return similarity(a, b) if has_own_text(a) and has_own_text(b) else None  # type: ignore[arg-type]
 
 
 def _distance(a: int | None, b: int | None) -> int | None:

@@ -12,8 +12,9 @@ from enum import Enum
 
 import xxhash
 
-from ..fingerprint.sketch import (link_share, listing, main_share, main_similarity, named_alike, named_the_same,
-                                  own_share, same_name, same_own_text, similarity, sketch_size, visible_similarity)
+from ..fingerprint.sketch import (has_own_text, link_share, listing, main_share, main_similarity, named_alike,
+                                  named_the_same, own_share, same_name, same_own_text, similarity, sketch_size,
+                                  visible_similarity)
 
 
 class Mode(str, Enum):
@@ -104,7 +105,7 @@ class Policy:
 
         Two short pages (``Fingerprint.short``) only when their own words are
         the same (content distance 0, the same own-text sketch; a page without
-        own text has no sketch: its content is a hash of its visible words) and
+        own text, ``has_own_text``, has a hash of its visible words for content) and
         the rest of the evidence agrees.  Any other pair, a short page and a
         longer one included, when within ``content_distance`` and the evidence
         (``evidence``) reaches what it must: the line between short and long is
@@ -112,8 +113,8 @@ class Policy:
         more meet.
         """
         a, b = sketches
-        if a is None or b is None:
-            return short and other_short and distance == 0 and a is b
+        if not (has_own_text(a) and has_own_text(b)):
+            return short and other_short and distance == 0 and not (has_own_text(a) or has_own_text(b))
         if short and other_short and (distance or not same_own_text(a, b)):
             return False
         evidence = self.evidence(distance, a, b)
@@ -130,7 +131,7 @@ class Policy:
         both_short = short and other_short
         if both_short and distance:
             return None
-        if not both_short and (None in sketches or self.evidence(distance, *sketches) is None):
+        if not both_short and not (all(map(has_own_text, sketches)) and self.evidence(distance, *sketches)):
             return None
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
@@ -200,8 +201,8 @@ class Policy:
         text edited or not: its title and heading say what they said and it shows nearly the same (its whole visible
         text agrees on ``SAME_ADDRESS_VISIBLE_SIMILARITY``)?  Not the languages its own text is in: a sentence in
         another language added to a page is an edit of it, and a page whose language changed shows other words.
-        Its drop's reason is ``ADDRESS``.  Pages without own text have no sketch: their exact words decide, as
-        anywhere."""
+        Its drop's reason is ``ADDRESS``.  The same for a page without own text (an API page of signatures and
+        code, a page of links): its sketch has its name and what it shows."""
         return (a is not None and b is not None and named_the_same(a, b)
                 and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY)
 
