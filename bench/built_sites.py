@@ -13,6 +13,10 @@ of places, each in several languages, for the real-sites family (``bench/real_si
   the country's name, the same sections and references, a table of its subdivisions), in Wikipedia's real chrome
   (a page of the readability test set, its content replaced; a heavy one for the German wiki).  Names in English and as iso-codes' translators wrote them in German.
 
+- **questions-<language>**: a Q&A site, one page per question (its answers, its topic's tag, its topic's other
+  questions beside it), the questions and answers of ChatterBot's dialog corpus (BSD-3-Clause, from PyPI) in
+  English, Chinese and Italian: short pages of one template, each about another question.
+
 The text is real; the template around it is written here (said in ``docs/usage/distances.md``).  Every page is
 another document by construction (another product, another place): any drop of one is another document dropped,
 whatever the judge says (the wiki's chrome is most of a stub's visible text).
@@ -319,3 +323,94 @@ def _wiki_page(chrome: bytes, title: str, body: str, category: str) -> bytes:
     links.append(lxml.html.fragment_fromstring(f'<div id="mw-normal-catlinks">Category: <a href="#">'
                                                f'{html.escape(category)}</a></div>'))
     return lxml.html.tostring(root, encoding="utf-8", doctype="<!DOCTYPE html>")
+
+
+# --- a Q&A site ------------------------------------------------------------------------------------------------
+
+#: The corpus the Q&A site's questions and answers are: ChatterBot's multilingual dialog corpus (BSD-3-Clause),
+#: its wheel fetched from PyPI into ``bench/.cache`` (questions people ask a chat bot, each with its answers, in
+#: files by topic).
+QUESTIONS_CORPUS = "chatterbot-corpus==1.3.3"
+QUESTIONS_LANGUAGES = {"en": "english", "zh": "chinese", "it": "italian"}
+QUESTIONS_WORDS = {
+    "en": {"site": "Ask Anything", "nav": ("Questions", "Tags", "Users", "Unanswered"), "asked": "asked",
+           "answers": "{n} Answers", "answered": "answered", "related": "Related questions", "votes": "votes",
+           "search": "Search…", "tagged": "Tagged", "footer": "Site design / logo © 2024; user contributions "
+           "licensed under CC BY-SA."},
+    "zh": {"site": "问答社区", "nav": ("问题", "标签", "用户", "未回答"), "asked": "提问于", "answers": "{n} 个回答",
+           "answered": "回答于", "related": "相关问题", "votes": "票", "search": "搜索…", "tagged": "标签",
+           "footer": "网站设计 / 标志 © 2024；用户贡献的内容采用 CC BY-SA 许可协议。"},
+    "it": {"site": "Chiedi pure", "nav": ("Domande", "Tag", "Utenti", "Senza risposta"), "asked": "chiesto",
+           "answers": "{n} risposte", "answered": "risposto", "related": "Domande correlate", "votes": "voti",
+           "search": "Cerca…", "tagged": "Tag", "footer": "Design del sito / logo © 2024; contributi degli utenti "
+           "con licenza CC BY-SA."},
+}
+USERS = ("alice", "bmiller", "chen.wei", "dario_r", "emma.k", "farid", "gopal", "hana", "ivan.p", "julia", "kenji",
+         "lucia", "marco.b", "nadia", "oscar", "priya", "quentin", "rosa", "sven", "tariq")
+
+
+def corpus_wheel(cache: Path) -> Path:
+    """The corpus's wheel (``pip download`` once into ``cache``)."""
+    found = sorted(cache.glob("chatterbot_corpus-*.whl"))
+    if not found:
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache),
+                        QUESTIONS_CORPUS], check=True)
+        found = sorted(cache.glob("chatterbot_corpus-*.whl"))
+    return found[0]
+
+
+def build_questions(language: str, folder: Path, cache: Path) -> None:
+    """The Q&A site's question pages in ``language`` (``q/<n>.html``): one per question (the same question asked in
+    several topics is one page with all its answers), in its topic's tag, beside its topic's other questions."""
+    import zipfile
+
+    import yaml
+
+    questions: dict[str, tuple[str, str, list[str]]] = {}  # key -> (question, topic, answers)
+    with zipfile.ZipFile(corpus_wheel(cache)) as wheel:
+        for name in sorted(wheel.namelist()):
+            if f"/data/{QUESTIONS_LANGUAGES[language]}/" not in name or not name.endswith(".yml"):
+                continue
+            topic = Path(name).stem.replace("_", " ")
+            for conversation in yaml.safe_load(wheel.read(name)).get("conversations") or []:
+                question, *answers = (" ".join(str(line).split()) for line in conversation)
+                key = question.lower().rstrip("?？ ")
+                if not key or not answers:
+                    continue
+                found = questions.setdefault(key, (question, topic, []))
+                found[2].extend(a for a in answers if a not in found[2])
+    words = QUESTIONS_WORDS[language]
+    numbered = {key: n for n, key in enumerate(sorted(questions), 1)}
+    by_topic: dict[str, list[str]] = defaultdict(list)
+    for key, (_, topic, _) in questions.items():
+        by_topic[topic].append(key)
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, (question, topic, answers) in questions.items():
+        n = numbered[key]
+        seed = xxhash.xxh32_intdigest(key.encode())
+        related = [other for other in sorted(by_topic[topic], key=lambda o: xxhash.xxh32_intdigest(f"{key}/{o}".encode()))
+                   if other != key][:8]
+        answered = "".join(
+            f'<div class="answer" id="a{n}-{i}"><div class="votecell"><span class="vote-count">{(seed >> i) % 40}</span>'
+            f' {words["votes"]}</div><div class="answercell"><div class="post-text"><p>{html.escape(answer)}</p></div>'
+            f'<div class="user-info">{words["answered"]} 2024-{(seed >> i) % 12 + 1:02}-{(seed >> 2 * i) % 28 + 1:02}'
+            f' <a href="/users/{USERS[(seed >> i) % len(USERS)]}">{USERS[(seed >> i) % len(USERS)]}</a></div></div></div>'
+            for i, answer in enumerate(answers))
+        main = (f'<div id="question-header"><h1><a href="{n}.html">{html.escape(question)}</a></h1></div>'
+                f'<div class="question"><div class="post-text"><p>{html.escape(question)}</p></div>'
+                f'<div class="post-taglist">{words["tagged"]} <a class="post-tag" href="/tags/{html.escape(topic)}">'
+                f'{html.escape(topic)}</a></div><div class="user-info">{words["asked"]} 2023-{seed % 12 + 1:02}-'
+                f'{seed % 28 + 1:02} <a href="/users/{USERS[seed % len(USERS)]}">{USERS[seed % len(USERS)]}</a></div></div>'
+                f'<div id="answers"><h2>{words["answers"].format(n=len(answers))}</h2>{answered}</div>')
+        side = (f'<div id="sidebar"><div class="module related"><h4>{words["related"]}</h4><ul>'
+                + "".join(f'<li><a href="{numbered[o]}.html">{html.escape(questions[o][0])}</a></li>' for o in related)
+                + "</ul></div></div>")
+        nav = "".join(f'<li><a href="/{label}">{html.escape(label)}</a></li>' for label in words["nav"])
+        page = (f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>{html.escape(question)} - '
+                f'{words["site"]}</title></head><body><header class="top-bar"><a class="logo" href="/">{words["site"]}'
+                f'</a><form id="search"><input name="q" placeholder="{words["search"]}"></form></header>'
+                f'<div class="container"><nav id="left-sidebar"><ul>{nav}</ul></nav><div id="content">'
+                f'<div id="mainbar">{main}</div>{side}</div></div><footer id="footer"><p>{html.escape(words["footer"])}'
+                f'</p></footer></body></html>')
+        (folder / f"{n}.html").write_text(page, encoding="utf-8")

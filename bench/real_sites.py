@@ -118,6 +118,11 @@ SITES = {
                                   build=functools.partial(built_sites.build_places, language), distinct=True,
                                   language=language)
        for language in ("en", "de")},
+    # a Q&A site: short pages of one template, each another question
+    **{f"questions-{language}": Site("", str(BUILT / f"questions-{language}"),
+                                     build=lambda folder, data, language=language: built_sites.build_questions(
+                                         language, folder, BUILT.parent), distinct=True, language=language)
+       for language in ("en", "zh", "it")},
 }
 
 
@@ -155,6 +160,9 @@ NEW_SENTENCES = {
     "de": ("Dieses Verhalten kann sich in einer künftigen Version ohne Ankündigung ändern.",
            "Die Einzelheiten Ihrer Version stehen in den Hinweisen zu dieser Version.",
            "Die meisten Benutzer müssen den hier beschriebenen Standardwert nie ändern."),
+    "it": ("Questo comportamento potrebbe cambiare in una versione futura senza preavviso.",
+           "Consulta le note di rilascio della tua versione per i dettagli che la riguardano.",
+           "La maggior parte degli utenti non deve mai cambiare il valore predefinito descritto qui."),
     "zh": ("此行为可能会在未来的版本中更改，恕不另行通知。", "有关适用于您的版本的详细信息，请参阅该版本的发行说明。",
            "大多数用户永远不需要更改此处描述的默认值。"),
 }
