@@ -291,13 +291,18 @@ POLICIES = {
     "ours, small texts not searched further": replace(DedupSettings().policy, small_text_extra_bits=0),
     # what the same-body rule (own texts large and all but the same, whatever the names and the chrome) costs
     "ours, without the same-body rule": replace(DedupSettings().policy, same_body_similarity=None),
-    # and what it would cost from own texts of 90 3-grams, or at 0.85 (the chrome-swapped articles it would catch:
-    # quality.py's "Same body" table)
-    "ours, the same body from 90 3-grams": replace(DedupSettings().policy, same_body_shingles=90),
-    "ours, the same body at 0.85": replace(DedupSettings().policy, same_body_similarity=0.85),
+    # and what it would cost from own texts of 60 3-grams, or at 0.8 (the chrome-swapped articles it would catch:
+    # docs/usage/distances.md)
+    "ours, the same body from 60 3-grams": replace(DedupSettings().policy, same_body_shingles=60),
+    "ours, the same body at 0.8": replace(DedupSettings().policy, same_body_similarity=0.8),
     # what a thin own text's visible text needs at the least that catches every encyclopedic stub whose notice
     # changed (bench/quality.py's stub_notice_changed row)
     "ours, thin texts' visible texts at 0.57": replace(DedupSettings().policy, thin_visible_similarity=0.57),
+    # what a thin own text named the same costs at 0.35 (the default) against min_similarity, and would at 0.25
+    # (its visible text still at min_similarity; quality.py's stub_reworded row: a sentence of a three-sentence stub
+    # reworded)
+    "ours, thin texts named the same at min_similarity": replace(DedupSettings().policy, thin_own_similarity=None),
+    "ours, thin texts named the same at 0.25": replace(DedupSettings().policy, thin_own_similarity=0.25),
 }
 
 

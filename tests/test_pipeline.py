@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -24,7 +25,7 @@ from scrapy_simhash_dedup.fingerprint.document import decode, load
 from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
 from scrapy_simhash_dedup.crawl.startup import StartRefused
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, Policy
+from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, THIN_NAMED_SIMILARITY, Policy
 from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
 from scrapy_simhash_dedup.workers.cache import RecentPages
 
@@ -202,21 +203,27 @@ def test_min_similarity_setting_checks_content_candidates() -> None:
         assert second_is_dropped(settings, article, edited) == dropped
 
 
-def test_a_short_text_needs_the_similarity_a_long_one_needs() -> None:
-    """No rule lowers the similarity a short text needs: one reworded sentence of this 65-shingle article leaves
-    its shingles under ``min_similarity``, and the page is kept (a borderline keep), as a sibling page of a
-    template whose one sentence differs would be."""
+def test_a_short_text_reworded_is_its_copy_only_under_the_same_name() -> None:
+    """One reworded sentence of this 65-shingle article leaves its shingles under ``min_similarity``: under the same
+    name, with what the page shows still the same, it is the article reworded (a thin own text named the same needs
+    ``THIN_NAMED_SIMILARITY``); under another title, a sibling page of the template whose one sentence differs, it
+    is kept (a borderline keep)."""
     reworded = ARTICLE.replace(
         b"children at the Beauchamp Branch Library read Kwanzaa stories and make related crafts",
         b"at the Beauchamp Branch Library kids heard stories about Kwanzaa and made crafts",
     )
     assert reworded != ARTICLE
     first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, reworded))
-    assert similarity(first.sketch, second.sketch) < Policy().min_similarity
+    assert THIN_NAMED_SIMILARITY <= similarity(first.sketch, second.sketch) < Policy().min_similarity
+    sibling = re.sub(rb"<title>[^<]*</title>", b"<title>Kwanzaa crafts at the Beauchamp Branch Library</title>",
+                     reworded, count=1)
+    assert sibling != reworded
     pipeline = make_pipeline()
     process(pipeline, {"url": "a", "html": ARTICLE})
-    assert process(pipeline, {"url": "b", "html": reworded})
+    assert process(pipeline, {"url": "b", "html": sibling})
     assert (stat(pipeline, "pages_kept"), stat(pipeline, "borderline")) == (2, 1)
+    with pytest.raises(SimhashDuplicate, match="near-duplicate of a"):
+        process(pipeline, {"url": "c", "html": reworded})
 
 
 def test_items_without_html_pass_through_counted() -> None:

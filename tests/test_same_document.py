@@ -17,7 +17,7 @@ from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.fingerprint.sketch import has_own_text
+from scrapy_simhash_dedup.fingerprint.sketch import has_own_text, named_alike, named_the_same
 from scrapy_simhash_dedup.matching.policy import ADDRESS, SAME_ADDRESS_VISIBLE_SIMILARITY
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 
@@ -125,6 +125,20 @@ def test_the_same_article_in_another_site_s_chrome_is_the_same_document() -> Non
     assert process(pipeline, {"url": "https://citylab.example/story", "html": article})
     with pytest.raises(SimhashDuplicate, match="near-duplicate of https://citylab.example/story"):
         process(pipeline, {"url": "https://syracuse.example/story", "html": moved})
+
+
+def test_the_same_headline_under_another_site_s_name_and_banner_is_the_same_article() -> None:
+    """The other site shows its banner as the page's first heading, and its name in the title: title and heading
+    both differ from the article's, its title's lead (the headline) does not."""
+    article = real_page("newspaper-theatlanticcities.com1")
+    elsewhere = article.replace(b"- CityLab</title>", b"| The Daily Planet</title>", 1).replace(
+        b"<body", b'<div class="brand"><h1>The Daily Planet</h1></div><body', 1)
+    a, b = (Fingerprinter().fingerprint(html).sketch for html in (article, elsewhere))
+    assert a is not None and b is not None and not named_the_same(a, b) and named_alike(a, b)
+    pipeline = make_pipeline()
+    assert process(pipeline, {"url": "https://citylab.example/story", "html": article})
+    with pytest.raises(SimhashDuplicate, match="near-duplicate of https://citylab.example/story"):
+        process(pipeline, {"url": "https://planet.example/story", "html": elsewhere})
 
 
 def test_list_articles_of_one_wiki_family_are_other_documents() -> None:

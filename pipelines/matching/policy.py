@@ -54,9 +54,17 @@ SMALL_TEXT_SHINGLES = 150
 #: sentence of its description changed agrees on ~0.9; a home page whose stories changed, under ~0.5 (the real
 #: sites' judge calls that another document): ``bench/quality.py``, "Same address".
 SAME_ADDRESS_VISIBLE_SIMILARITY = 0.6
-#: Two pages whose own texts are large and agree this much hold the same body: another site's chrome around it, or
-#: another site's name in its title, does not make it another document (``Policy.the_same_body``).
-SAME_BODY_SIMILARITY = 0.9
+#: Two pages whose own texts are large (``SAME_BODY_SHINGLES``) and agree this much hold the same body: another site's
+#: chrome around it, or another site's name in its title, does not make it another document (``Policy.the_same_body``).
+#: At 0.85 from 90 3-grams (were 0.9 from 150) it drops no other document on any real site nor labelled set, and
+#: catches 0.939 of the chrome-swapped articles (0.900): ``bench/real_sites.py``'s variants, docs/usage/distances.md.
+SAME_BODY_SIMILARITY = 0.85
+SAME_BODY_SHINGLES = 90
+#: A thin own text of a page named the same as the kept page (its title, heading and languages) needs this much
+#: agreement (and its main content too), its visible text still ``min_similarity``: one sentence of a three-sentence
+#: stub reworded leaves ~0.4.  It drops no other document on any real site nor labelled set (0.65 before; the same
+#: runs: docs/usage/distances.md).
+THIN_NAMED_SIMILARITY = 0.35
 #: The reason of a drop decided by the address (``Matcher.matches``), and of one decided by the same body alone
 #: (``Policy.witness``).
 ADDRESS = "address"
@@ -85,10 +93,14 @@ class Policy:
     #: What the visible texts must agree on where an own text is thin evidence; ``None``: ``min_similarity``
     #: (not a setting: ``bench/real_sites.py`` measures a lower one, which drops other documents).
     thin_visible_similarity: float | None = None
+    #: What a thin own text (and its main content) must agree on where the pages are named the same and their visible
+    #: texts agree, at most ``min_similarity``; ``None``: ``min_similarity`` (not a setting: ``bench/real_sites.py``
+    #: measures it).
+    thin_own_similarity: float | None = THIN_NAMED_SIMILARITY
     #: Own texts that agree this much, both large, are one body whatever the chrome and names around them
     #: (``the_same_body``; not a setting: ``bench/real_sites.py`` measures what it costs).
     same_body_similarity: float | None = SAME_BODY_SIMILARITY
-    same_body_shingles: int = SMALL_TEXT_SHINGLES  # the least own text a body is (not a setting: bench/real_sites.py)
+    same_body_shingles: int = SAME_BODY_SHINGLES  # the least own text a body is (not a setting: bench/real_sites.py)
 
     def decided(self, url: str, match: Match) -> Match:
         """The answer for a page that matched ``match``: a duplicate, or with ``updates`` an update (kept)
@@ -166,9 +178,11 @@ class Policy:
             return own, self.min_similarity
         shown = [(visible_similarity(a, b), (self.min_similarity if self.thin_visible_similarity is None
                                              else self.thin_visible_similarity))]
+        needed = min(self.min_similarity, self.min_similarity if self.thin_own_similarity is None
+                     else self.thin_own_similarity)
         if min(main_share(a), main_share(b)) < MAIN_SHARE_LINE:  # a lead over tables: they must agree too
-            shown.append((main_similarity(a, b), self.min_similarity))
-        return min((own, self.min_similarity), *shown, key=lambda found_needed: found_needed[0] - found_needed[1])
+            shown.append((main_similarity(a, b), needed))
+        return min((own, needed), *shown, key=lambda found_needed: found_needed[0] - found_needed[1])
 
     def witness(self, distance: int, a: bytes, b: bytes) -> str:
         """What decided a content match: ``"content"`` where the own texts do under every rule on names and thin
@@ -177,7 +191,7 @@ class Policy:
         return "content" if plain is not None and plain[0] >= plain[1] else BODY
 
     def the_same_body(self, distance: int, own: float, a: bytes, b: bytes) -> bool:
-        """Do two pages named alike (``named_alike``: their titles, or their headings) hold the same body: their own
+        """Do two pages named alike (``named_alike``: their titles, headings or headlines) hold the same body: their own
         texts large (neither a small text nor a list's entries) and all but the same (``same_body_similarity``), and so
         are their main contents, tables and lists included (not one lead over other tables), their content
         fingerprints within the search distance (another site's words in a title, counted thrice, move a large text's
