@@ -291,7 +291,7 @@ def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
     visible words, no sketch) never meets a page with own text, and two short stubs whose sketches differ
     in one bit stay apart (as two long pages they would be near-duplicates)."""
     path, scheme = tmp_path / "seen.sqlite", "test"
-    sketch = bytes(SKETCH_BYTES)
+    sketch = bytes(64) + (12).to_bytes(2, "little") + bytes(SKETCH_BYTES - 66)  # an own text of 12 shingles
     other_sketch = b"\x01" + sketch[1:]
     visible_words = Fingerprint(0x5EED, 1, short=True)
     stub = Fingerprint(0xFFFF_FFFF_0000_0000, 2, sketch=sketch, short=True)
