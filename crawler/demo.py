@@ -39,6 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=Path("demo-output"), help="where the demo writes")
     output = parser.parse_args().output
+    output.mkdir(parents=True, exist_ok=True)
     dropped: list[tuple[str, Any]] = []
 
     def record_drop(item: Any, exception: Exception, **_: Any) -> None:

@@ -4,6 +4,7 @@
     simhash-dedup spark INPUT... -o DIR [--against DIR] [--master URL]
     simhash-dedup report STORE|OUTCOMES.jsonl|SPARK_OUTPUT_DIR|redis://… [-o report.html]
     simhash-dedup aliases STORE|redis://… [-o aliases.csv|aliases.jsonl]
+    simhash-dedup check STORE [--dry-run]
 
 The pipeline's settings are options (``--content-distance 6``…); ``--settings
 myproject.settings`` reads a Scrapy settings module first, so a batch run
@@ -139,6 +140,14 @@ def parser() -> argparse.ArgumentParser:
                          help="write here (.csv: CSV, anything else: JSON Lines; default: JSON Lines to stdout)")
     aliases.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
     aliases.set_defaults(run=run_aliases)
+    check = commands.add_parser("check", help="check a crawl's SQLite store, and repair it",
+                                description="SQLite's integrity check, and the store's own: every kept page's "
+                                            "fingerprints with its page (URL and sketch), every page with its "
+                                            "fingerprints. What breaks them is dropped: those pages are checked as "
+                                            "new by the next crawl. Not while a crawl uses the store.")
+    check.add_argument("store", help="a crawl's SQLite store (SIMHASH_DEDUP_PATH)")
+    check.add_argument("--dry-run", action="store_true", help="report only, change nothing")
+    check.set_defaults(run=run_check)
     return top
 
 
@@ -222,6 +231,9 @@ def run_dedup(arguments: argparse.Namespace) -> int:
         print(f"simhash-dedup: {interrupted(outputs, arguments.store)}", file=sys.stderr)
         return 130
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
+    if unwritten := getattr(store, "unwritten", 0):
+        print(f"simhash-dedup: {unwritten:,} kept pages are not remembered in {arguments.store} (it could not be "
+              f"written): a later run checks them as new", file=sys.stderr)
     if not read and outputs:
         print(f"simhash-dedup: nothing read: {', '.join(str(o.path) for o in outputs)} left as it was", file=sys.stderr)
     return 0 if read else 1
@@ -249,6 +261,7 @@ def open_store(target: str | None, key: str, settings: Any) -> Store:
     """A memory store, a SQLite store (a path: a crawl's store, which a running crawl locks), or the
     Redis store at a URL."""
     from .stores.memory import MemoryStore
+    from .stores.sqlite.lock import check_store_path
     from .stores.sqlite.store import SqliteStore
 
     if not target:
@@ -262,6 +275,7 @@ def open_store(target: str | None, key: str, settings: Any) -> Store:
                             settings.memory_budget, 0, settings.decisions, settings.review_texts)
         store.open()
         return store
+    check_store_path(Path(target), folder_must_exist=True)
     return SqliteStore(settings.policy, Path(target), settings.scheme, settings.commit_every,
                        settings.decisions, settings.review_texts, settings.scope, settings.memory_budget)
 
@@ -314,3 +328,22 @@ def _messages_to(say: Callable[[str], None]) -> Iterator[None]:
     finally:
         package.removeHandler(handler)
         package.propagate = propagate
+
+
+def run_check(arguments: argparse.Namespace) -> int:
+    """Exit 0: the store is sound (or was repaired); 1: it has problems left (SQLite's own, or a dry run's)."""
+    from .stores.sqlite.repair import check_file
+
+    found, pages = check_file(Path(arguments.store), repair=not arguments.dry_run)
+    if not found:
+        print(f"{arguments.store}: sound, {pages:,} kept pages")
+        return 0
+    if arguments.dry_run:
+        print(f"{arguments.store}: {found}; nothing changed (--dry-run)")
+        return 1
+    print(f"{arguments.store}: {found}; dropped, {pages:,} kept pages left")
+    if found.integrity:
+        print(f"SQLite's own check failed: copy what can be read with sqlite3 {arguments.store} .recover, "
+              f"or start afresh (SIMHASH_DEDUP_RESET)", file=sys.stderr)
+        return 1
+    return 0

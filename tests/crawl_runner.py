@@ -220,6 +220,10 @@ def main(config_path: str, result_path: str) -> None:
     """One crawl (``settings``, ``urls``...), or with ``crawls`` several at once in this process, each with its
     own settings (its spider's ``custom_settings``), urls and options; the result holds one record each."""
     config = json.loads(Path(config_path).read_text())
+    if config.get("failing_writes"):  # SQLite writes that fail as on a full disk (``tests.faults``)
+        from tests.faults import fail_writes
+
+        fail_writes(config["failing_writes"])
     if config.get("keep_garbage"):  # what the collector finds unreachable is kept, to be counted at the end
         gc.set_debug(gc.DEBUG_SAVEALL)
     if "crawls" in config:

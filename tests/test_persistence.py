@@ -161,6 +161,7 @@ def test_second_run_remembers_the_first_unless_reset(site: tuple[Path, str], tmp
     paths = write_clusters(root)
     originals = [base_url + p for p in paths[:ARTICLES]]
     copies = [base_url + p for p in paths[ARTICLES:]]
+    (tmp_path / "data").mkdir()
     project_store = {"SIMHASH_DEDUP_PATH": str(tmp_path / "data" / "seen.sqlite"),
                      "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     first = crawl_to_end(tmp_path, originals, project_store)

@@ -62,6 +62,10 @@ def dedup(
     started = time.time()
     if isinstance(store, SqliteStore) and kept is not None:
         store.before_write = kept.flush  # a page is remembered only once its record is in the output
+    if isinstance(store, SqliteStore) and progress is not None:
+        store.on_fault = lambda fault: progress.say(  # type: ignore[union-attr] (checked just above)
+            f"{store.path} cannot be written ({fault}); pages are still compared, and remembered once it can be"
+            if fault is not None else f"{store.path} is written again")
     pages = read_inputs(inputs if argument_order else in_arrival_order(inputs), settings.html_field,
                         settings.url_field, all_statuses)
     for item, result in fingerprinted(pages, fingerprinter, workers):

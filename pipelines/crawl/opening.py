@@ -16,8 +16,9 @@ from scrapy.utils.project import data_path
 from ..matching.scope import Scope
 from ..stores.errors import StoreNotOpened, StoreUnavailable
 from ..stores.memory import MemoryStore
+from ..stores.sqlite.lock import check_store_path
 from ..stores.sqlite.store import SqliteStore, reset_store
-from .outage import CLOSE_REASON, StoreOutage
+from .outage import CLOSE_REASON, StoreOutage, WriteFaults
 from .settings import DedupSettings
 from .startup import refuse
 
@@ -39,23 +40,34 @@ class StoreOpener:
     def __init__(self, crawler: Crawler, settings: DedupSettings) -> None:
         self.crawler = crawler
         self.settings = settings
+        self.write_faults: WriteFaults | None = None  # the SQLite store's, once open
 
-    def open_local(self, before_write: Callable[[], None]) -> Store:
+    def open_local(self, before_write: Callable[[], None], outage: StoreOutage) -> Store:
         """The SQLite store, locked for this crawl (emptied first unless the crawl remembers earlier runs),
-        ``before_write`` called before it writes pages; a memory store otherwise (Redis opens with the
-        spider: ``open_redis``)."""
+        ``before_write`` called before it writes pages, its write faults said and acted on as ``outage``'s fail
+        mode says (``WriteFaults``); a memory store otherwise (Redis opens with the spider: ``open_redis``)."""
         if self.settings.backend != "sqlite":
             return MemoryStore(self.settings.policy, self.settings.scope)
         path = self.path()
+        if job_dir := self.crawler.settings.get("JOBDIR"):
+            try:
+                Path(job_dir).mkdir(parents=True, exist_ok=True)  # (as Scrapy makes it, later)
+            except OSError as error:
+                raise refuse(f"JOBDIR ({job_dir}) cannot be made: {error.strerror or error}") from None
         try:
+            check_store_path(path, folder_must_exist=bool(self.settings.path))
             if (self.reset_requested() or not self.remembers()) and reset_store(path) and self.remembers():
                 logger.info("simhash_dedup: reset, %s removed", path)
             store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
                                 self.settings.decisions, self.settings.review_texts, self.settings.scope,
                                 self.settings.memory_budget)
         except StoreNotOpened as error:
-            raise refuse(str(error)) from None
+            raise refuse(f"{'SIMHASH_DEDUP_PATH' if self.settings.path else 'the store'}: {error}") from None
         store.before_write = before_write
+        store.on_fault = self.write_faults = WriteFaults(self.crawler, outage, str(path))
+        if store.repaired:
+            logger.warning("simhash_dedup: %s was left inconsistent by an earlier failure: %s dropped (those pages "
+                           "are checked as new)", path, store.repaired)
         return store
 
     async def open_redis(self, outage: StoreOutage) -> tuple[Store, StoreBatcher]:

@@ -56,3 +56,38 @@ class StoreOutage:
         from twisted.internet import reactor
 
         reactor.callLater(0, deferred_from_coro, self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
+
+
+class WriteFaults:
+    """The SQLite store cannot be written (a full disk, an I/O error, its file deleted or replaced): said once per
+    fault, as a warning, and counted; the pages kept meanwhile are still compared within the crawl and written once
+    the store can be (``SqliteStore.flush``); with ``SIMHASH_DEDUP_FAIL_MODE = "closed"`` the crawl stops.  At the
+    close, one line says how many delivered pages the store could not remember."""
+
+    def __init__(self, crawler: Crawler, outage: StoreOutage, path: str) -> None:
+        self.crawler = crawler
+        self.outage = outage
+        self.path = path
+
+    def __call__(self, fault: str | None) -> None:
+        """``SqliteStore.on_fault``: writes fail (``fault`` says why), or succeed again (``None``)."""
+        if fault is None:
+            logger.info("simhash_dedup: the store %s is written again; the pages kept meanwhile are remembered",
+                        self.path)
+            return
+        self.crawler.stats.inc_value(f"{STATS_PREFIX}/store_write_failures")
+        logger.warning(
+            "simhash_dedup: the store %s cannot be written (%s); %s", self.path, fault,
+            "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if self.outage.closed else
+            "kept pages are still compared within this crawl, and remembered once it can be written (tried again "
+            "at each commit and at the close; SIMHASH_DEDUP_FAIL_MODE = 'open').",
+        )
+        if self.outage.closed:
+            self.outage.close_spider()
+
+    def closed(self, unwritten: int) -> None:
+        """The store is closed, ``unwritten`` kept pages whose items were delivered not written to it."""
+        if unwritten:
+            self.crawler.stats.set_value(f"{STATS_PREFIX}/pages_not_remembered", unwritten)
+            logger.warning("simhash_dedup: %d kept pages whose items were delivered are not remembered in %s (it "
+                           "could not be written): a later crawl checks them as new.", unwritten, self.path)

@@ -66,7 +66,7 @@ class SimhashDedupPipeline:
         self.counts = Counts(crawler, settings.debug)
         self.outage = StoreOutage(crawler, settings.fail_mode)
         self.opener = StoreOpener(crawler, settings)
-        store = self.opener.open_local(partial(flush_feeds, crawler))  # SQLite: before the feed exports open
+        store = self.opener.open_local(partial(flush_feeds, crawler), self.outage)  # SQLite: before the feeds open
         self.confirmation = WriteConfirmation(crawler, store)
         self.learner = Learner(crawler, settings, self.counts, store)
         self.queue = DecisionQueue(self.fingerprints, store, self.learner, self.counts, self.outage)
@@ -122,6 +122,8 @@ class SimhashDedupPipeline:
         self.learner.summary.log(self.opener.report_hint(self.store))
         self.store.save_run(self.run_summary())
         self.store.close()
+        if self.opener.write_faults is not None:
+            self.opener.write_faults.closed(self.store.unwritten)
 
     def run_summary(self) -> dict[str, Any]:
         """This crawl, for the report: the spider, when, the decision's settings and the counts."""

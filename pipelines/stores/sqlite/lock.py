@@ -13,8 +13,12 @@ class StoreLock:
     same spider gets a clear error instead of sharing (and at close, corrupting) the file."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(f"{path}.lock", "a+")  # noqa: SIM115 (held open: the lock lives as long as it)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(f"{path}.lock", "a+")  # noqa: SIM115 (held open: the lock lives as long as it)
+        except OSError as error:
+            raise StoreNotOpened(f"{path} cannot be written ({error.strerror or error}); give a path in a folder "
+                                 f"this crawl can write") from None
         try:
             _exclusive(self._file.fileno())
         except OSError:
@@ -44,3 +48,17 @@ else:  # Windows
 
     def _exclusive(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+
+def check_store_path(path: Path, folder_must_exist: bool) -> None:
+    """A path that cannot be a store's, said in a ``StoreNotOpened`` before anything is touched: a folder, a path
+    under a file, a folder that does not exist (when it must) or cannot be written."""
+    if path.is_dir():
+        raise StoreNotOpened(f"{path} is a folder; give the store's file, e.g. {path / 'seen.sqlite'}")
+    folder = next((p for p in path.parents if p.exists()), None)
+    if folder is not None and not folder.is_dir():
+        raise StoreNotOpened(f"{path} cannot be a file: {folder} is a file, not a folder")
+    if folder_must_exist and folder != path.parent:
+        raise StoreNotOpened(f"{path}: the folder {path.parent} does not exist; create it, or give another path")
+    if folder is not None and not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreNotOpened(f"{path} cannot be written: {folder} is not writable")

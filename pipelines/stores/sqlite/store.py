@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +22,12 @@ from ...matching.scoped import ScopedMatchers, SiteRows
 from ...matching.urlrules import FETCHED_URLS, Rule
 from ..errors import StoreNotOpened
 from .lock import StoreLock
+from .repair import check
 from .schema import DECISION_COLUMNS, SCHEMA, SITE_SCHEMA, is_store, remove_store
 
 logger = logging.getLogger(__name__)
+
+CLOSE_TRIES = 3  # (an I/O error may pass at once)
 
 
 class SqliteStore:
@@ -41,6 +45,12 @@ class SqliteStore:
     opens.  At open, the fingerprints are read back as packed arrays (one row
     per batch) and indexed with one sort; URLs and sketches stay on disk and
     are read only for a candidate match.
+
+    A write that fails (a full disk, an I/O error, the file deleted or replaced) changes nothing, in the file or
+    in memory: its pages stay to be written, tried again at the next commit (``commit_every`` more to write) and at
+    the close; ``on_fault`` is
+    told when writes start failing (with what happened) and when they succeed again (``None``).  A file left
+    inconsistent by anything else (an earlier version's failed write) is repaired at open (``repair.check``).
 
     In "site" or "host" scope (``ScopedMatchers``) a site's pages are read back when the site is first met,
     and sites idle longest are let go while their fingerprints take more than ``budget`` bytes; a page keeps
@@ -68,15 +78,24 @@ class SqliteStore:
         self._unconfirmed_rows: dict[str, int] = {}  # the URL of a page kept, not confirmed yet -> its row
         self._rules: dict[tuple[str, str, str], Rule] = {}  # changed, not written yet
         self.before_write: Callable[[], None] | None = None
+        self.on_fault: Callable[[str | None], None] | None = None
+        self.fault: str | None = None  # what made the last write fail, while writes fail
+        self.repaired = ""  # what the check at open found and dropped ("" if nothing)
+        self._retry_at = 0  # while writes fail: how much there is to write when they are tried again
         self._unconfirmed: dict[int, tuple[str, bytes | None]] = {}  # kept, no item past the pipelines yet
         self._pending: dict[int, tuple[str, bytes | None]] = {}  # confirmed, not yet written
         self._written_as: dict[int, int] = {}  # this run's rows written -> their row in the file
-        self._loaded = 0  # rows read from the file at open: the same number there
+        self._loaded = 0  # rows read from the file at open
+        self._file_rows = np.zeros(0, dtype=np.int64)  # (crawl scope) their rows in the file
+        self._next_row = 0  # the file's next row
         self._lock = StoreLock(path)
         try:
             self._connection = self._open(path, scheme if scope is Scope.CRAWL else f"{scheme}/scope={scope.value}")
+            self._inode = os.stat(path).st_ino
+            if found := check(self._connection, scope is not Scope.CRAWL, repair=True, integrity=False):
+                self.repaired = str(found)
             self._load()
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:
             self._lock.close()
             raise StoreNotOpened(
                 f"{path} cannot be read as a store of simhash_dedup ({error}); move it aside or delete it "
@@ -111,20 +130,21 @@ class SqliteStore:
         return connection
 
     def _load(self) -> None:
+        (self._next_row,) = self._connection.execute("SELECT coalesce(max(row) + 1, 0) FROM pages").fetchone()
         if self.scope is not Scope.CRAWL:
-            (rows,) = self._connection.execute("SELECT coalesce(max(row) + 1, 0) FROM pages").fetchone()
+            rows = self._next_row
             self.matcher = ScopedMatchers(self.policy, self.scope, self, self.budget, self._site_rows, rows, rows)
             self._loaded = rows
             return
         batches = self._connection.execute(
-            "SELECT content, structure, present, addresses FROM batches ORDER BY first_row")
+            "SELECT first_row, content, structure, present, addresses FROM batches ORDER BY first_row")
         parts = [
-            (np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool),
-             np.frombuffer(a, dtype="<u8"))
-            for c, s, p, a in batches
+            (np.arange(f, f + len(c) // 8, dtype=np.int64), np.frombuffer(c, dtype="<u8"),
+             np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool), np.frombuffer(a, dtype="<u8"))
+            for f, c, s, p, a in batches
         ]
         if parts:
-            content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
+            self._file_rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
             self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3),
                                    addresses.astype(np.uint64))
         self._loaded = self.matcher.remembered = self.matcher.rows
@@ -178,7 +198,10 @@ class SqliteStore:
 
     def save_run(self, run: dict[str, Any]) -> None:
         if self.decisions_kept:
-            self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
+            try:
+                self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
+            except sqlite3.Error as error:
+                self._failed(error)
 
     def record_skip(self, skip: Skip) -> None:
         if self.decisions_kept:
@@ -204,28 +227,67 @@ class SqliteStore:
         urls = self._connection.execute("SELECT url FROM pages ORDER BY row DESC LIMIT ?", (FETCHED_URLS,))
         return rules, [url for (url,) in reversed(urls.fetchall())]
 
-    def flush(self) -> None:
-        """Write the confirmed pages not written yet, in one transaction, numbered on from the file's last,
-        and the decisions logged since the last write."""
+    def flush(self, retry: bool = False) -> None:
+        """Write the confirmed pages not written yet, numbered on from the file's last, and the decisions logged
+        since the last write: one transaction, after which (only) they count as written.  While writes fail, only
+        at the next commit (``commit_every`` more to write than at the failed one), or with ``retry``."""
         if not (self._pending or self._decisions or self._skips or self._rules or self._aliases):
+            return
+        if self.fault is not None and not retry and self._to_write() < self._retry_at:
             return
         if self._pending and self.before_write is not None:
             self.before_write()
-        with self._connection:  # BEGIN ... COMMIT
-            self._connection.execute("BEGIN")
-            self._write_pages()
-            self._write_decisions()
-            self._write_skips_and_rules()
-            self._write_aliases()
+        rows, decisions, skips, aliases = sorted(self._pending), len(self._decisions), len(self._skips), len(self._aliases)
+        rules = list(self._rules.values())
+        try:
+            if os.stat(self.path).st_ino != self._inode:
+                raise FileNotFoundError(f"{self.path} was replaced by another file")
+            with self._connection:  # BEGIN ... COMMIT, or ROLLBACK
+                self._connection.execute("BEGIN")
+                self._write_pages(rows)
+                self._write_decisions(self._decisions[:decisions])
+                self._write_skips_and_rules(self._skips[:skips], rules)
+                self._write_aliases(self._aliases[:aliases])
+        except (sqlite3.Error, OSError) as error:
+            if self._connection.in_transaction:  # (a failed COMMIT may leave it open)
+                self._connection.rollback()
+            self._failed(error)
+            return
+        self._written(rows)
+        del self._decisions[:decisions], self._skips[:skips], self._aliases[:aliases]
+        for rule in rules:
+            if self._rules.get(rule.ident) is rule:
+                del self._rules[rule.ident]
+        if self.fault is not None:
+            self.fault = None
+            if self.on_fault is not None:
+                self.on_fault(None)
 
-    def _write_pages(self) -> None:
-        if not self._pending:
+    def _to_write(self) -> int:
+        return len(self._pending) + len(self._decisions) + len(self._skips) + len(self._aliases)
+
+    def _failed(self, error: BaseException) -> None:
+        """A write failed: nothing of it was kept (in the file or here); said once, until writes succeed again."""
+        self._retry_at = self._to_write() + self.commit_every
+        if self.fault is None:
+            self.fault = (f"the file was deleted or replaced ({error})" if isinstance(error, FileNotFoundError)
+                          else str(error))
+            if self.on_fault is not None:
+                self.on_fault(self.fault)
+
+    @property
+    def unwritten(self) -> int:
+        """Kept pages whose items were delivered and that are not written yet (not remembered, if the crawl ended
+        now)."""
+        return len(self._pending)
+
+    def _write_pages(self, rows: list[int]) -> None:
+        if not rows:
             return
         if isinstance(self.matcher, ScopedMatchers):
-            self._write_site_pages(self.matcher)
+            self._write_site_pages(self.matcher, rows)
             return
-        rows = sorted(self._pending)
-        first = self._loaded + len(self._written_as)
+        first = self._next_row
         self._connection.executemany(
             "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
             [(first + n, *self._pending[row]) for n, row in enumerate(rows)],
@@ -236,13 +298,20 @@ class SqliteStore:
              self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(), self.matcher.present[rows].tobytes(),
              self.matcher.addresses[rows].astype("<u8").tobytes()),
         )
-        for n, row in enumerate(rows):
-            self._written_as[row] = first + n
-        self._pending.clear()
 
-    def _write_site_pages(self, matcher: ScopedMatchers) -> None:
+    def _written(self, rows: list[int]) -> None:
+        """The pages at ``rows`` are in the file now (their transaction committed)."""
+        if isinstance(self.matcher, ScopedMatchers):
+            self.matcher.written(rows)
+        else:
+            for n, row in enumerate(rows):
+                self._written_as[row] = self._next_row + n
+            self._next_row += len(rows)
+        for row in rows:
+            del self._pending[row]
+
+    def _write_site_pages(self, matcher: ScopedMatchers, rows: list[int]) -> None:
         """The confirmed pages under their own rows, and per site a row of ``site_batches``."""
-        rows = sorted(self._pending)
         self._connection.executemany("INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
                                      [(row, *self._pending[row]) for row in rows])
         fingerprints, present, addresses, sites = matcher.unwritten(rows)
@@ -254,15 +323,12 @@ class SqliteStore:
             [(site, np.array(rows, dtype="<i8")[at].tobytes(), fingerprints[at, 0].astype("<u8").tobytes(),
               fingerprints[at, 1].astype("<u8").tobytes(), present[at].tobytes(),
               addresses[at].astype("<u8").tobytes()) for site, at in of_site.items()])
-        matcher.written(rows)
-        self._pending.clear()
 
-    def _write_decisions(self) -> None:
+    def _write_decisions(self, added: list[Decision]) -> None:
         """Append the decisions; then the oldest beyond ``decisions_kept`` go, and those beyond
         ``texts_kept`` lose their texts (only the rows that just crossed that line are touched)."""
-        if not self._decisions:
+        if not added:
             return
-        added, self._decisions = self._decisions, []
         self._connection.executemany(
             f"INSERT INTO decisions ({DECISION_COLUMNS}) VALUES ({', '.join('?' * (len(DECISION_FIELDS) + 2))})",
             [field_values(decision) for decision in added],
@@ -274,23 +340,20 @@ class SqliteStore:
             "UPDATE decisions SET text = NULL, kept_text = NULL WHERE id > ? AND id <= ?", (cut - len(added), cut)
         )
 
-    def _write_skips_and_rules(self) -> None:
+    def _write_skips_and_rules(self, added: list[Skip], rules: list[Rule]) -> None:
         """Append the skipped links and requests (the newest ``decisions_kept`` stay); write the rules."""
-        if self._skips:
-            added, self._skips = self._skips, []
+        if added:
             self._connection.executemany("INSERT INTO skipped (time, kind, url, because, rule) VALUES (?, ?, ?, ?, ?)",
                                          [field_values(skip) for skip in added])
             (last,) = self._connection.execute("SELECT max(id) FROM skipped").fetchone()
             self._connection.execute("DELETE FROM skipped WHERE id <= ?", (last - self.decisions_kept,))
-        if self._rules:
+        if rules:
             self._connection.executemany(
                 "INSERT OR REPLACE INTO rules (host, kind, name, support, refuted_by) VALUES (?, ?, ?, ?, ?)",
-                [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in self._rules.values()])
-            self._rules.clear()
+                [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in rules])
 
-    def _write_aliases(self) -> None:
-        if self._aliases:
-            added, self._aliases = self._aliases, []
+    def _write_aliases(self, added: list[Alias]) -> None:
+        if added:
             # a URL's first naming stays, but a canonical URL names the page that took it last (a page renamed)
             for replace, sql in ((False, "INSERT OR IGNORE"), (True, "INSERT OR REPLACE")):
                 self._connection.executemany(f"{sql} INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
@@ -298,7 +361,11 @@ class SqliteStore:
                                               if (a.reason == CANONICAL) == replace])
 
     def close(self) -> None:
-        self.flush()
+        """The last write, tried ``CLOSE_TRIES`` times while it fails (what stays unwritten: ``unwritten``)."""
+        for _ in range(CLOSE_TRIES):
+            self.flush(retry=True)
+            if self.fault is None:
+                break
         self._connection.close()
         self._lock.close()
 
@@ -316,7 +383,10 @@ class SqliteStore:
         for waiting in (self._unconfirmed, self._pending):
             if row in waiting:
                 return waiting[row]
-        written = row if row < self._loaded or self.scope is not Scope.CRAWL else self._written_as[row]
+        if self.scope is not Scope.CRAWL:
+            written = row
+        else:
+            written = int(self._file_rows[row]) if row < self._loaded else self._written_as[row]
         return self._connection.execute("SELECT url, sketch FROM pages WHERE row = ?", (written,)).fetchone()
 
 
