@@ -248,7 +248,6 @@ def build_places(language: str, folder: Path, data: Path) -> None:
     kinds_named = defaultdict(int)  # (and by its kind where one country has it twice: a region, a department)
     for s in subdivisions:
         kinds_named[s["code"][:2], s["name"]] += 1
-    words = PLACES_WORDS[language]
     chrome = (data / WIKI_CHROME[language]).read_bytes()
     folder.mkdir(parents=True, exist_ok=True)
     by_country: dict[str, list[dict]] = defaultdict(list)
