@@ -14,15 +14,22 @@ setup(
     ext_modules=cythonize(
         [
             Extension(
-                "scrapy_simhash_dedup.fingerprint.treewalk", ["pipelines/fingerprint/treewalk.pyx"],
+                "scrapy_simhash_dedup.fingerprint.treewalk",
+                ["pipelines/fingerprint/treewalk.pyx"],
                 include_dirs=lxml.get_include(),
                 extra_compile_args=["-O2", "-Wno-unused-function"],  # lxml's header defines helpers we do not call
             ),
-            Extension("scrapy_simhash_dedup.matching.indexloops", ["pipelines/matching/indexloops.pyx"],
-                      extra_compile_args=["-O3", *POPCOUNT]),
-            Extension("scrapy_simhash_dedup.fingerprint.textloops", ["pipelines/fingerprint/textloops.pyx"],
-                      include_dirs=["pipelines/fingerprint"],
-                      extra_compile_args=["-O3"]),
+            Extension(
+                "scrapy_simhash_dedup.matching.indexloops",
+                ["pipelines/matching/indexloops.pyx"],
+                extra_compile_args=["-O3", *POPCOUNT],
+            ),
+            Extension(
+                "scrapy_simhash_dedup.fingerprint.textloops",
+                ["pipelines/fingerprint/textloops.pyx"],
+                include_dirs=["pipelines/fingerprint"],
+                extra_compile_args=["-O3"],
+            ),
         ],
         compiler_directives={"language_level": 3},
     ),

@@ -23,8 +23,8 @@ from pathlib import Path
 from bench import command_line
 from scrapy_simhash_dedup.batch import dedup, read_inputs
 from scrapy_simhash_dedup.batch.sources import write_warc
-from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
@@ -98,21 +98,31 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "pages.warc.gz"
-        write_warc(archive, ((f"https://shared.test/{n}/{name.replace('!', '/')}", body, "text/html")
-                             for n, (name, body) in enumerate(islice(shared_pages(options.data), options.pages))))
+        write_warc(
+            archive,
+            (
+                (f"https://shared.test/{n}/{name.replace('!', '/')}", body, "text/html")
+                for n, (name, body) in enumerate(islice(shared_pages(options.data), options.pages))
+            ),
+        )
         size = archive.stat().st_size
         seconds: dict[str, list[float]] = {}
         pages = 0
         for _ in range(options.rounds):
-            for name, run in (("read: FastWARC", lambda: read_fastwarc(archive)),
-                              ("read: warcio", lambda: read_warcio(archive)),
-                              ("dedup, 1 worker", lambda: run_dedup(archive, 1)),
-                              ("dedup, 2 workers", lambda: run_dedup(archive, 2))):
+            for name, run in (
+                ("read: FastWARC", lambda: read_fastwarc(archive)),
+                ("read: warcio", lambda: read_warcio(archive)),
+                ("dedup, 1 worker", lambda: run_dedup(archive, 1)),
+                ("dedup, 2 workers", lambda: run_dedup(archive, 2)),
+            ):
                 started = time.perf_counter()
                 pages = run()
                 seconds.setdefault(name, []).append(time.perf_counter() - started)
             seconds.setdefault("fingerprint only (CPU, 1 core)", []).append(fingerprint_only(archive))
-            for name, processes in (("fingerprint only, 1 process", 1), ("fingerprint only, 2 independent processes", 2)):
+            for name, processes in (
+                ("fingerprint only, 1 process", 1),
+                ("fingerprint only, 2 independent processes", 2),
+            ):
                 seconds.setdefault(name, []).append(fingerprint_split(archive, processes))
     rates = {name: pages / statistics.median(values) for name, values in seconds.items()}
     print(f"{pages:,} pages, WARC.gz of {size / 1e6:.1f} MB, median of {options.rounds} interleaved rounds\n")
@@ -123,8 +133,10 @@ def main() -> None:
         "FastWARC / warcio": rates["read: FastWARC"] / rates["read: warcio"],
         "dedup 2 workers / 1 worker": rates["dedup, 2 workers"] / rates["dedup, 1 worker"],
         "dedup 2 workers / fingerprint only": rates["dedup, 2 workers"] / rates["fingerprint only (CPU, 1 core)"],
-        "fingerprint only, 2 / 1 independent processes (the machine's ceiling)":
-            rates["fingerprint only, 2 independent processes"] / rates["fingerprint only, 1 process"],
+        "fingerprint only, 2 / 1 independent processes (the machine's ceiling)": rates[
+            "fingerprint only, 2 independent processes"
+        ]
+        / rates["fingerprint only, 1 process"],
     }
     print()
     for name, ratio in ratios.items():
@@ -132,8 +144,19 @@ def main() -> None:
     command = command_line("bench.batch")
     print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"pages": pages, "warc_bytes": size, "rounds": options.rounds,
-                                   "pages_per_second": rates, "ratios": ratios, "command": command}, indent=1))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "pages": pages,
+                "warc_bytes": size,
+                "rounds": options.rounds,
+                "pages_per_second": rates,
+                "ratios": ratios,
+                "command": command,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

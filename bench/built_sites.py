@@ -46,27 +46,63 @@ CATALOGUE_SAMPLE = {"en": 24, "de": 6, "zh": 1}
 PLACES_SAMPLE = 3
 
 CATALOGUE_WORDS = {
-    "en": {"title": "Details of package {name} in bookworm", "package": "Package: {name} ({version})",
-           "related": "Other Packages Related to {name}", "depends": "dep:", "recommends": "rec:",
-           "suggests": "sug:", "download": "Download {name}", "arch": "Architecture", "size": "Package Size",
-           "installed": "Installed Size", "files": "list of files", "links": "Links for {name}",
-           "homepage": "Homepage", "maintainer": "Maintainer:", "similar": "Similar packages:",
-           "nav": ("About Debian", "Getting Debian", "Support", "Developers' Corner"),
-           "footer": "Content Copyright © 1997 - 2024 SPI Inc.; See license terms. Debian is a trademark of SPI Inc."},
-    "de": {"title": "Details von Paket {name} in bookworm", "package": "Paket: {name} ({version})",
-           "related": "Andere Pakete mit Bezug zu {name}", "depends": "dep:", "recommends": "rec:",
-           "suggests": "sug:", "download": "Herunterladen von {name}", "arch": "Architektur",
-           "size": "Paketgröße", "installed": "Installierte Größe", "files": "Liste der Dateien",
-           "links": "Links für {name}", "homepage": "Homepage", "maintainer": "Betreuer:",
-           "similar": "Ähnliche Pakete:", "nav": ("Über Debian", "Debian bekommen", "Unterstützung",
-                                                   "Die Ecke für Entwickler"),
-           "footer": "Copyright © 1997 - 2024 SPI Inc.; Lizenzbedingungen. Debian ist ein Warenzeichen von SPI Inc."},
-    "zh": {"title": "bookworm 中的软件包 {name} 详细信息", "package": "软件包：{name} ({version})",
-           "related": "与 {name} 相关的其他软件包", "depends": "dep:", "recommends": "rec:", "suggests": "sug:",
-           "download": "下载 {name}", "arch": "硬件架构", "size": "软件包大小", "installed": "安装后大小",
-           "files": "文件列表", "links": "{name} 的相关链接", "homepage": "主页", "maintainer": "维护者：",
-           "similar": "相似软件包：", "nav": ("关于 Debian", "获取 Debian", "支持", "开发者天地"),
-           "footer": "版权所有 © 1997 - 2024 SPI Inc.；请查看许可条款。Debian 是 SPI Inc. 的商标。"},
+    "en": {
+        "title": "Details of package {name} in bookworm",
+        "package": "Package: {name} ({version})",
+        "related": "Other Packages Related to {name}",
+        "depends": "dep:",
+        "recommends": "rec:",
+        "suggests": "sug:",
+        "download": "Download {name}",
+        "arch": "Architecture",
+        "size": "Package Size",
+        "installed": "Installed Size",
+        "files": "list of files",
+        "links": "Links for {name}",
+        "homepage": "Homepage",
+        "maintainer": "Maintainer:",
+        "similar": "Similar packages:",
+        "nav": ("About Debian", "Getting Debian", "Support", "Developers' Corner"),
+        "footer": "Content Copyright © 1997 - 2024 SPI Inc.; See license terms. Debian is a trademark of SPI Inc.",
+    },
+    "de": {
+        "title": "Details von Paket {name} in bookworm",
+        "package": "Paket: {name} ({version})",
+        "related": "Andere Pakete mit Bezug zu {name}",
+        "depends": "dep:",
+        "recommends": "rec:",
+        "suggests": "sug:",
+        "download": "Herunterladen von {name}",
+        "arch": "Architektur",
+        "size": "Paketgröße",
+        "installed": "Installierte Größe",
+        "files": "Liste der Dateien",
+        "links": "Links für {name}",
+        "homepage": "Homepage",
+        "maintainer": "Betreuer:",
+        "similar": "Ähnliche Pakete:",
+        "nav": ("Über Debian", "Debian bekommen", "Unterstützung", "Die Ecke für Entwickler"),
+        "footer": "Copyright © 1997 - 2024 SPI Inc.; Lizenzbedingungen. Debian ist ein Warenzeichen von SPI Inc.",
+    },
+    "zh": {
+        "title": "bookworm 中的软件包 {name} 详细信息",
+        "package": "软件包：{name} ({version})",
+        "related": "与 {name} 相关的其他软件包",
+        "depends": "dep:",
+        "recommends": "rec:",
+        "suggests": "sug:",
+        "download": "下载 {name}",
+        "arch": "硬件架构",
+        "size": "软件包大小",
+        "installed": "安装后大小",
+        "files": "文件列表",
+        "links": "{name} 的相关链接",
+        "homepage": "主页",
+        "maintainer": "维护者：",
+        "similar": "相似软件包：",
+        "nav": ("关于 Debian", "获取 Debian", "支持", "开发者天地"),
+        "footer": "版权所有 © 1997 - 2024 SPI Inc.；请查看许可条款。Debian 是 SPI Inc. 的商标。",
+    },
 }
 TRANSLATION = {"en": "en", "de": "de", "zh": "zh%5fCN"}
 
@@ -76,8 +112,9 @@ def _apt_list(pattern: str) -> str:
     found = sorted(APT_LISTS.glob(pattern))
     if not found:
         return ""
-    return subprocess.run(["/usr/lib/apt/apt-helper", "cat-file", str(found[0])], check=True,
-                          capture_output=True).stdout.decode("utf-8", "replace")
+    return subprocess.run(
+        ["/usr/lib/apt/apt-helper", "cat-file", str(found[0])], check=True, capture_output=True
+    ).stdout.decode("utf-8", "replace")
 
 
 def ensure_apt_lists() -> None:
@@ -121,8 +158,9 @@ def _description(long: str) -> list[str]:
 def build_catalogue(language: str, folder: Path) -> None:
     """The catalogue's pages in ``language`` under ``folder`` (``<package>.html``), and its index."""
     ensure_apt_lists()
-    packages = {s["Package"]: s for s in _stanzas(_apt_list("*_bookworm_main_binary-amd64_Packages.*"))
-                if "Package" in s}
+    packages = {
+        s["Package"]: s for s in _stanzas(_apt_list("*_bookworm_main_binary-amd64_Packages.*")) if "Package" in s
+    }
     descriptions = {}
     for stanza in _stanzas(_apt_list(f"*_bookworm_main_i18n_Translation-{TRANSLATION[language]}.*")):
         text = stanza.get(f"Description-{TRANSLATION[language].replace('%5f', '_')}")
@@ -132,9 +170,13 @@ def build_catalogue(language: str, folder: Path) -> None:
     families: dict[str, list[str]] = defaultdict(list)
     for name, stanza in packages.items():
         families[stanza.get("Source", name).split()[0]].append(name)
-    chosen = sorted(name for source, names in families.items()
-                    if xxhash.xxh32_intdigest(source.encode()) % CATALOGUE_SAMPLE[language] == 0
-                    for name in names if name in descriptions)
+    chosen = sorted(
+        name
+        for source, names in families.items()
+        if xxhash.xxh32_intdigest(source.encode()) % CATALOGUE_SAMPLE[language] == 0
+        for name in names
+        if name in descriptions
+    )
     words = CATALOGUE_WORDS[language]
     folder.mkdir(parents=True, exist_ok=True)
     by_section: dict[str, list[str]] = defaultdict(list)
@@ -149,40 +191,54 @@ def build_catalogue(language: str, folder: Path) -> None:
                 other = dependency.split("|")[0].split("(")[0].split(":")[0].strip()
                 if other:
                     other_short = descriptions.get(other, ("", []))[0]
-                    related.append(f'<li><dl><dt>{words[label]} <a href="{other}.html">{html.escape(other)}</a> '
-                                   f'{html.escape(dependency.strip()[len(other):])}</dt>'
-                                   f'<dd>{html.escape(other_short)}</dd></dl></li>')
+                    related.append(
+                        f'<li><dl><dt>{words[label]} <a href="{other}.html">{html.escape(other)}</a> '
+                        f"{html.escape(dependency.strip()[len(other) :])}</dt>"
+                        f"<dd>{html.escape(other_short)}</dd></dl></li>"
+                    )
         similar = [other for other in by_section[stanza.get("Section", "misc")] if other != name][:8]
-        body = (f'<div id="pdesc"><h2>{html.escape(short)}</h2>'
-                + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs) + "</div>"
-                f'<div id="pdeps"><h2>{html.escape(words["related"].format(name=name))}</h2>'
-                f'<ul class="uldep">{"".join(related)}</ul></div>'
-                f'<div id="pdownload"><h2>{html.escape(words["download"].format(name=name))}</h2><table><tr>'
-                f'<th>{words["arch"]}</th><th>{words["size"]}</th><th>{words["installed"]}</th><th>{words["files"]}</th>'
-                f'</tr><tr><td>{html.escape(stanza.get("Architecture", "all"))}</td>'
-                f'<td>{int(stanza.get("Size", "0")) // 1024} kB</td><td>{stanza.get("Installed-Size", "0")} kB</td>'
-                f'<td><a href="{name}/filelist">{words["files"]}</a></td></tr></table></div>')
-        side = (f'<div id="pmoreinfo"><h2>{html.escape(words["links"].format(name=name))}</h2><ul>'
-                f'<li><a href="{html.escape(stanza.get("Homepage", "#"))}">{words["homepage"]}</a></li></ul>'
-                f'<h3>{words["maintainer"]}</h3><ul><li>{html.escape(stanza.get("Maintainer", ""))}</li></ul>'
-                f'<h3>{words["similar"]}</h3><ul>'
-                + "".join(f'<li><a href="{o}.html">{html.escape(o)}</a></li>' for o in similar) + "</ul></div>")
-        page = _catalogue_frame(words, words["title"].format(name=name),
-                                words["package"].format(name=html.escape(name),
-                                                        version=html.escape(stanza.get("Version", ""))),
-                                stanza.get("Section", "misc"), name, side + f'<div id="pcontent">{body}</div>')
+        body = (
+            f'<div id="pdesc"><h2>{html.escape(short)}</h2>'
+            + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+            + "</div>"
+            f'<div id="pdeps"><h2>{html.escape(words["related"].format(name=name))}</h2>'
+            f'<ul class="uldep">{"".join(related)}</ul></div>'
+            f'<div id="pdownload"><h2>{html.escape(words["download"].format(name=name))}</h2><table><tr>'
+            f"<th>{words['arch']}</th><th>{words['size']}</th><th>{words['installed']}</th><th>{words['files']}</th>"
+            f"</tr><tr><td>{html.escape(stanza.get('Architecture', 'all'))}</td>"
+            f"<td>{int(stanza.get('Size', '0')) // 1024} kB</td><td>{stanza.get('Installed-Size', '0')} kB</td>"
+            f'<td><a href="{name}/filelist">{words["files"]}</a></td></tr></table></div>'
+        )
+        side = (
+            f'<div id="pmoreinfo"><h2>{html.escape(words["links"].format(name=name))}</h2><ul>'
+            f'<li><a href="{html.escape(stanza.get("Homepage", "#"))}">{words["homepage"]}</a></li></ul>'
+            f"<h3>{words['maintainer']}</h3><ul><li>{html.escape(stanza.get('Maintainer', ''))}</li></ul>"
+            f"<h3>{words['similar']}</h3><ul>"
+            + "".join(f'<li><a href="{o}.html">{html.escape(o)}</a></li>' for o in similar)
+            + "</ul></div>"
+        )
+        page = _catalogue_frame(
+            words,
+            words["title"].format(name=name),
+            words["package"].format(name=html.escape(name), version=html.escape(stanza.get("Version", ""))),
+            stanza.get("Section", "misc"),
+            name,
+            side + f'<div id="pcontent">{body}</div>',
+        )
         (folder / f"{_file_name(name)}.html").write_text(page, encoding="utf-8")
 
 
 def _catalogue_frame(words: dict, title: str, heading: str, section: str, name: str, content: str) -> str:
     nav = "".join(f'<li><a href="/{n}">{html.escape(label)}</a></li>' for n, label in enumerate(words["nav"]))
-    return (f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>Debian -- {html.escape(title)}</title></head>'
-            f'<body><div id="header"><div id="upperheader"><div id="logo"><a href="/">Debian</a></div>'
-            f'<p class="section"><a href="/">Packages</a></p></div><div id="navbar"><ul>{nav}</ul></div>'
-            f'<p id="breadcrumbs"><a href="/">Packages</a> / <a href="/bookworm/">bookworm</a> / '
-            f'<a href="/bookworm/{section}/">{html.escape(section)}</a> / {html.escape(name)}</p></div>'
-            f'<div id="content"><h1>{heading}</h1>{content}</div>'
-            f'<div id="footer"><hr><p>{html.escape(words["footer"])}</p></div></body></html>')
+    return (
+        f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>Debian -- {html.escape(title)}</title></head>'
+        f'<body><div id="header"><div id="upperheader"><div id="logo"><a href="/">Debian</a></div>'
+        f'<p class="section"><a href="/">Packages</a></p></div><div id="navbar"><ul>{nav}</ul></div>'
+        f'<p id="breadcrumbs"><a href="/">Packages</a> / <a href="/bookworm/">bookworm</a> / '
+        f'<a href="/bookworm/{section}/">{html.escape(section)}</a> / {html.escape(name)}</p></div>'
+        f'<div id="content"><h1>{heading}</h1>{content}</div>'
+        f'<div id="footer"><hr><p>{html.escape(words["footer"])}</p></div></body></html>'
+    )
 
 
 def _file_name(name: str) -> str:
@@ -192,55 +248,75 @@ def _file_name(name: str) -> str:
 # --- a wiki of places ----------------------------------------------------------------------------------------
 
 PLACES_WORDS = {
-    "en": {"stub": "{name} is a {kind} of {country}.", "code": "Its ISO 3166-2 code is {code}.",
-           "parent": "It lies within {parent}.", "see": "See also: the list of subdivisions of {country}.",
-           "list_title": "List of subdivisions of {country}",
-           "list_lead": "This is a list of the subdivisions of {country}, with their ISO 3166-2 codes and kinds. "
-                        "The codes are those of the international standard ISO 3166-2, which defines codes for the "
-                        "names of the principal subdivisions of every country listed in ISO 3166-1. Each code is the "
-                        "country's two-letter code followed by a separator and up to three letters or digits. The "
-                        "kinds are the names the standard gives the subdivisions, in the order of the list.",
-           "sections": ("Subdivisions", "See also", "References"),
-           "references": ("ISO 3166-2:2020, Codes for the representation of names of countries and their "
-                          "subdivisions, Part 2: Country subdivision code. International Organization for "
-                          "Standardization, Geneva.",
-                          "ISO 3166 Maintenance Agency, Online Browsing Platform, the country codes and their "
-                          "subdivisions as the agency publishes them after each newsletter.",
-                          "Statoids, Administrative divisions of countries, a reference of the divisions of "
-                          "every country of the world and their codes, compiled from official sources."),
-           "columns": ("Code", "Name", "Kind"), "category": "Subdivisions of {country}",
-           "stub_notice": "This article about a place in {country} is a stub. You can help by expanding it."},
-    "de": {"stub": "{name} ist eine Verwaltungseinheit ({kind}) in {country}.",
-           "code": "Ihr Code nach ISO 3166-2 ist {code}.", "parent": "Sie liegt in {parent}.",
-           "see": "Siehe auch: Liste der Verwaltungseinheiten in {country}.",
-           "list_title": "Liste der Verwaltungseinheiten in {country}",
-           "list_lead": "Dies ist eine Liste der Verwaltungseinheiten in {country} mit ihren Codes nach ISO 3166-2. "
-                        "Die Codes sind die der internationalen Norm ISO 3166-2, die Codes für die Namen der "
-                        "wichtigsten Verwaltungseinheiten jedes in ISO 3166-1 aufgeführten Landes festlegt. Jeder Code "
-                        "besteht aus dem zweibuchstabigen Code des Landes, einem Trennzeichen und bis zu drei "
-                        "Buchstaben oder Ziffern. Die Arten sind die Namen, die die Norm den Einheiten gibt.",
-           "sections": ("Verwaltungseinheiten", "Siehe auch", "Einzelnachweise"),
-           "references": ("ISO 3166-2:2020, Codes für die Namen von Ländern und deren Untereinheiten, Teil 2: "
-                          "Codes für Untereinheiten von Ländern. Internationale Organisation für Normung, Genf.",
-                          "ISO 3166 Maintenance Agency, Online Browsing Platform, die Codes der Länder und ihrer "
-                          "Untereinheiten, wie die Agentur sie nach jedem Rundschreiben veröffentlicht.",
-                          "Statoids, Verwaltungsgliederung der Staaten, ein Verzeichnis der Gliederungen aller "
-                          "Staaten der Welt und ihrer Codes, aus amtlichen Quellen zusammengestellt."),
-           "columns": ("Code", "Name", "Art"), "category": "Verwaltungseinheit in {country}",
-           "stub_notice": "Dieser Artikel über einen Ort in {country} ist sehr kurz. Du kannst helfen, ihn zu erweitern."},
+    "en": {
+        "stub": "{name} is a {kind} of {country}.",
+        "code": "Its ISO 3166-2 code is {code}.",
+        "parent": "It lies within {parent}.",
+        "see": "See also: the list of subdivisions of {country}.",
+        "list_title": "List of subdivisions of {country}",
+        "list_lead": "This is a list of the subdivisions of {country}, with their ISO 3166-2 codes and kinds. "
+        "The codes are those of the international standard ISO 3166-2, which defines codes for the "
+        "names of the principal subdivisions of every country listed in ISO 3166-1. Each code is the "
+        "country's two-letter code followed by a separator and up to three letters or digits. The "
+        "kinds are the names the standard gives the subdivisions, in the order of the list.",
+        "sections": ("Subdivisions", "See also", "References"),
+        "references": (
+            "ISO 3166-2:2020, Codes for the representation of names of countries and their "
+            "subdivisions, Part 2: Country subdivision code. International Organization for "
+            "Standardization, Geneva.",
+            "ISO 3166 Maintenance Agency, Online Browsing Platform, the country codes and their "
+            "subdivisions as the agency publishes them after each newsletter.",
+            "Statoids, Administrative divisions of countries, a reference of the divisions of "
+            "every country of the world and their codes, compiled from official sources.",
+        ),
+        "columns": ("Code", "Name", "Kind"),
+        "category": "Subdivisions of {country}",
+        "stub_notice": "This article about a place in {country} is a stub. You can help by expanding it.",
+    },
+    "de": {
+        "stub": "{name} ist eine Verwaltungseinheit ({kind}) in {country}.",
+        "code": "Ihr Code nach ISO 3166-2 ist {code}.",
+        "parent": "Sie liegt in {parent}.",
+        "see": "Siehe auch: Liste der Verwaltungseinheiten in {country}.",
+        "list_title": "Liste der Verwaltungseinheiten in {country}",
+        "list_lead": "Dies ist eine Liste der Verwaltungseinheiten in {country} mit ihren Codes nach ISO 3166-2. "
+        "Die Codes sind die der internationalen Norm ISO 3166-2, die Codes für die Namen der "
+        "wichtigsten Verwaltungseinheiten jedes in ISO 3166-1 aufgeführten Landes festlegt. Jeder Code "
+        "besteht aus dem zweibuchstabigen Code des Landes, einem Trennzeichen und bis zu drei "
+        "Buchstaben oder Ziffern. Die Arten sind die Namen, die die Norm den Einheiten gibt.",
+        "sections": ("Verwaltungseinheiten", "Siehe auch", "Einzelnachweise"),
+        "references": (
+            "ISO 3166-2:2020, Codes für die Namen von Ländern und deren Untereinheiten, Teil 2: "
+            "Codes für Untereinheiten von Ländern. Internationale Organisation für Normung, Genf.",
+            "ISO 3166 Maintenance Agency, Online Browsing Platform, die Codes der Länder und ihrer "
+            "Untereinheiten, wie die Agentur sie nach jedem Rundschreiben veröffentlicht.",
+            "Statoids, Verwaltungsgliederung der Staaten, ein Verzeichnis der Gliederungen aller "
+            "Staaten der Welt und ihrer Codes, aus amtlichen Quellen zusammengestellt.",
+        ),
+        "columns": ("Code", "Name", "Art"),
+        "category": "Verwaltungseinheit in {country}",
+        "stub_notice": "Dieser Artikel über einen Ort in {country} ist sehr kurz. Du kannst helfen, ihn zu erweitern.",
+    },
 }
 #: The real Wikipedia page whose chrome each language's wiki wears: an article of ordinary size (~1,000 words of
 #: chrome), and a long one whose chrome alone (200 languages' links) outweighs a stub or a short list.
-WIKI_CHROME = {"en": "readability-test-pages/wikipedia/source.html", "de": "readability-test-pages/wikipedia-2/source.html"}
+WIKI_CHROME = {
+    "en": "readability-test-pages/wikipedia/source.html",
+    "de": "readability-test-pages/wikipedia-2/source.html",
+}
 
 
 def build_places(language: str, folder: Path, data: Path) -> None:
     """The wiki's stubs (``wiki/<code>.html``) and lists (``wiki/List_<country>.html``) in ``language``."""
     subdivisions = json.loads(ISO_CODES.read_text(encoding="utf-8"))["3166-2"]
-    countries = {c["alpha_2"]: c["name"] for c in
-                 json.loads((ISO_CODES.parent / "iso_3166-1.json").read_text(encoding="utf-8"))["3166-1"]}
-    names = (gettext.translation("iso_3166-2", languages=[language], fallback=True).gettext,
-             gettext.translation("iso_3166-1", languages=[language], fallback=True).gettext)
+    countries = {
+        c["alpha_2"]: c["name"]
+        for c in json.loads((ISO_CODES.parent / "iso_3166-1.json").read_text(encoding="utf-8"))["3166-1"]
+    }
+    names = (
+        gettext.translation("iso_3166-2", languages=[language], fallback=True).gettext,
+        gettext.translation("iso_3166-1", languages=[language], fallback=True).gettext,
+    )
     by_code = {s["code"]: s for s in subdivisions}
     named = defaultdict(int)  # a name several places have is told apart in their titles, as wikis do
     for s in subdivisions:
@@ -261,11 +337,21 @@ def build_places(language: str, folder: Path, data: Path) -> None:
         (folder / f"List_{code}.html").write_bytes(list_page(chrome, language, country, places))
         for s in members:
             parent = by_code.get(s.get("parent", "") if "-" in s.get("parent", "") else f"{code}-{s.get('parent', '')}")
-            title = (names[0](s["name"]) + (f" ({s['type'].lower()})" if kinds_named[code, s["name"]] > 1 else "")
-                     + (f", {country}" if named[s["name"]] > 1 else ""))
-            (folder / f"{s['code']}.html").write_bytes(stub_page(
-                chrome, language, country, (s["code"], names[0](s["name"]), s["type"]), title,
-                names[0](parent["name"]) if parent is not None else None))
+            title = (
+                names[0](s["name"])
+                + (f" ({s['type'].lower()})" if kinds_named[code, s["name"]] > 1 else "")
+                + (f", {country}" if named[s["name"]] > 1 else "")
+            )
+            (folder / f"{s['code']}.html").write_bytes(
+                stub_page(
+                    chrome,
+                    language,
+                    country,
+                    (s["code"], names[0](s["name"]), s["type"]),
+                    title,
+                    names[0](parent["name"]) if parent is not None else None,
+                )
+            )
 
 
 Place = tuple[str, str, str]  # code, name, kind
@@ -275,31 +361,45 @@ def list_page(chrome: bytes, language: str, country: str, places: list[Place]) -
     """A list article of a family: the same lead but for the country, the same sections and references; its table
     of the country's subdivisions is what the page is about."""
     words = PLACES_WORDS[language]
-    rows = "".join(f'<tr><td>{code}</td><td><a href="{code}.html">{html.escape(name)}</a></td><td>{html.escape(kind)}'
-                   f"</td></tr>" for code, name, kind in places)
-    table = (f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>'
-             f"{rows}</table>")
+    rows = "".join(
+        f'<tr><td>{code}</td><td><a href="{code}.html">{html.escape(name)}</a></td><td>{html.escape(kind)}</td></tr>'
+        for code, name, kind in places
+    )
+    table = (
+        f'<table class="wikitable sortable"><tr>{"".join(f"<th>{c}</th>" for c in words["columns"])}</tr>{rows}</table>'
+    )
     sections = words["sections"]
-    body = (f"<p>{words['list_lead'].format(country=html.escape(country))}</p><h2>{sections[0]}</h2>{table}"
-            f'<h2>{sections[1]}</h2><ul><li><a href="#">ISO 3166-2</a></li><li><a href="#">ISO 3166-1</a></li></ul>'
-            f'<h2>{sections[2]}</h2><ol class="references">'
-            + "".join(f"<li>{html.escape(reference)}</li>" for reference in words["references"]) + "</ol>")
-    return _wiki_page(chrome, words["list_title"].format(country=country), body,
-                      words["category"].format(country=country))
+    body = (
+        f"<p>{words['list_lead'].format(country=html.escape(country))}</p><h2>{sections[0]}</h2>{table}"
+        f'<h2>{sections[1]}</h2><ul><li><a href="#">ISO 3166-2</a></li><li><a href="#">ISO 3166-1</a></li></ul>'
+        f'<h2>{sections[2]}</h2><ol class="references">'
+        + "".join(f"<li>{html.escape(reference)}</li>" for reference in words["references"])
+        + "</ol>"
+    )
+    return _wiki_page(
+        chrome, words["list_title"].format(country=country), body, words["category"].format(country=country)
+    )
 
 
 def stub_page(chrome: bytes, language: str, country: str, place: Place, title: str, parent: str | None) -> bytes:
     """A stub as bots write them: "<name> is a <kind> of <country>.", its code, its parent region, a stub notice."""
     words = PLACES_WORDS[language]
     code, name, kind = place
-    sentences = [words["stub"].format(name=html.escape(name), kind=html.escape(kind.lower()),
-                                      country=f'<a href="List_{code[:2]}.html">{html.escape(country)}</a>'),
-                 words["code"].format(code=code)]
+    sentences = [
+        words["stub"].format(
+            name=html.escape(name),
+            kind=html.escape(kind.lower()),
+            country=f'<a href="List_{code[:2]}.html">{html.escape(country)}</a>',
+        ),
+        words["code"].format(code=code),
+    ]
     if parent is not None:
         sentences.append(words["parent"].format(parent=html.escape(parent)))
-    body = (f'<p>{" ".join(sentences)}</p><p>{words["see"].format(country=html.escape(country))}</p>'
-            f'<div role="note" class="metadata plainlinks asbox stub"><p>'
-            f'{html.escape(words["stub_notice"].format(country=country))}</p></div>')
+    body = (
+        f"<p>{' '.join(sentences)}</p><p>{words['see'].format(country=html.escape(country))}</p>"
+        f'<div role="note" class="metadata plainlinks asbox stub"><p>'
+        f"{html.escape(words['stub_notice'].format(country=country))}</p></div>"
+    )
     return _wiki_page(chrome, title, body, words["category"].format(country=country))
 
 
@@ -319,8 +419,11 @@ def _wiki_page(chrome: bytes, title: str, body: str, category: str) -> bytes:
     links = root.get_element_by_id("catlinks")
     for child in list(links):
         links.remove(child)
-    links.append(lxml.html.fragment_fromstring(f'<div id="mw-normal-catlinks">Category: <a href="#">'
-                                               f'{html.escape(category)}</a></div>'))
+    links.append(
+        lxml.html.fragment_fromstring(
+            f'<div id="mw-normal-catlinks">Category: <a href="#">{html.escape(category)}</a></div>'
+        )
+    )
     return lxml.html.tostring(root, encoding="utf-8", doctype="<!DOCTYPE html>")
 
 
@@ -332,20 +435,65 @@ def _wiki_page(chrome: bytes, title: str, body: str, category: str) -> bytes:
 QUESTIONS_CORPUS = "chatterbot-corpus==1.3.3"
 QUESTIONS_LANGUAGES = {"en": "english", "zh": "chinese", "it": "italian"}
 QUESTIONS_WORDS = {
-    "en": {"site": "Ask Anything", "nav": ("Questions", "Tags", "Users", "Unanswered"), "asked": "asked",
-           "answers": "{n} Answers", "answered": "answered", "related": "Related questions", "votes": "votes",
-           "search": "Search…", "tagged": "Tagged", "footer": "Site design / logo © 2024; user contributions "
-           "licensed under CC BY-SA."},
-    "zh": {"site": "问答社区", "nav": ("问题", "标签", "用户", "未回答"), "asked": "提问于", "answers": "{n} 个回答",
-           "answered": "回答于", "related": "相关问题", "votes": "票", "search": "搜索…", "tagged": "标签",
-           "footer": "网站设计 / 标志 © 2024；用户贡献的内容采用 CC BY-SA 许可协议。"},
-    "it": {"site": "Chiedi pure", "nav": ("Domande", "Tag", "Utenti", "Senza risposta"), "asked": "chiesto",
-           "answers": "{n} risposte", "answered": "risposto", "related": "Domande correlate", "votes": "voti",
-           "search": "Cerca…", "tagged": "Tag", "footer": "Design del sito / logo © 2024; contributi degli utenti "
-           "con licenza CC BY-SA."},
+    "en": {
+        "site": "Ask Anything",
+        "nav": ("Questions", "Tags", "Users", "Unanswered"),
+        "asked": "asked",
+        "answers": "{n} Answers",
+        "answered": "answered",
+        "related": "Related questions",
+        "votes": "votes",
+        "search": "Search…",
+        "tagged": "Tagged",
+        "footer": "Site design / logo © 2024; user contributions licensed under CC BY-SA.",
+    },
+    "zh": {
+        "site": "问答社区",
+        "nav": ("问题", "标签", "用户", "未回答"),
+        "asked": "提问于",
+        "answers": "{n} 个回答",
+        "answered": "回答于",
+        "related": "相关问题",
+        "votes": "票",
+        "search": "搜索…",
+        "tagged": "标签",
+        "footer": "网站设计 / 标志 © 2024；用户贡献的内容采用 CC BY-SA 许可协议。",
+    },
+    "it": {
+        "site": "Chiedi pure",
+        "nav": ("Domande", "Tag", "Utenti", "Senza risposta"),
+        "asked": "chiesto",
+        "answers": "{n} risposte",
+        "answered": "risposto",
+        "related": "Domande correlate",
+        "votes": "voti",
+        "search": "Cerca…",
+        "tagged": "Tag",
+        "footer": "Design del sito / logo © 2024; contributi degli utenti con licenza CC BY-SA.",
+    },
 }
-USERS = ("alice", "bmiller", "chen.wei", "dario_r", "emma.k", "farid", "gopal", "hana", "ivan.p", "julia", "kenji",
-         "lucia", "marco.b", "nadia", "oscar", "priya", "quentin", "rosa", "sven", "tariq")
+USERS = (
+    "alice",
+    "bmiller",
+    "chen.wei",
+    "dario_r",
+    "emma.k",
+    "farid",
+    "gopal",
+    "hana",
+    "ivan.p",
+    "julia",
+    "kenji",
+    "lucia",
+    "marco.b",
+    "nadia",
+    "oscar",
+    "priya",
+    "quentin",
+    "rosa",
+    "sven",
+    "tariq",
+)
 
 
 def corpus_wheel(cache: Path) -> Path:
@@ -353,8 +501,10 @@ def corpus_wheel(cache: Path) -> Path:
     found = sorted(cache.glob("chatterbot_corpus-*.whl"))
     if not found:
         cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache),
-                        QUESTIONS_CORPUS], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", str(cache), QUESTIONS_CORPUS],
+            check=True,
+        )
         found = sorted(cache.glob("chatterbot_corpus-*.whl"))
     return found[0]
 
@@ -388,28 +538,38 @@ def build_questions(language: str, folder: Path, cache: Path) -> None:
     for key, (question, topic, answers) in questions.items():
         n = numbered[key]
         seed = xxhash.xxh32_intdigest(key.encode())
-        related = [other for other in sorted(by_topic[topic], key=lambda o: xxhash.xxh32_intdigest(f"{key}/{o}".encode()))
-                   if other != key][:8]
+        related = [
+            other
+            for other in sorted(by_topic[topic], key=lambda o: xxhash.xxh32_intdigest(f"{key}/{o}".encode()))
+            if other != key
+        ][:8]
         answered = "".join(
             f'<div class="answer" id="a{n}-{i}"><div class="votecell"><span class="vote-count">{(seed >> i) % 40}</span>'
             f' {words["votes"]}</div><div class="answercell"><div class="post-text"><p>{html.escape(answer)}</p></div>'
             f'<div class="user-info">{words["answered"]} 2024-{(seed >> i) % 12 + 1:02}-{(seed >> 2 * i) % 28 + 1:02}'
             f' <a href="/users/{USERS[(seed >> i) % len(USERS)]}">{USERS[(seed >> i) % len(USERS)]}</a></div></div></div>'
-            for i, answer in enumerate(answers))
-        main = (f'<div id="question-header"><h1><a href="{n}.html">{html.escape(question)}</a></h1></div>'
-                f'<div class="question"><div class="post-text"><p>{html.escape(question)}</p></div>'
-                f'<div class="post-taglist">{words["tagged"]} <a class="post-tag" href="/tags/{html.escape(topic)}">'
-                f'{html.escape(topic)}</a></div><div class="user-info">{words["asked"]} 2023-{seed % 12 + 1:02}-'
-                f'{seed % 28 + 1:02} <a href="/users/{USERS[seed % len(USERS)]}">{USERS[seed % len(USERS)]}</a></div></div>'
-                f'<div id="answers"><h2>{words["answers"].format(n=len(answers))}</h2>{answered}</div>')
-        side = (f'<div id="sidebar"><div class="module related"><h4>{words["related"]}</h4><ul>'
-                + "".join(f'<li><a href="{numbered[o]}.html">{html.escape(questions[o][0])}</a></li>' for o in related)
-                + "</ul></div></div>")
+            for i, answer in enumerate(answers)
+        )
+        main = (
+            f'<div id="question-header"><h1><a href="{n}.html">{html.escape(question)}</a></h1></div>'
+            f'<div class="question"><div class="post-text"><p>{html.escape(question)}</p></div>'
+            f'<div class="post-taglist">{words["tagged"]} <a class="post-tag" href="/tags/{html.escape(topic)}">'
+            f'{html.escape(topic)}</a></div><div class="user-info">{words["asked"]} 2023-{seed % 12 + 1:02}-'
+            f'{seed % 28 + 1:02} <a href="/users/{USERS[seed % len(USERS)]}">{USERS[seed % len(USERS)]}</a></div></div>'
+            f'<div id="answers"><h2>{words["answers"].format(n=len(answers))}</h2>{answered}</div>'
+        )
+        side = (
+            f'<div id="sidebar"><div class="module related"><h4>{words["related"]}</h4><ul>'
+            + "".join(f'<li><a href="{numbered[o]}.html">{html.escape(questions[o][0])}</a></li>' for o in related)
+            + "</ul></div></div>"
+        )
         nav = "".join(f'<li><a href="/{label}">{html.escape(label)}</a></li>' for label in words["nav"])
-        page = (f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>{html.escape(question)} - '
-                f'{words["site"]}</title></head><body><header class="top-bar"><a class="logo" href="/">{words["site"]}'
-                f'</a><form id="search"><input name="q" placeholder="{words["search"]}"></form></header>'
-                f'<div class="container"><nav id="left-sidebar"><ul>{nav}</ul></nav><div id="content">'
-                f'<div id="mainbar">{main}</div>{side}</div></div><footer id="footer"><p>{html.escape(words["footer"])}'
-                f'</p></footer></body></html>')
+        page = (
+            f'<!DOCTYPE html><html><head><meta charset="UTF-8"><title>{html.escape(question)} - '
+            f'{words["site"]}</title></head><body><header class="top-bar"><a class="logo" href="/">{words["site"]}'
+            f'</a><form id="search"><input name="q" placeholder="{words["search"]}"></form></header>'
+            f'<div class="container"><nav id="left-sidebar"><ul>{nav}</ul></nav><div id="content">'
+            f'<div id="mainbar">{main}</div>{side}</div></div><footer id="footer"><p>{html.escape(words["footer"])}'
+            f"</p></footer></body></html>"
+        )
         (folder / f"{n}.html").write_text(page, encoding="utf-8")

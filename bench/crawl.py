@@ -108,24 +108,37 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
     "no decision log": {**ADDON, "SIMHASH_DEDUP_LOG_SIZE": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},
-    "check only": {**ADDON, "SIMHASH_DEDUP_LOG_SIZE": 0, "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
-                   "SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False},
+    "check only": {
+        **ADDON,
+        "SIMHASH_DEDUP_LOG_SIZE": 0,
+        "SIMHASH_DEDUP_REVIEW_TEXTS": 0,
+        "SIMHASH_DEDUP_SKIP_LINKS": False,
+        "SIMHASH_DEDUP_URL_RULES": False,
+    },
     "on the reactor": {**ADDON, "SIMHASH_DEDUP_WORKERS": 0},
     "2 workers": {**ADDON, "SIMHASH_DEDUP_WORKERS": 2},
     "naive": {"ITEM_PIPELINES": {"bench.crawl.NaivePipeline": 300}},
     "pass-through pipeline": {"ITEM_PIPELINES": {"bench.crawl.PassThroughPipeline": 300}},
-    "hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.HandOverFloor": 900},
-                        "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
+    "hand-over floor": {
+        "SPIDER_MIDDLEWARES": {"bench.crawl.HandOverFloor": 900},
+        "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300},
+    },
     "hold-response floor": {"DOWNLOADER_MIDDLEWARES": {"bench.crawl.HoldResponseFloor": 950}},
-    "working hand-over floor": {"SPIDER_MIDDLEWARES": {"bench.crawl.WorkingHandOverFloor": 900},
-                                "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300}},
+    "working hand-over floor": {
+        "SPIDER_MIDDLEWARES": {"bench.crawl.WorkingHandOverFloor": 900},
+        "ITEM_PIPELINES": {"bench.crawl.HandOverFloorPipeline": 300},
+    },
     # Scrapy's scraper starts CONCURRENT_ITEMS tasks per response (default 100), with or without the filter
     "no filter, 16 items": {"CONCURRENT_ITEMS": 16},
     "defaults, 16 items": {**ADDON, "CONCURRENT_ITEMS": 16},
 }
 MODES: dict[str, dict[str, Any]] = {
-    "polite": {"CONCURRENT_REQUESTS": 1, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0.02,
-               "DOWNLOAD_DELAY_JITTER": 0},
+    "polite": {
+        "CONCURRENT_REQUESTS": 1,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOAD_DELAY": 0.02,
+        "DOWNLOAD_DELAY_JITTER": 0,
+    },
     "saturated": {"CONCURRENT_REQUESTS": 32, "CONCURRENT_REQUESTS_PER_DOMAIN": 32, "DOWNLOAD_DELAY": 0},
 }
 #: Not a crawl: ``Fingerprinter.fingerprint`` called in one process on the pages the workers fingerprint.
@@ -133,6 +146,7 @@ IN_PROCESS = "fingerprint in one process"
 
 
 # -- the site ---------------------------------------------------------------------------------------
+
 
 def real_pages(data: Path, count: int) -> list[bytes]:
     """``count`` real news pages: the extraction test sets first (English, then Chinese), then the
@@ -157,8 +171,10 @@ _BODY_START = re.compile(rb"<body[^>]*>", re.IGNORECASE)
 def variants_of(page: bytes, n: int) -> list[bytes]:
     """The page, an exact copy, a copy with a byline of other figures, a copy with an ad block."""
     byline = f'<p class="meta">Updated 2024-05-{n % 28 + 1:02d} 10:{n % 60:02d} | {1000 + 7 * n:,} views</p>'.encode()
-    ad = (b'<div class="ad-slot"><a href="https://ads.example/c?id=' + str(n).encode() + b'">Sponsored: the offer of '
-          b'the week, only today, click here</a></div>')
+    ad = (
+        b'<div class="ad-slot"><a href="https://ads.example/c?id=' + str(n).encode() + b'">Sponsored: the offer of '
+        b"the week, only today, click here</a></div>"
+    )
     dated = _BODY_START.sub(lambda m: m.group(0) + byline, page, count=1)
     with_ad = _BODY_END.sub(lambda m: ad + m.group(0), page, count=1)
     return [page, page, dated, with_ad]
@@ -181,6 +197,7 @@ def build_site(folder: Path, pages: list[bytes]) -> int:
 
 # -- nginx ------------------------------------------------------------------------------------------
 
+
 def debian_command(command: str, package: str) -> str:
     """Where ``command`` is (on the PATH, or in the system folders a user's PATH may lack), installed from
     Debian's ``package`` first when it is missing; exits, saying so, when it cannot be."""
@@ -188,8 +205,11 @@ def debian_command(command: str, package: str) -> str:
     if not shutil.which(command, path=path):
         sudo = [] if os.geteuid() == 0 else ["sudo"]
         subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False)
-        subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", package],
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, check=False)
+        subprocess.run(
+            [*sudo, "apt-get", "install", "-y", "-qq", package],
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            check=False,
+        )
     return shutil.which(command, path=path) or sys.exit(f"{command} is needed (Debian's package {package})")
 
 
@@ -231,8 +251,11 @@ http {{
     server {{ listen 127.0.0.1:{self.port}; root {root}; }}
 }}
 """)
-        self.process = subprocess.Popen([debian_command("nginx", "nginx-light"), "-c", str(config), "-p", str(temp)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            [debian_command("nginx", "nginx-light"), "-c", str(config), "-p", str(temp)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         for _ in range(100):
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
@@ -251,6 +274,7 @@ http {{
 
 
 # -- one crawl, in its own process ------------------------------------------------------------------
+
 
 class FrozenStartupObjects:
     """``no filter, frozen GC``: the objects that exist when the spider opens are frozen out of full garbage
@@ -353,9 +377,11 @@ class FloorWorker:
         from scrapy_simhash_dedup.workers.connection import SocketWriter
 
         mine, theirs = socket.socketpair()
-        self.process = subprocess.Popen([sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno()),
-                                         "fingerprint" if working else "sleep"], cwd=PROJECT,
-                                        pass_fds=[theirs.fileno()])
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _FLOOR_WORKER, str(theirs.fileno()), "fingerprint" if working else "sleep"],
+            cwd=PROJECT,
+            pass_fds=[theirs.fileno()],
+        )
         theirs.close()
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
         mine.setblocking(False)
@@ -469,8 +495,9 @@ class CollectorTime:
             self.seconds["full"] += spent
 
 
-def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag_probe: bool = True,
-          follow_all: bool = False) -> dict[str, Any]:
+def crawl(
+    variant: str, mode: str, url: str, work: Path, feed: bool = False, lag_probe: bool = True, follow_all: bool = False
+) -> dict[str, Any]:
     """Crawl the site once with ``variant``'s settings in ``mode`` (and a JSON Lines feed of its items if
     ``feed``); return its figures.  Without ``lag_probe`` the reactor is not woken every 10 ms to measure
     its lag (``bench.crawl_instructions``: under valgrind, those wake-ups would be counted per second, not
@@ -498,9 +525,13 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
                     yield response.follow(link, self.parse_page)
 
     settings = {
-        "ROBOTSTXT_OBEY": False, "LOG_LEVEL": "WARNING", "TELNETCONSOLE_ENABLED": False,
-        "AUTOTHROTTLE_ENABLED": False, "SIMHASH_DEDUP_PATH": str(work / f"seen-{os.getpid()}.sqlite"),
-        **MODES[mode], **VARIANTS[variant],
+        "ROBOTSTXT_OBEY": False,
+        "LOG_LEVEL": "WARNING",
+        "TELNETCONSOLE_ENABLED": False,
+        "AUTOTHROTTLE_ENABLED": False,
+        "SIMHASH_DEDUP_PATH": str(work / f"seen-{os.getpid()}.sqlite"),
+        **MODES[mode],
+        **VARIANTS[variant],
     }
     if feed:
         settings["FEEDS"] = {str(work / f"items-{os.getpid()}.jsonl"): {"format": "jsonlines"}}
@@ -527,8 +558,9 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
         collected[when] = dict(collector.seconds)
 
     def dedup_pipeline() -> Any:
-        return next((m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ())
-                     if hasattr(m, "fingerprints")), None)
+        return next(
+            (m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ()) if hasattr(m, "fingerprints")), None
+        )
 
     def started() -> None:
         from twisted.internet import reactor
@@ -559,8 +591,12 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
     fingerprinted = stats.get("simhash_dedup/checked", 0) - stats.get("simhash_dedup/same_html", 0)
     ordered = sorted(lags)
     return {
-        "variant": variant, "mode": mode, "pages": pages, "items": stats.get("item_scraped_count", 0),
-        "dropped": stats.get("item_dropped_count", 0), "seconds": clock["end"] - clock["start"],
+        "variant": variant,
+        "mode": mode,
+        "pages": pages,
+        "items": stats.get("item_scraped_count", 0),
+        "dropped": stats.get("item_dropped_count", 0),
+        "seconds": clock["end"] - clock["start"],
         "pages_per_s": pages / (clock["end"] - clock["start"]),
         "cpu_ms_per_page": 1000 * (crawl_cpu + worker_cpu) / max(1, pages),
         "cpu_ms_per_page_crawl": 1000 * crawl_cpu / max(1, pages),
@@ -568,10 +604,17 @@ def crawl(variant: str, mode: str, url: str, work: Path, feed: bool = False, lag
         "fingerprinted": fingerprinted,
         "worker_ms_per_fingerprinted": 1000 * worker_cpu / fingerprinted if fingerprinted and worker_cpu else None,
         "startup_cpu_s": total_cpu - crawl_cpu - worker_cpu,
-        **{f"{kind}_gc_ms_per_page": 1000 * (collected["end"][kind] - collected["start"][kind]) / max(1, pages)
-           for kind in ("all", "full")},
-        "lag_ms": {"p50": 1000 * statistics.median(ordered), "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
-                   "max": 1000 * ordered[-1]} if ordered else None,
+        **{
+            f"{kind}_gc_ms_per_page": 1000 * (collected["end"][kind] - collected["start"][kind]) / max(1, pages)
+            for kind in ("all", "full")
+        },
+        "lag_ms": {
+            "p50": 1000 * statistics.median(ordered),
+            "p99": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
+            "max": 1000 * ordered[-1],
+        }
+        if ordered
+        else None,
         "filter_stats": {key: value for key, value in stats.items() if key.startswith("simhash_dedup/")},
     }
 
@@ -606,17 +649,26 @@ def fingerprint_in_one_process(site: Path) -> dict[str, Any]:
 
 # -- the rounds -------------------------------------------------------------------------------------
 
+
 def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree: Path = PROJECT) -> dict[str, Any]:
     """Run one crawl (or the in-process fingerprint) in a process of its own; its figures, with the peak
     memory of the process and its children (the workers), sampled from here every 0.2 s: reading a
     process's memory map costs CPU, which the crawl must not be charged."""
     out, errors = work / "result.json", work / "stderr.txt"
-    command = ["--in-process", str(work / "site")] if variant == IN_PROCESS else [
-        "--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
+    command = (
+        ["--in-process", str(work / "site")]
+        if variant == IN_PROCESS
+        else ["--one", variant, "--mode", mode, "--url", url, *(["--feed"] if feed else [])]
+    )
     with errors.open("w") as stderr:
         # another commit's plugin under the plugin's name, for the crawl and its workers (bench.plugin_root)
-        process = subprocess.Popen([sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out",
-                                    str(out)], cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr, env=plugin_environment(tree))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.crawl", *command, "--work", str(work), "--out", str(out)],
+            cwd=tree,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=plugin_environment(tree),
+        )
         peak = [0.0, 0.0]
         while process.poll() is None:
             pids = [process.pid, *children(process.pid)]
@@ -658,11 +710,13 @@ def children(pid: int) -> list[int]:
 
 
 def columns(baseline: str) -> str:
-    return (f"| variant | pages/s | x {baseline} | CPU ms/page: crawl process + workers (vs {baseline}) "
-            "| of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
-            "(x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
-            f"| PSS MB peak (vs {baseline}) | RSS MB peak | kept / dropped |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|")
+    return (
+        f"| variant | pages/s | x {baseline} | CPU ms/page: crawl process + workers (vs {baseline}) "
+        "| of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
+        "(x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
+        f"| PSS MB peak (vs {baseline}) | RSS MB peak | kept / dropped |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|"
+    )
 
 
 def compared(result: dict[str, Any], baseline: dict[str, Any], in_process: float) -> dict[str, Any]:
@@ -681,13 +735,15 @@ def row(name: str, result: dict[str, Any]) -> str:
     lag = result["lag_ms"]
     per_fingerprint = result.get("worker_ms_per_fingerprinted")
     workers = f"{per_fingerprint:.2f} ({result['workers_vs_in_process']:.2f}x)" if per_fingerprint else "-"
-    return (f"| {name} | {result['pages_per_s']:.1f} | {result['ratio']:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
-            f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
-            f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | "
-            f"{result['all_gc_ms_per_page']:.2f} ({result['full_gc_ms_per_page']:.2f}) | {workers} | "
-            f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
-            f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}) | "
-            f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |")
+    return (
+        f"| {name} | {result['pages_per_s']:.1f} | {result['ratio']:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
+        f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
+        f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | "
+        f"{result['all_gc_ms_per_page']:.2f} ({result['full_gc_ms_per_page']:.2f}) | {workers} | "
+        f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
+        f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}) | "
+        f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |"
+    )
 
 
 def median_result(rounds: list[dict[str, Any]], mode: str, variant: str, baseline: str) -> dict[str, Any]:
@@ -697,10 +753,23 @@ def median_result(rounds: list[dict[str, Any]], mode: str, variant: str, baselin
     results = [r[mode][variant] for r in rounds]
     comparisons = [compared(r[mode][variant], r[mode][baseline], r["in_process_ms"][mode]) for r in rounds]
     return {
-        **{key: med(r[key] for r in results) for key in (
-            "pages_per_s", "cpu_ms_per_page", "cpu_ms_per_page_crawl", "cpu_ms_per_page_workers", "startup_cpu_s",
-            "fingerprinted", "rss_mb_max", "pss_mb_max", "items", "dropped", "all_gc_ms_per_page",
-            "full_gc_ms_per_page")},
+        **{
+            key: med(r[key] for r in results)
+            for key in (
+                "pages_per_s",
+                "cpu_ms_per_page",
+                "cpu_ms_per_page_crawl",
+                "cpu_ms_per_page_workers",
+                "startup_cpu_s",
+                "fingerprinted",
+                "rss_mb_max",
+                "pss_mb_max",
+                "items",
+                "dropped",
+                "all_gc_ms_per_page",
+                "full_gc_ms_per_page",
+            )
+        },
         **{key: median_of_present([c[key] for c in comparisons]) for key in comparisons[0]},
         "worker_ms_per_fingerprinted": median_of_present([r.get("worker_ms_per_fingerprinted") for r in results]),
         "lag_ms": {key: med(r["lag_ms"][key] for r in results) for key in ("p50", "p99", "max")},
@@ -728,11 +797,18 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
-    parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/crawl.json, "
-                        "crawl-feed.json with --feed)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="where the figures go (default: bench/results/crawl.json, crawl-feed.json with --feed)",
+    )
     parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
-    parser.add_argument("--baseline", default="no filter", choices=list(VARIANTS),
-                        help="the variant the others are compared with (run too)")
+    parser.add_argument(
+        "--baseline",
+        default="no filter",
+        choices=list(VARIANTS),
+        help="the variant the others are compared with (run too)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
     parser.add_argument("--in-process", type=Path, help=argparse.SUPPRESS)
@@ -743,15 +819,26 @@ def main() -> None:
     parser.add_argument("--follow-all", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:  # one crawl, in this process
-        args.out.write_text(json.dumps(crawl(args.one, args.mode, args.url, args.work, args.feed,
-                                                   lag_probe=not args.no_lag_probe, follow_all=args.follow_all)))
+        args.out.write_text(
+            json.dumps(
+                crawl(
+                    args.one,
+                    args.mode,
+                    args.url,
+                    args.work,
+                    args.feed,
+                    lag_probe=not args.no_lag_probe,
+                    follow_all=args.follow_all,
+                )
+            )
+        )
         return
     if args.in_process:
         args.out.write_text(json.dumps(fingerprint_in_one_process(args.in_process)))
         return
     baseline = args.baseline
     variants = list(dict.fromkeys(["no filter", baseline, *args.variants]))
-    trees = {variant: PROJECT for variant in variants}
+    trees = dict.fromkeys(variants, PROJECT)
     if args.against:
         tree = against_tree(args.against)
         for variant in variants[1:]:
@@ -765,24 +852,39 @@ def main() -> None:
         site.mkdir()
         total_pages = build_site(site, real_pages(args.data, args.pages))
         server = Nginx(site, work)
-        print(f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
-              f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n", flush=True)
+        print(
+            f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
+            f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n",
+            flush=True,
+        )
         rounds: list[dict[str, Any]] = []
         try:
             for n in range(args.rounds):
                 order = shuffle.sample(runs, len(runs))
-                results = {(variant, mode): run_variant(variant.split(" at ")[0], mode, server.url, work, args.feed,
-                                                        trees.get(variant, PROJECT))
-                           for variant, mode in order}
+                results = {
+                    (variant, mode): run_variant(
+                        variant.split(" at ")[0], mode, server.url, work, args.feed, trees.get(variant, PROJECT)
+                    )
+                    for variant, mode in order
+                }
                 in_process = results[(IN_PROCESS, "")]["ms_per_page"]
-                rounds.append({"in_process_ms": in_process, **{
-                    mode: {variant: results[(variant, mode)] for variant in variants} for mode in args.modes}})
+                rounds.append(
+                    {
+                        "in_process_ms": in_process,
+                        **{mode: {variant: results[(variant, mode)] for variant in variants} for mode in args.modes},
+                    }
+                )
                 for mode in args.modes:
                     this_round = rounds[-1][mode]
-                    print_round(f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process, at this "
-                                f"crawl's pace: {in_process[mode]:.2f} ms a page)", {
-                                    variant: {**result, **compared(result, this_round[baseline], in_process[mode])}
-                                    for variant, result in this_round.items()}, baseline)
+                    print_round(
+                        f"round {n + 1}, {mode} (Fingerprinter.fingerprint in one process, at this "
+                        f"crawl's pace: {in_process[mode]:.2f} ms a page)",
+                        {
+                            variant: {**result, **compared(result, this_round[baseline], in_process[mode])}
+                            for variant, result in this_round.items()
+                        },
+                        baseline,
+                    )
         finally:
             server.stop()
             if args.against:
@@ -791,14 +893,28 @@ def main() -> None:
     medians: dict[str, Any] = {"in_process_ms": in_process}
     for mode in args.modes:
         medians[mode] = {variant: median_result(rounds, mode, variant, baseline) for variant in variants}
-        print_round(f"{mode}: medians of {args.rounds} rounds (every x and every figure vs {baseline}: the median "
-                    f"of the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
-                    f"{in_process[mode]:.2f} ms a page)", medians[mode], baseline)
+        print_round(
+            f"{mode}: medians of {args.rounds} rounds (every x and every figure vs {baseline}: the median "
+            f"of the rounds' own; Fingerprinter.fingerprint in one process, at this crawl's pace: "
+            f"{in_process[mode]:.2f} ms a page)",
+            medians[mode],
+            baseline,
+        )
     command = command_line("bench.crawl")
     written = args.results or (RESULTS.with_name("crawl-feed.json") if args.feed else RESULTS)
-    written.write_text(json.dumps({"command": command, "cores": os.cpu_count(), "pages": total_pages,
-                                   "baseline": baseline,
-                                   "rounds": rounds, "medians": medians}, indent=1))
+    written.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "cores": os.cpu_count(),
+                "pages": total_pages,
+                "baseline": baseline,
+                "rounds": rounds,
+                "medians": medians,
+            },
+            indent=1,
+        )
+    )
     print(f"written {written}; reproduce with: {command}")
 
 

@@ -40,8 +40,17 @@ import tempfile
 from pathlib import Path
 
 from bench import command_line
-from bench.crawl import (PROJECT, VARIANTS, Nginx, against_tree, build_site, debian_command, plugin_environment,
-                         real_pages, remove_tree)
+from bench.crawl import (
+    PROJECT,
+    VARIANTS,
+    Nginx,
+    against_tree,
+    build_site,
+    debian_command,
+    plugin_environment,
+    real_pages,
+    remove_tree,
+)
 
 RESULTS = PROJECT / "bench" / "results" / "crawl_instructions.json"
 
@@ -50,11 +59,30 @@ def counted_crawl(variant: str, url: str, work: Path, follow_all: bool, tree: Pa
     """Crawl the site at ``url`` once with ``variant``'s settings under callgrind (the plugin of the checkout
     ``tree``): the responses, and the instructions the crawl process executed."""
     counts, out = work / "callgrind.out", work / "result.json"
-    command = [debian_command("valgrind", "valgrind"), "--tool=callgrind", "--trace-children=no", f"--callgrind-out-file={counts}",
-               sys.executable, "-m", "bench.crawl", "--one", variant, "--mode", "saturated", "--url", url,
-               "--work", str(work), "--out", str(out), "--no-lag-probe", *(["--follow-all"] if follow_all else [])]
-    done = subprocess.run(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          env=plugin_environment(tree))
+    command = [
+        debian_command("valgrind", "valgrind"),
+        "--tool=callgrind",
+        "--trace-children=no",
+        f"--callgrind-out-file={counts}",
+        sys.executable,
+        "-m",
+        "bench.crawl",
+        "--one",
+        variant,
+        "--mode",
+        "saturated",
+        "--url",
+        url,
+        "--work",
+        str(work),
+        "--out",
+        str(out),
+        "--no-lag-probe",
+        *(["--follow-all"] if follow_all else []),
+    ]
+    done = subprocess.run(
+        command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=plugin_environment(tree)
+    )
     if done.returncode:
         raise RuntimeError(f"{variant} failed:\n{done.stderr[-3000:]}")
     total = re.search(r"^(?:totals|summary): (\d+)", counts.read_text(), re.MULTILINE)
@@ -68,11 +96,15 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--follow-all", action="store_true", help="the spider follows every link of every page")
     parser.add_argument("--against", metavar="REF", help="the filter's variants also with the plugin of this commit")
-    parser.add_argument("--results", type=Path, help="where the figures go (default: bench/results/"
-                        "crawl_instructions.json, crawl_instructions-follow-all.json with --follow-all)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="where the figures go (default: bench/results/"
+        "crawl_instructions.json, crawl_instructions-follow-all.json with --follow-all)",
+    )
     args = parser.parse_args()
     variants = ["no filter", *(v for v in args.variants if v != "no filter")]
-    trees = {variant: PROJECT for variant in variants}
+    trees = dict.fromkeys(variants, PROJECT)
     if args.against:
         tree = against_tree(args.against)
         trees.update({f"{variant} at {args.against}": tree for variant in variants[1:]})
@@ -88,10 +120,14 @@ def main() -> None:
             for variant, tree in trees.items():
                 (small, small_count), (large, large_count) = (
                     counted_crawl(variant.split(" at ")[0], server.url, Path(temp), args.follow_all, tree)
-                    for server in servers)
+                    for server in servers
+                )
                 per_response[variant] = (large_count - small_count) / (large - small)
-                print(f"{variant}: {small} responses {small_count:,} instructions, {large} responses {large_count:,}: "
-                      f"{per_response[variant] / 1e6:.2f} M a response", flush=True)
+                print(
+                    f"{variant}: {small} responses {small_count:,} instructions, {large} responses {large_count:,}: "
+                    f"{per_response[variant] / 1e6:.2f} M a response",
+                    flush=True,
+                )
         finally:
             for server in servers:
                 server.stop()

@@ -122,9 +122,12 @@ def probed_crawl(url: str, mode: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-probe-") as work:
         result = crawl("defaults", mode, url, Path(work), lag_probe=False)
     pages = result["pages"]
-    return {"pages": pages, "crawl_ms_per_page": result["cpu_ms_per_page_crawl"],
-            "us_per_page": {label: spent / pages / 1000 for label, spent in probe.spent.items()},
-            "calls_per_page": {label: calls / pages for label, calls in probe.calls.items()}}
+    return {
+        "pages": pages,
+        "crawl_ms_per_page": result["cpu_ms_per_page_crawl"],
+        "us_per_page": {label: spent / pages / 1000 for label, spent in probe.spent.items()},
+        "calls_per_page": {label: calls / pages for label, calls in probe.calls.items()},
+    }
 
 
 def main() -> None:
@@ -149,12 +152,29 @@ def main() -> None:
         try:
             for n in range(args.rounds):
                 out = work / "round.json"
-                subprocess.run([sys.executable, "-m", "bench.crawl_probe", "--one", server.url, "--mode", args.mode,
-                                "--out", str(out)], cwd=PROJECT, check=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.crawl_probe",
+                        "--one",
+                        server.url,
+                        "--mode",
+                        args.mode,
+                        "--out",
+                        str(out),
+                    ],
+                    cwd=PROJECT,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
                 rounds.append(json.loads(out.read_text()))
-                print(f"round {n + 1}: {rounds[-1]['pages']} pages, the crawl process "
-                      f"{rounds[-1]['crawl_ms_per_page']:.2f} ms a page", flush=True)
+                print(
+                    f"round {n + 1}: {rounds[-1]['pages']} pages, the crawl process "
+                    f"{rounds[-1]['crawl_ms_per_page']:.2f} ms a page",
+                    flush=True,
+                )
         finally:
             server.stop()
     report(args, rounds)
@@ -167,10 +187,14 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> None:
     calls = {label: med(r["calls_per_page"].get(label, 0.0) for r in rounds) for label in labels}
     command = command_line("bench.crawl_probe")
     entries = [f"{cls}.{method}" for _, cls, method in ENTRY_POINTS]
-    print(f"\n{args.mode} crawl, defaults; the crawl process {med(r['crawl_ms_per_page'] for r in rounds):.2f} ms a "
-          f"page (medians of {len(rounds)} rounds); thread CPU, us a crawled page\n")
-    for title, group in (("entry points (exclusive of each other)", entries),
-                         ("parts (inclusive)", [f"{cls}.{method}" for _, cls, method in PARTS])):
+    print(
+        f"\n{args.mode} crawl, defaults; the crawl process {med(r['crawl_ms_per_page'] for r in rounds):.2f} ms a "
+        f"page (medians of {len(rounds)} rounds); thread CPU, us a crawled page\n"
+    )
+    for title, group in (
+        ("entry points (exclusive of each other)", entries),
+        ("parts (inclusive)", [f"{cls}.{method}" for _, cls, method in PARTS]),
+    ):
         print(f"| {title} | us a page | calls a page | us a call |\n|---|---|---|---|")
         for label in sorted(group, key=us.get, reverse=True):
             per_call = us[label] / calls[label] if calls[label] else 0.0
@@ -178,8 +202,9 @@ def report(args: argparse.Namespace, rounds: list[dict[str, Any]]) -> None:
         if group is entries:
             print(f"| **all entry points** | **{sum(us[label] for label in entries):.1f}** | | |")
         print()
-    args.results.write_text(json.dumps({"command": command, "rounds": rounds, "us_per_page": us,
-                                        "calls_per_page": calls}, indent=1))
+    args.results.write_text(
+        json.dumps({"command": command, "rounds": rounds, "us_per_page": us, "calls_per_page": calls}, indent=1)
+    )
     print(f"written {args.results}; reproduce with: {command}")
 
 

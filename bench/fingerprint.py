@@ -83,8 +83,12 @@ class Variant:
     def __init__(self, name: str, target: str, paths: list[Path]) -> None:
         self.name = name
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WORKER, target, str(PROJECT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, cwd=tempfile.gettempdir(),
+            [sys.executable, "-c", WORKER, target, str(PROJECT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=tempfile.gettempdir(),
         )
         self.process.stdin.write(json.dumps([str(p) for p in paths]) + "\n")
         self.process.stdin.flush()
@@ -110,15 +114,22 @@ def worktree(ref: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="fingerprint-bench-")) / "tree"
     subprocess.run(["git", "-C", str(PROJECT), "worktree", "add", "--detach", "-q", str(folder), ref], check=True)
     if (folder / "setup.py").exists():
-        subprocess.run([sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"], cwd=folder, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "setup.py", "--quiet", "build_ext", "--inplace"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        )
     return folder
 
 
 def summary(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
-    return {"p50": statistics.median(ordered), "mean": statistics.fmean(ordered),
-            "p90": ordered[int(0.9 * (len(ordered) - 1))]}
+    return {
+        "p50": statistics.median(ordered),
+        "mean": statistics.fmean(ordered),
+        "p90": ordered[int(0.9 * (len(ordered) - 1))],
+    }
 
 
 def main() -> None:
@@ -138,7 +149,7 @@ def main() -> None:
         for n in range(args.rounds):
             order = list(variants)
             random.Random(n).shuffle(order)  # no variant always runs after the same one (the naive design's
-            for variant in order:            # jieba run leaves the caches cold for whichever follows it)
+            for variant in order:  # jieba run leaves the caches cold for whichever follows it)
                 variant.run_round()
         for variant in variants:
             variant.close()
@@ -146,8 +157,10 @@ def main() -> None:
         if tree:
             subprocess.run(["git", "-C", str(PROJECT), "worktree", "remove", "--force", str(tree)], check=False)
     command = command_line("bench.fingerprint")
-    print(f"{len(pages['en'])} English and {len(pages['zh'])} Chinese pages, {args.rounds} interleaved rounds; "
-          f"CPU ms per page (median of the rounds per page)\n")
+    print(
+        f"{len(pages['en'])} English and {len(pages['zh'])} Chinese pages, {args.rounds} interleaved rounds; "
+        f"CPU ms per page (median of the rounds per page)\n"
+    )
     print("| variant | language | p50 | mean | p90 | mean vs lxml parse |")
     print("|---|---|---|---|---|---|")
     results: dict[str, dict[str, dict[str, float]]] = {}
@@ -159,8 +172,10 @@ def main() -> None:
     for name, by_language in results.items():
         for language, figures in by_language.items():
             ratio = figures["mean"] / results["lxml parse"][language]["mean"]
-            print(f"| {name} | {language} | {figures['p50']:.2f} | {figures['mean']:.2f} | {figures['p90']:.2f} | "
-                  f"{ratio:.2f}x |")
+            print(
+                f"| {name} | {language} | {figures['p50']:.2f} | {figures['mean']:.2f} | {figures['p90']:.2f} | "
+                f"{ratio:.2f}x |"
+            )
     for language in ("en", "zh"):
         ratio = results["naive design"][language]["mean"] / results["this checkout"][language]["mean"]
         print(f"\n{language}: the naive design's mean CPU per page is {ratio:.2f}x this checkout's")

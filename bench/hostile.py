@@ -20,23 +20,29 @@ from collections.abc import Callable
 
 from bench import command_line
 
-HAN = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行"
-       "学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天")
+HAN = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行"
+    "学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天"
+)
 
 
 def chinese_page(paragraphs: int) -> str:
     rng = random.Random(paragraphs)
-    return "<html><body>" + "".join(
-        "<p>" + "".join(rng.choice(HAN) for _ in range(60)) + "</p>" for _ in range(paragraphs)
-    ) + "</body></html>"
+    return (
+        "<html><body>"
+        + "".join("<p>" + "".join(rng.choice(HAN) for _ in range(60)) + "</p>" for _ in range(paragraphs))
+        + "</body></html>"
+    )
 
 
 def english_page(paragraphs: int) -> str:
     rng = random.Random(paragraphs)
     words = [f"w{n}x" for n in range(50_000)]
-    return "<html><body>" + "".join(
-        "<p>" + " ".join(rng.choice(words) for _ in range(60)) + "</p>" for _ in range(paragraphs)
-    ) + "</body></html>"
+    return (
+        "<html><body>"
+        + "".join("<p>" + " ".join(rng.choice(words) for _ in range(60)) + "</p>" for _ in range(paragraphs))
+        + "</body></html>"
+    )
 
 
 #: name -> the page (built when asked for)

@@ -41,7 +41,7 @@ def dataset(size: int, distance: int, planted: bool, seed: int = 7) -> tuple[np.
     if not planted:
         return fingerprints, rng.integers(0, 2**64, size=QUERIES, dtype=np.uint64)
     flips = np.zeros(size // 10, dtype=np.uint64)
-    for bit in range(max(1, distance)):
+    for _ in range(max(1, distance)):
         flips |= np.uint64(1) << rng.integers(0, 64, size=len(flips)).astype(np.uint64)
     fingerprints[1::10][: len(flips)] = fingerprints[0::10][: len(flips)] ^ flips
     return fingerprints, fingerprints[0::10][:QUERIES]
@@ -49,7 +49,8 @@ def dataset(size: int, distance: int, planted: bool, seed: int = 7) -> tuple[np.
 
 def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
     """Build one index of ``size`` fingerprints and time adds and queries (run in a child process)."""
-    from simhash import Simhash, SimhashIndex as PackageIndex
+    from simhash import Simhash
+    from simhash import SimhashIndex as PackageIndex
 
     from scrapy_simhash_dedup.matching.index import SimhashIndex
 
@@ -81,7 +82,10 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
         latencies.append(time.perf_counter() - t)
     micro = np.array(latencies) * 1e6
     return {
-        "index": kind, "size": size, "distance": distance, "data": "planted" if planted else "random",
+        "index": kind,
+        "size": size,
+        "distance": distance,
+        "data": "planted" if planted else "random",
         "adds_per_second": round(size / build_seconds) if kind != "numpy_brute_force" else None,
         "query_p50_us": round(float(np.percentile(micro, 50)), 1),
         "query_p99_us": round(float(np.percentile(micro, 99)), 1),
@@ -114,8 +118,12 @@ def reopen(size: int) -> dict:
         seconds = time.perf_counter() - started
         assert len(reopened) == size
         reopened.close()
-        return {"size": size, "write_seconds": round(write_seconds, 1), "reopen_seconds": round(seconds, 2),
-                "file_bytes_per_page": round(path.stat().st_size / size, 1)}
+        return {
+            "size": size,
+            "write_seconds": round(write_seconds, 1),
+            "reopen_seconds": round(seconds, 2),
+            "file_bytes_per_page": round(path.stat().st_size / size, 1),
+        }
 
 
 def in_child(function, *args):
@@ -141,21 +149,33 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         adds = "" if r["adds_per_second"] is None else f"{r['adds_per_second']:,}"
-        print(f"| {r['index']} | {r['size']:,} | {r['data']} | {adds} | {r['query_p50_us']} | "
-              f"{r['query_p99_us']} | {r['rss_bytes_per_fingerprint']} |")
+        print(
+            f"| {r['index']} | {r['size']:,} | {r['data']} | {adds} | {r['query_p50_us']} | "
+            f"{r['query_p99_us']} | {r['rss_bytes_per_fingerprint']} |"
+        )
     ratios = []
     for r in rows:
         if r["index"] != "ours":
             ours = next(o for o in rows if o["index"] == "ours" and o["size"] == r["size"] and o["data"] == r["data"])
-            ratio = {"against": r["index"], "size": r["size"], "data": r["data"],
-                     "query_p50_times_faster": round(r["query_p50_us"] / ours["query_p50_us"], 1),
-                     "memory_times_less": round(r["rss_bytes_per_fingerprint"] / max(0.1, ours["rss_bytes_per_fingerprint"]), 1)}
+            ratio = {
+                "against": r["index"],
+                "size": r["size"],
+                "data": r["data"],
+                "query_p50_times_faster": round(r["query_p50_us"] / ours["query_p50_us"], 1),
+                "memory_times_less": round(
+                    r["rss_bytes_per_fingerprint"] / max(0.1, ours["rss_bytes_per_fingerprint"]), 1
+                ),
+            }
             ratios.append(ratio)
-            print(f"ours vs {r['index']} at {r['size']:,} ({r['data']}): queries {ratio['query_p50_times_faster']}x faster, "
-                  f"{ratio['memory_times_less']}x less memory")
+            print(
+                f"ours vs {r['index']} at {r['size']:,} ({r['data']}): queries {ratio['query_p50_times_faster']}x faster, "
+                f"{ratio['memory_times_less']}x less memory"
+            )
     store = in_child(reopen, max(args.sizes))
-    print(f"\nstore of {store['size']:,} pages: written in {store['write_seconds']} s, reopened in "
-          f"{store['reopen_seconds']} s, {store['file_bytes_per_page']} bytes per page on disk")
+    print(
+        f"\nstore of {store['size']:,} pages: written in {store['write_seconds']} s, reopened in "
+        f"{store['reopen_seconds']} s, {store['file_bytes_per_page']} bytes per page on disk"
+    )
     command = command_line("bench.index")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "ratios": ratios, "store": store, "command": command}, indent=1))

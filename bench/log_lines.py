@@ -35,21 +35,45 @@ RESULTS = PROJECT / "bench" / "results" / "log_lines.json"
 
 def crawl(base_url: str, store: Path, debug: bool) -> dict[str, Any]:
     """One ``scrapy crawl site`` at DEBUG: its responses, log lines and the filter's lines and counts."""
-    settings = {"LOG_LEVEL": "DEBUG", "SIMHASH_DEDUP_PERSIST": True, "SIMHASH_DEDUP_RESET": False,
-                "SIMHASH_DEDUP_PATH": store, "SIMHASH_DEDUP_DEBUG": debug}
-    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "site", "-a", f"url={base_url}",
-                           *(part for name, value in settings.items() for part in ("-s", f"{name}={value}"))],
-                          cwd=PROJECT, capture_output=True, text=True, check=True)
+    settings = {
+        "LOG_LEVEL": "DEBUG",
+        "SIMHASH_DEDUP_PERSIST": True,
+        "SIMHASH_DEDUP_RESET": False,
+        "SIMHASH_DEDUP_PATH": store,
+        "SIMHASH_DEDUP_DEBUG": debug,
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "site",
+            "-a",
+            f"url={base_url}",
+            *(part for name, value in settings.items() for part in ("-s", f"{name}={value}")),
+        ],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     log = done.stderr
-    stats = {name: int(value) for name, value in re.findall(r"'(simhash_dedup/[\w/]+|response_received_count)': (\d+)",
-                                                             log)}
+    stats = {
+        name: int(value) for name, value in re.findall(r"'(simhash_dedup/[\w/]+|response_received_count)': (\d+)", log)
+    }
     reruns = sum(1 for kept, own in re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)", log) if kept == own)
     return {
         "responses": stats["response_received_count"],
         "log lines": len(log.splitlines()),
-        "link not followed: lines / counted": [log.count("link not followed"),
-                                               stats.get("simhash_dedup/links_skipped", 0)],
-        "request skipped: lines / counted": [log.count("request skipped"), stats.get("simhash_dedup/requests_skipped", 0)],
+        "link not followed: lines / counted": [
+            log.count("link not followed"),
+            stats.get("simhash_dedup/links_skipped", 0),
+        ],
+        "request skipped: lines / counted": [
+            log.count("request skipped"),
+            stats.get("simhash_dedup/requests_skipped", 0),
+        ],
         "re-run drops: lines / counted": [reruns, stats.get("simhash_dedup/pages_dropped/rerun", 0)],
     }
 

@@ -29,21 +29,20 @@ from pathlib import Path
 import xxhash
 
 import scrapy_simhash_dedup
-from bench import command_line
+from bench import command_line, real_sites
 from bench import quality_sets as sets
-from bench import real_sites
 from bench.anchors import ANCHORS, anchor_fingerprints, language_of, visible_text
 from scrapy_simhash_dedup import SCHEME_VERSION, Fingerprinter, hamming
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.content import SHINGLE_SIZE, PageText, content_features, tokens
 from scrapy_simhash_dedup.fingerprint.document import load
-from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.simhash import simhash
 from scrapy_simhash_dedup.fingerprint.sketch import hashes_sketch, similarity
 from scrapy_simhash_dedup.fingerprint.textloops import shingle_hashes
 from scrapy_simhash_dedup.matching.policy import Mode, Policy
 
 DEFAULTS = DedupSettings().policy
-DISTANCES = range(0, 17)
+DISTANCES = range(17)
 MODES = [mode.value for mode in Mode]
 
 
@@ -67,8 +66,14 @@ def ours(html: bytes) -> dict:
         words = tokens(PageText.read(root).visible_text())
         visible = simhash(content_features([words]))
         visible_sketch = hashes_sketch(shingle_hashes([words], SHINGLE_SIZE))
-    return {"content": fingerprint.content, "structure": fingerprint.structure, "sketch": fingerprint.sketch,
-            "short": fingerprint.short, "visible_simhash": visible, "visible_sketch": visible_sketch}
+    return {
+        "content": fingerprint.content,
+        "structure": fingerprint.structure,
+        "sketch": fingerprint.sketch,
+        "short": fingerprint.short,
+        "visible_simhash": visible,
+        "visible_sketch": visible_sketch,
+    }
 
 
 def anchors_and_language(html: bytes) -> dict:
@@ -96,12 +101,20 @@ class Scored:
         policy = _policy(mode, content_distance, structure_distance, min_similarity)
         content = self.content is not None and (
             policy.content_match(self.content, self.sketches, *self.short)
-            or (self.pair.same_address and policy.recrawls and policy.recrawled(*self.sketches)))
+            or (self.pair.same_address and policy.recrawls and policy.recrawled(*self.sketches))
+        )
         structure = self.structure is not None and self.structure <= structure_distance
-        return {"both": content and structure, "content": content, "structure": structure, "either": content or structure}[mode]
+        return {
+            "both": content and structure,
+            "content": content,
+            "structure": structure,
+            "either": content or structure,
+        }[mode]
 
     def default(self) -> bool:
-        return self.ours(DEFAULTS.mode.value, DEFAULTS.content_distance, DEFAULTS.structure_distance, DEFAULTS.min_similarity)
+        return self.ours(
+            DEFAULTS.mode.value, DEFAULTS.content_distance, DEFAULTS.structure_distance, DEFAULTS.min_similarity
+        )
 
     def anchor(self, name: str, distance: int) -> bool:
         value = self.anchors[name]
@@ -113,27 +126,31 @@ def _policy(mode: str, content_distance: int, structure_distance: int, min_simil
     return Policy(Mode(mode), content_distance, structure_distance, min_similarity)
 
 
-def score(pairs: list[sets.Pair], results: dict[str, PageResult], judges: dict[tuple[str, str], float]
-          ) -> list[Scored]:
+def score(pairs: list[sets.Pair], results: dict[str, PageResult], judges: dict[tuple[str, str], float]) -> list[Scored]:
     scored = []
     for pair in pairs:
         a, b = results[pair.a], results[pair.b]
         content = None if a.content is None or b.content is None else hamming(a.content, b.content)
         both_short = a.short and b.short
         near = content is not None and (content <= max(DISTANCES) or both_short)
-        scored.append(Scored(
-            pair,
-            "zh" if "zh" in (a.language, b.language) else "en+",
-            content,
-            None if a.structure is None or b.structure is None else hamming(a.structure, b.structure),
-            similarity(a.sketch, b.sketch) if near and a.sketch and b.sketch else None,
-            (a.sketch, b.sketch),
-            (a.short, b.short),
-            hamming(a.visible_simhash, b.visible_simhash) if both_short else None,
-            similarity(a.visible_sketch, b.visible_sketch) if both_short else None,
-            {n: None if a.anchors[n] is None or b.anchors[n] is None else hamming(a.anchors[n], b.anchors[n]) for n in ANCHORS},
-            judges.get((pair.a, pair.b)),
-        ))
+        scored.append(
+            Scored(
+                pair,
+                "zh" if "zh" in (a.language, b.language) else "en+",
+                content,
+                None if a.structure is None or b.structure is None else hamming(a.structure, b.structure),
+                similarity(a.sketch, b.sketch) if near and a.sketch and b.sketch else None,
+                (a.sketch, b.sketch),
+                (a.short, b.short),
+                hamming(a.visible_simhash, b.visible_simhash) if both_short else None,
+                similarity(a.visible_sketch, b.visible_sketch) if both_short else None,
+                {
+                    n: None if a.anchors[n] is None or b.anchors[n] is None else hamming(a.anchors[n], b.anchors[n])
+                    for n in ANCHORS
+                },
+                judges.get((pair.a, pair.b)),
+            )
+        )
     return scored
 
 
@@ -143,6 +160,11 @@ def grouped(scored: list[Scored]) -> dict[tuple[str, str], list[Scored]]:
     for s in scored:
         found[(s.pair.source, s.pair.group)].append(s)
     return found
+
+
+def decides_at(scored: Scored, distance: int, similarity: float) -> bool:
+    """The content decision of ``scored`` at a grid point (structure not asked)."""
+    return scored.ours("content", distance, 64, similarity)
 
 
 def rates(predicted: list[bool], truth: list[bool]) -> dict[str, float | int]:
@@ -184,19 +206,51 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
         near = [s.similarity for s in negatives if s.content is not None and s.content <= DEFAULTS.content_distance]
         sketch_margin = max((x for x in near if x is not None), default=None)
         dropped_wrongly = [f"{s.pair.a} ~ {s.pair.b}" for s in negatives if s.default()]
-        missed = [f"{s.pair.a} ~ {s.pair.b} (content distance {s.content}, similarity {s.similarity}, short {s.short})"
-                  for s in items if s.pair.duplicate and not s.default()]
-        out["sets"][f"{source}/{group}"] = r | {"content_margin": margin, "similarity_margin": sketch_margin,
-                                                 "false_drop_pairs": dropped_wrongly[:20], "missed_pairs": missed[:40]}
-        rows.append([source, group, r["pairs"], incomparable, r["duplicates"], r["false_drops"],
-                     f"{100_000 * r['false_drops'] / max(1, r['pairs'] - r['duplicates']):.2f}",
-                     "" if r["duplicates"] == 0 else f"{r['recall']:.3f}", margin,
-                     "" if sketch_margin is None else f"{sketch_margin:.2f}"])
-    table("At the default settings, per set (pairs: comparable pairs; a page with too few words is never "
-          "compared, so its pairs are counted apart)", ["set", "group", "pairs", "not comparable", "duplicates", "false drops",
-          "false drops /100k", "recall", "smallest content distance of a non-duplicate",
-          "its highest similarity within the content distance"], rows)
-    listed = [f"same-site pair counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in sets.SAME_ARTICLE_TWICE.items()]
+        missed = [
+            f"{s.pair.a} ~ {s.pair.b} (content distance {s.content}, similarity {s.similarity}, short {s.short})"
+            for s in items
+            if s.pair.duplicate and not s.default()
+        ]
+        out["sets"][f"{source}/{group}"] = r | {
+            "content_margin": margin,
+            "similarity_margin": sketch_margin,
+            "false_drop_pairs": dropped_wrongly[:20],
+            "missed_pairs": missed[:40],
+        }
+        rows.append(
+            [
+                source,
+                group,
+                r["pairs"],
+                incomparable,
+                r["duplicates"],
+                r["false_drops"],
+                f"{100_000 * r['false_drops'] / max(1, r['pairs'] - r['duplicates']):.2f}",
+                "" if r["duplicates"] == 0 else f"{r['recall']:.3f}",
+                margin,
+                "" if sketch_margin is None else f"{sketch_margin:.2f}",
+            ]
+        )
+    table(
+        "At the default settings, per set (pairs: comparable pairs; a page with too few words is never "
+        "compared, so its pairs are counted apart)",
+        [
+            "set",
+            "group",
+            "pairs",
+            "not comparable",
+            "duplicates",
+            "false drops",
+            "false drops /100k",
+            "recall",
+            "smallest content distance of a non-duplicate",
+            "its highest similarity within the content distance",
+        ],
+        rows,
+    )
+    listed = [
+        f"same-site pair counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in sets.SAME_ARTICLE_TWICE.items()
+    ]
     out["truth_notes"] = listed + notes
     print("\n" + "\n".join(out["truth_notes"]))
 
@@ -205,16 +259,25 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
     truth = [s.pair.duplicate for s in webis]
     curve, rows = [], []
     for d in DISTANCES:
-        row = {"distance": d, "ours": rates([s.ours("content", d, 64, DEFAULTS.min_similarity) for s in webis], truth),
-               "ours_simhash_only": rates([s.ours("content", d, 64, -1.0) for s in webis], truth)}
+        row = {
+            "distance": d,
+            "ours": rates([s.ours("content", d, 64, DEFAULTS.min_similarity) for s in webis], truth),
+            "ours_simhash_only": rates([s.ours("content", d, 64, -1.0) for s in webis], truth),
+        }
         row |= {n: rates([s.anchor(n, d) for s in webis], truth) for n in ANCHORS}
         curve.append(row)
-        rows.append([d] + [f"{row[k]['precision']:.2f} / {row[k]['recall']:.2f}" for k in ("ours", "ours_simhash_only", *ANCHORS)])
+        rows.append(
+            [d]
+            + [f"{row[k]['precision']:.2f} / {row[k]['recall']:.2f}" for k in ("ours", "ours_simhash_only", *ANCHORS)]
+        )
     out["webis_curve"] = curve
     crashes = sum(results_missing(s, "simhash_package") for s in webis)
-    table(f"Webis ECIR'20, content decision: precision / recall by content distance over the "
-          f"{len(webis)} comparable pairs of {len(webis_all)} (ours with min similarity {DEFAULTS.min_similarity})",
-          ["distance", "ours", "ours, SimHash only", *ANCHORS], rows)
+    table(
+        f"Webis ECIR'20, content decision: precision / recall by content distance over the "
+        f"{len(webis)} comparable pairs of {len(webis_all)} (ours with min similarity {DEFAULTS.min_similarity})",
+        ["distance", "ours", "ours, SimHash only", *ANCHORS],
+        rows,
+    )
     print(f"\n(the simhash package crashed on {crashes} of these pairs: counted as not detected)")
 
     changes = {g: items for (src, g), items in by_source.items() if src == "changes"}
@@ -229,16 +292,25 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
             recall = {"ours_default": sum(s.default() for s in part) / max(1, len(part))}
             recall |= {n: sum(s.anchor(n, 3) for s in part) / max(1, len(part)) for n in ANCHORS}
             caught, apart_caught = sum(s.default() for s in short), sum(s.default() for s in apart)
-            out["changes"][f"{group}/{language}"] = recall | {"pairs": len(part), "short_pairs": len(short),
-                                                              "short_caught": caught, "other_or_close_pairs": len(apart),
-                                                              "other_or_close_dropped": apart_caught}
-            rows.append([group.removeprefix("change:"), language, len(part)] + [f"{v:.3f}" for v in recall.values()]
-                        + [f"{apart_caught} of {len(apart)}", f"{caught} of {len(short)}"])
-    table("Realistic changes: recall over the pairs of pages with own text that the real sites' judge calls the "
-          "same document (ours at the defaults; anchors at distance 3, exact at 0); pairs it calls another document "
-          "or close, and short pages (compared by their exact visible text), apart",
-          ["change", "language", "pairs", "ours", *ANCHORS, "judged other or close: dropped", "short pages caught"],
-          rows)
+            out["changes"][f"{group}/{language}"] = recall | {
+                "pairs": len(part),
+                "short_pairs": len(short),
+                "short_caught": caught,
+                "other_or_close_pairs": len(apart),
+                "other_or_close_dropped": apart_caught,
+            }
+            rows.append(
+                [group.removeprefix("change:"), language, len(part)]
+                + [f"{v:.3f}" for v in recall.values()]
+                + [f"{apart_caught} of {len(apart)}", f"{caught} of {len(short)}"]
+            )
+    table(
+        "Realistic changes: recall over the pairs of pages with own text that the real sites' judge calls the "
+        "same document (ours at the defaults; anchors at distance 3, exact at 0); pairs it calls another document "
+        "or close, and short pages (compared by their exact visible text), apart",
+        ["change", "language", "pairs", "ours", *ANCHORS, "judged other or close: dropped", "short pages caught"],
+        rows,
+    )
 
     out["short_rules"] = short_page_rules(scored)
     out["grid"] = choosing_defaults(scored)
@@ -260,10 +332,15 @@ def report(scored: list[Scored], notes: list[str]) -> dict:
             for d in (0, 3, 6, 10) if name != "exact" else (0,):
                 r = rates([s.anchor(name, d) for s in part], truth)
                 out["modes"].append({"language": language, "mode": f"anchor:{name}", "distance": d} | r)
-                rows.append([language, f"anchor: {name}", d, r["precision"], r["recall"], f"{r['false_drops_per_10k']:.2f}"])
-    table("Every labelled pair but Webis: precision, recall, false drops per 10,000 non-duplicate pairs "
-          "(distance is the content distance; the structure distance for mode structure; the other at its default)",
-          ["language", "mode", "distance", "precision", "recall", "false drops /10k"], rows)
+                rows.append(
+                    [language, f"anchor: {name}", d, r["precision"], r["recall"], f"{r['false_drops_per_10k']:.2f}"]
+                )
+    table(
+        "Every labelled pair but Webis: precision, recall, false drops per 10,000 non-duplicate pairs "
+        "(distance is the content distance; the structure distance for mode structure; the other at its default)",
+        ["language", "mode", "distance", "precision", "recall", "false drops /10k"],
+        rows,
+    )
     return out
 
 
@@ -294,9 +371,11 @@ def short_page_rules(scored: list[Scored]) -> list[dict]:
         counts = {group: sum(map(rule, items)) for group, items in groups.items()}
         found.append({"rule": name} | {group: [counts[group], len(items)] for group, items in groups.items()})
         rows.append([name] + [f"{counts[g]} of {len(items)}" for g, items in groups.items()])
-    table("Short pages (both pages of a pair short): pairs each rule calls duplicates",
-          ["rule", "same-site different pages (false drops)", "unrelated pages (false drops)", "duplicates (caught)"],
-          rows)
+    table(
+        "Short pages (both pages of a pair short): pairs each rule calls duplicates",
+        ["rule", "same-site different pages (false drops)", "unrelated pages (false drops)", "duplicates (caught)"],
+        rows,
+    )
     return found
 
 
@@ -314,12 +393,15 @@ RECALL_BAR = 0.95
 def same_document(s: Scored) -> bool:
     """Is the pair of a realistic change the same document by the real sites' judge?"""
     return s.judge is None or s.judge >= real_sites.SAME_DOCUMENT
+
+
 #: The share of a re-crawl's unchanged pages that must be dropped as their first versions.
 RECRAWL_BAR = 0.99
 
 
-def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]], sites: dict[str, dict[str, real_sites.Row]]
-         ) -> dict[str, dict]:
+def bars(
+    out: dict, by_source: dict[tuple[str, str], list[Scored]], sites: dict[str, dict[str, real_sites.Row]]
+) -> dict[str, dict]:
     """The acceptance bars at the default settings, each with its figure and whether it holds: first no other
     document dropped on a real site, then the labelled sets."""
     same_site = {key: r for key, r in out["sets"].items() if key.endswith("/same-site")}
@@ -336,27 +418,37 @@ def bars(out: dict, by_source: dict[tuple[str, str], list[Scored]], sites: dict[
             if len(same) < len(own):
                 below[kind] = f"{sum(s.default() for s in own if not same_document(s))} of {len(own) - len(same)}"
     real_edited = {site: row.recrawl_edited_kept[0] / max(1, row.recrawl_edited_kept[1]) for site, row in ours.items()}
-    copies = {f"{source}/{group}": out["sets"][f"{source}/{group}"]["recall"]
-              for source, group in (("copies", "positive"), ("form-wrapped", "positive"), ("short", "positive"))}
+    copies = {
+        f"{source}/{group}": out["sets"][f"{source}/{group}"]["recall"]
+        for source, group in (("copies", "positive"), ("form-wrapped", "positive"), ("short", "positive"))
+    }
     found = {
         "real sites: 0 other documents dropped on every site (first crawl and re-crawl)": {
             "figure": {site: row.other_documents + row.recrawl_other_documents for site, row in ours.items()},
-            "holds": all(row.other_documents + row.recrawl_other_documents == 0 for row in ours.values())},
+            "holds": all(row.other_documents + row.recrawl_other_documents == 0 for row in ours.values()),
+        },
         f"real sites: unchanged re-crawl pages dropped >= {RECRAWL_BAR}": {
             "figure": {site: row.recrawl_unchanged[0] / max(1, row.recrawl_unchanged[1]) for site, row in ours.items()},
-            "holds": all(row.recrawl_unchanged[0] >= RECRAWL_BAR * row.recrawl_unchanged[1] for row in ours.values())},
+            "holds": all(row.recrawl_unchanged[0] >= RECRAWL_BAR * row.recrawl_unchanged[1] for row in ours.values()),
+        },
         "0 false drops on every same-site set": {
             "figure": {key: r["false_drops"] for key, r in same_site.items()},
-            "holds": all(r["false_drops"] == 0 for r in same_site.values())},
+            "holds": all(r["false_drops"] == 0 for r in same_site.values()),
+        },
         "Webis precision >= 0.90 at recall >= 0.80": {
             "figure": {"precision": default_webis["precision"], "recall": default_webis["recall"]},
-            "holds": default_webis["precision"] >= 0.90 and default_webis["recall"] >= 0.80},
+            "holds": default_webis["precision"] >= 0.90 and default_webis["recall"] >= 0.80,
+        },
         f"realistic changes: recall >= {RECALL_BAR} for every kind (pages with own text, pairs the judge calls the same "
         f"document)": {"figure": changes, "holds": all(r >= RECALL_BAR for r in changes.values())},
         "realistic changes, pairs the judge calls another document or close (reported: dropped of)": {
-            "figure": below, "holds": True},
+            "figure": below,
+            "holds": True,
+        },
         f"real sites: edited re-crawl pages whose first version was kept dropped >= {RECALL_BAR}": {
-            "figure": real_edited, "holds": all(r >= RECALL_BAR for r in real_edited.values())},
+            "figure": real_edited,
+            "holds": all(r >= RECALL_BAR for r in real_edited.values()),
+        },
         "exact copies: every one caught": {"figure": copies, "holds": all(r == 1.0 for r in copies.values())},
     }
     print("\n## Bars at the default settings\n")
@@ -382,17 +474,35 @@ def choosing_defaults(scored: list[Scored]) -> list[dict]:
     grid, rows = [], []
     for d in GRID_DISTANCES:
         for t in GRID_SIMILARITIES:
-            decide = lambda s: s.ours("content", d, 64, t)  # noqa: E731
+            decide = functools.partial(decides_at, distance=d, similarity=t)
             w = rates([decide(s) for s in webis], [s.pair.duplicate for s in webis])
             worst = min(sum(map(decide, items)) / len(items) for items in changes.values())
             hard_drops = sum(map(decide, hard))
             unrelated_rate = 100_000 * sum(map(decide, unrelated)) / max(1, len(unrelated))
-            grid.append({"content_distance": d, "min_similarity": t, "webis": w, "worst_change_recall": worst,
-                         "same_site_false_drops": hard_drops, "unrelated_false_drops_per_100k": unrelated_rate})
+            grid.append(
+                {
+                    "content_distance": d,
+                    "min_similarity": t,
+                    "webis": w,
+                    "worst_change_recall": worst,
+                    "same_site_false_drops": hard_drops,
+                    "unrelated_false_drops_per_100k": unrelated_rate,
+                }
+            )
             rows.append([d, t, w["precision"], w["recall"], worst, hard_drops, f"{unrelated_rate:.2f}"])
-    table("Choosing the defaults (mode content): every content distance and minimum sketch similarity",
-          ["content distance", "min similarity", "Webis precision", "Webis recall", "worst change recall (a kind)",
-           "same-site false drops", "unrelated false drops /100k"], rows)
+    table(
+        "Choosing the defaults (mode content): every content distance and minimum sketch similarity",
+        [
+            "content distance",
+            "min similarity",
+            "Webis precision",
+            "Webis recall",
+            "worst change recall (a kind)",
+            "same-site false drops",
+            "unrelated false drops /100k",
+        ],
+        rows,
+    )
     return grid
 
 
@@ -402,9 +512,23 @@ def results_missing(s: Scored, name: str) -> bool:
 
 #: The code each kind of result depends on (paths under ``pipelines/`` and ``bench/``): the cache is keyed on its bytes.
 CODE = {
-    "ours": ["pipelines/fingerprint/" + name for name in (
-        "simhash.py", "document.py", "content.py", "languages.py", "structure.py", "sketch.py", "declared.py",
-        "fingerprinter.py", "treewalk.pyx", "readability.pxi", "textloops.pyx", "data")],
+    "ours": [
+        "pipelines/fingerprint/" + name
+        for name in (
+            "simhash.py",
+            "document.py",
+            "content.py",
+            "languages.py",
+            "structure.py",
+            "sketch.py",
+            "declared.py",
+            "fingerprinter.py",
+            "treewalk.pyx",
+            "readability.pxi",
+            "textloops.pyx",
+            "data",
+        )
+    ],
     "anchors": ["bench/anchors.py", "pipelines/fingerprint/document.py", "pipelines/fingerprint/simhash.py"],
 }
 COMPUTE = {"ours": ours, "anchors": anchors_and_language}
@@ -441,8 +565,7 @@ def fingerprint_all(pages: sets.Pages, workers: int, cache_path: Path | None) ->
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         cache_path.write_bytes(pickle.dumps({key: cached[key] for kind in CODE for key in keys[kind].values()}))
     return {
-        page_id: PageResult(**cached[keys["ours"][h]], **cached[keys["anchors"][h]])
-        for page_id, h in hashes.items()
+        page_id: PageResult(**cached[keys["ours"][h]], **cached[keys["anchors"][h]]) for page_id, h in hashes.items()
     }
 
 
@@ -451,17 +574,27 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--out", type=Path, default=Path("bench/results/quality.json"))
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--cache", type=Path, default=Path("bench/.cache/quality-fingerprints.pkl"),
-                        help="reuse fingerprints of unchanged pages and code (default: %(default)s)")
-    parser.add_argument("--sites-cache", type=Path, default=Path("bench/.cache/real-sites-fingerprints.pkl"),
-                        help="the same for the real sites (default: %(default)s)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("bench/.cache/quality-fingerprints.pkl"),
+        help="reuse fingerprints of unchanged pages and code (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sites-cache",
+        type=Path,
+        default=Path("bench/.cache/real-sites-fingerprints.pkl"),
+        help="the same for the real sites (default: %(default)s)",
+    )
     args = parser.parse_args()
     started = time.time()
     scored, notes = labelled_pairs(args.data, args.workers, args.cache)
     out = report(scored, notes)
     sites = real_sites.run(list(real_sites.SITES), args.workers, args.sites_cache)
     real_sites.table(sites)
-    out["real_sites"] = {site: {approach: row.__dict__ for approach, row in rows.items()} for site, rows in sites.items()}
+    out["real_sites"] = {
+        site: {approach: row.__dict__ for approach, row in rows.items()} for site, rows in sites.items()
+    }
     out["bars"] = bars(out, grouped(scored), sites)
     out["command"] = command_line("bench.quality")
     out["seconds"] = round(time.time() - started)
@@ -500,9 +633,13 @@ def judged_changes(pairs: list[sets.Pair], pages: sets.Pages) -> dict[tuple[str,
     """The real sites' judge (``real_sites.judged``: Jaccard of the whole visible texts' word 5-shingles) of every
     pair of a realistic change: the recall bar counts the pairs it calls the same document."""
     shingled = real_sites.cached_shingles()
-    return {(pair.a, pair.b): pair.judge if pair.judge is not None else
-            real_sites.judged(pages.html[pair.a], pages.html[pair.b], shingled)
-            for pair in pairs if pair.source in REALISTIC and pair.duplicate}
+    return {
+        (pair.a, pair.b): pair.judge
+        if pair.judge is not None
+        else real_sites.judged(pages.html[pair.a], pages.html[pair.b], shingled)
+        for pair in pairs
+        if pair.source in REALISTIC and pair.duplicate
+    }
 
 
 if __name__ == "__main__":

@@ -24,16 +24,37 @@ import lxml.html
 
 from bench.anchors import html_tree, language_of, visible_text
 
-
 #: Readability's hand-made fixtures: not real pages, left out (see shared/data/README.md).
-READABILITY_FIXTURES = set(
-    "003-metadata-preferred 004-metadata-space-separated-properties base-url base-url-base-element"
-    " base-url-base-element-relative basic-tags-cleaning comment-inside-script-parsing embedded-videos"
-    " hidden-nodes metadata-content-missing missing-paragraphs normalize-spaces parsely-metadata"
-    " remove-extra-brs remove-extra-paragraphs remove-script-tags replace-brs replace-font-tags rtl-1"
-    " rtl-2 rtl-3 rtl-4 social-buttons style-tags-removal svg-parsing title-and-h1-discrepancy"
-    " title-en-dash visibility-hidden".split()
-)
+READABILITY_FIXTURES = {
+    "003-metadata-preferred",
+    "004-metadata-space-separated-properties",
+    "base-url",
+    "base-url-base-element",
+    "base-url-base-element-relative",
+    "basic-tags-cleaning",
+    "comment-inside-script-parsing",
+    "embedded-videos",
+    "hidden-nodes",
+    "metadata-content-missing",
+    "missing-paragraphs",
+    "normalize-spaces",
+    "parsely-metadata",
+    "remove-extra-brs",
+    "remove-extra-paragraphs",
+    "remove-script-tags",
+    "replace-brs",
+    "replace-font-tags",
+    "rtl-1",
+    "rtl-2",
+    "rtl-3",
+    "rtl-4",
+    "social-buttons",
+    "style-tags-removal",
+    "svg-parsing",
+    "title-and-h1-discrepancy",
+    "title-en-dash",
+    "visibility-hidden",
+}
 #: Same-site pairs that turn out to be one page saved twice: positives, with the reason.
 SAME_ARTICLE_TWICE = {
     ("newspaper/coolhunting.com1.html", "newspaper/coolhunting.com2.html"): "byte-identical files",
@@ -43,9 +64,10 @@ SAME_ARTICLE_TWICE = {
 }
 #: Pool pairs whose paragraph overlap says "copy" but that were read and are not one page.
 NOT_COPIES = {
-    ("aeb/042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856.html.gz",
-     "aeb/7ab16ade32386ece353b8d31fc3bb7e660189efd5bf3c8549aaba101ad3f5ef5.html.gz"):
-        "two WSJ paywall pages: the same subscription text around different article teasers",
+    (
+        "aeb/042bb7b5fedab6eac7db576522b89b93904c237d344bcbe14a6a5ab7f7335856.html.gz",
+        "aeb/7ab16ade32386ece353b8d31fc3bb7e660189efd5bf3c8549aaba101ad3f5ef5.html.gz",
+    ): "two WSJ paywall pages: the same subscription text around different article teasers",
 }
 #: Elements whose text is a paragraph, for the truth by paragraph overlap (not table cells:
 #: sites lay out navigation with them); paragraphs shorter than 40 characters are labels.
@@ -102,8 +124,10 @@ def site_groups(data: Path) -> Iterator[tuple[str, str, list[Path]]]:
 
 def _group_pages(source: str, group: list[Path]) -> dict[str, bytes]:
     """Page id (``newspaper/<file>``, ``gne/<site>/<file>``) -> HTML."""
-    return {f"newspaper/{p.name}" if source == "newspaper" else f"gne/{p.parent.name}/{p.name}": p.read_bytes()
-            for p in group}
+    return {
+        f"newspaper/{p.name}" if source == "newspaper" else f"gne/{p.parent.name}/{p.name}": p.read_bytes()
+        for p in group
+    }
 
 
 def same_site(data: Path, pages: Pages) -> Iterator[Pair]:
@@ -161,7 +185,9 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
     for page_id, texts in found.items():
         for text in texts:
             holders.setdefault(text, []).append(page_id)
-    sharing = {tuple(sorted(p)) for group in holders.values() if len(group) < 50 for p in itertools.combinations(group, 2)}
+    sharing = {
+        tuple(sorted(p)) for group in holders.values() if len(group) < 50 for p in itertools.combinations(group, 2)
+    }
     result = {}
     for a, b in sorted(sharing):
         overlap = paragraph_overlap(found[a], found[b])
@@ -169,7 +195,9 @@ def copies(ids: list[str], pages: Pages) -> dict[tuple[str, str], str]:
             pages.notes.append(f"not a copy despite paragraph overlap {overlap:.2f}: {a} ~ {b} ({NOT_COPIES[(a, b)]})")
         elif overlap >= 0.8:
             result[(a, b)] = f"paragraph overlap {overlap:.2f}"
-    pages.notes += [f"copy in an unrelated pool, counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in result.items()]
+    pages.notes += [
+        f"copy in an unrelated pool, counted as a duplicate: {a} ~ {b} ({why})" for (a, b), why in result.items()
+    ]
     return result
 
 
@@ -204,10 +232,10 @@ def copies_of_every_page(data: Path, pages: Pages) -> Iterator[Pair]:
 #: Text shared by every page of a site, outside the main content (at least 20 words).
 SHARED_NOTICE = {
     "en+": "We use cookies and similar technologies to give you the best experience on our website, to personalise "
-           "content and advertising and to analyse our traffic. By continuing to browse this site you agree to our "
-           "use of cookies as described in our privacy policy.",
+    "content and advertising and to analyse our traffic. By continuing to browse this site you agree to our "
+    "use of cookies as described in our privacy policy.",
     "zh": "本网站使用cookie等技术为您提供更好的浏览体验、个性化内容和广告并分析网站流量。继续浏览本网站即表示您同意我们按照隐私政策"
-          "使用cookie。本站所有内容未经书面授权不得转载，违者必究。",
+    "使用cookie。本站所有内容未经书面授权不得转载，违者必究。",
 }
 
 
@@ -263,7 +291,9 @@ def short_pages(data: Path, pages: Pages) -> Iterator[Pair]:
             text = paragraphs[0].text_content()
             for child in list(paragraphs[0]):
                 paragraphs[0].remove(child)
-            paragraphs[0].text = text[: SHORT_PAGE[language]] if language == "zh" else " ".join(text.split()[: SHORT_PAGE[language]])
+            paragraphs[0].text = (
+                text[: SHORT_PAGE[language]] if language == "zh" else " ".join(text.split()[: SHORT_PAGE[language]])
+            )
             short_id = pages.add(f"short/{page_id}", lxml.html.tostring(root, encoding="utf-8"))
             ids.append(short_id)
             yield Pair(short_id, pages.add(f"{short_id}/copy", pages.html[short_id]), True, "positive", "short")
@@ -279,7 +309,9 @@ def _prefixed(prefix: str, listed: dict[tuple[str, str], str]) -> dict[tuple[str
 
 def webis(data: Path, pages: Pages) -> Iterator[Pair]:
     path = data / "webis-ecir20-neardup-pairs" / "ecir20-judged-pairs.jsonl.gz"
-    for n, line in enumerate(gzip.open(path, "rt", encoding="utf-8")):
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        rows = list(lines)
+    for n, line in enumerate(rows):
         row = json.loads(line)
         a = pages.add(f"webis/{n}/left", text_as_html(row["left_full_text"]))
         b = pages.add(f"webis/{n}/right", text_as_html(row["right_full_text"]))
@@ -333,18 +365,70 @@ def handbook(data: Path, pages: Pages) -> Iterator[Pair]:
             a = pages.add(f"handbook/en-US/{page.name}", english[page.name])
             b = pages.add(f"handbook/{language}/{page.name}", body)
             yield Pair(a, b, overlap >= 0.8, "positive" if overlap >= 0.8 else "same-site", "handbook")
-    pages.notes.append(f"handbook pairs left out as partly translated (paragraph overlap between 0.2 and 0.8): {left_out}")
+    pages.notes.append(
+        f"handbook pairs left out as partly translated (paragraph overlap between 0.2 and 0.8): {left_out}"
+    )
 
 
 # --- realistic changes applied to real pages -----------------------------------------------
 
 FILLER = {
-    "en+": (
-        "great article thanks for sharing this with everyone I totally agree with the author here "
-        "but the second point seems weak to me and I would like to see more sources cited next time "
-        "what about the costs nobody mentions them at all in this piece which is a pity really"
-    ).split(),
-    "zh": list("这篇文章写得很好感谢作者分享我完全同意其中的观点但是第二部分的论据不够充分希望下次能够提供更多的资料来源成本问题也没有提到"),
+    "en+": [
+        "great",
+        "article",
+        "thanks",
+        "for",
+        "sharing",
+        "this",
+        "with",
+        "everyone",
+        "I",
+        "totally",
+        "agree",
+        "with",
+        "the",
+        "author",
+        "here",
+        "but",
+        "the",
+        "second",
+        "point",
+        "seems",
+        "weak",
+        "to",
+        "me",
+        "and",
+        "I",
+        "would",
+        "like",
+        "to",
+        "see",
+        "more",
+        "sources",
+        "cited",
+        "next",
+        "time",
+        "what",
+        "about",
+        "the",
+        "costs",
+        "nobody",
+        "mentions",
+        "them",
+        "at",
+        "all",
+        "in",
+        "this",
+        "piece",
+        "which",
+        "is",
+        "a",
+        "pity",
+        "really",
+    ],
+    "zh": list(
+        "这篇文章写得很好感谢作者分享我完全同意其中的观点但是第二部分的论据不够充分希望下次能够提供更多的资料来源成本问题也没有提到"
+    ),
 }
 
 
@@ -360,7 +444,11 @@ def _article_paragraphs(root: lxml.html.HtmlElement) -> list[lxml.html.HtmlEleme
 
 def _longest_text(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
     """The element with the longest text of its own (not counting children): a paragraph of the article."""
-    candidates = [e for e in root.body.iter() if isinstance(e.tag, str) and e.tag not in ("script", "style") and e.text and e.text.strip()]
+    candidates = [
+        e
+        for e in root.body.iter()
+        if isinstance(e.tag, str) and e.tag not in ("script", "style") and e.text and e.text.strip()
+    ]
     return max(candidates, key=lambda e: len(e.text.strip()), default=None)
 
 
@@ -383,8 +471,10 @@ def dates_and_counters(root, rng, language, variant):
 
 def ad_block(root, rng, language, variant):
     text = _phrase(rng, language, 12)
-    ad = (f'<div class="ad-container"><a href="https://ads.example.com/click?id={rng.randint(1, 10**9)}">'
-          f'<img src="https://ads.example.com/{rng.randint(1, 999)}.jpg"><span>Sponsored: {text}</span></a></div>')
+    ad = (
+        f'<div class="ad-container"><a href="https://ads.example.com/click?id={rng.randint(1, 10**9)}">'
+        f'<img src="https://ads.example.com/{rng.randint(1, 999)}.jpg"><span>Sponsored: {text}</span></a></div>'
+    )
     paras = _article_paragraphs(root)
     block = lxml.html.fragment_fromstring(ad)
     (paras[len(paras) // 2].addnext(block) if paras else root.body.append(block))
@@ -395,7 +485,10 @@ def tracking_parameters(root, rng, language, variant):
         href = link.get("href")
         if href and href.startswith(("http", "/")):
             sep = "&" if "?" in href else "?"
-            link.set("href", f"{href}{sep}utm_source=feed{rng.randint(1, 99)}&utm_medium=social&utm_campaign=c{rng.randint(1, 10**6)}")
+            link.set(
+                "href",
+                f"{href}{sep}utm_source=feed{rng.randint(1, 99)}&utm_medium=social&utm_campaign=c{rng.randint(1, 10**6)}",
+            )
 
 
 def edited_sentence(root, rng, language, variant):
@@ -405,7 +498,7 @@ def edited_sentence(root, rng, language, variant):
         return
     if language == "zh":
         cut = rng.randint(0, max(0, len(target.text) - 4))
-        target.text = target.text[:cut] + _phrase(rng, language, 4) + target.text[cut + 4:]
+        target.text = target.text[:cut] + _phrase(rng, language, 4) + target.text[cut + 4 :]
     else:
         words = target.text.split()
         for _ in range(3):
@@ -429,15 +522,18 @@ def comments_section(root, rng, language, variant):
         f"<p>{_phrase(rng, language, rng.randint(15, 40))}</p></li>"
         for n in range(rng.randint(3, 8))
     )
-    _insert_after_article(root, f'<section id="comments" class="comments-area"><h2>Comments</h2><ol class="comment-list">{comments}</ol></section>')
+    _insert_after_article(
+        root,
+        f'<section id="comments" class="comments-area"><h2>Comments</h2><ol class="comment-list">{comments}</ol></section>',
+    )
 
 
 def changed_sidebar(root, rng, language, variant):
     links = "".join(f'<li><a href="/p/{rng.randint(1, 10**6)}">{_phrase(rng, language, 6)}</a></li>' for _ in range(8))
     about = _phrase(rng, language, 25)
-    root.body.append(lxml.html.fragment_fromstring(
-        f'<aside class="sidebar"><h3>Popular</h3><ul>{links}</ul><p>{about}</p></aside>'
-    ))
+    root.body.append(
+        lxml.html.fragment_fromstring(f'<aside class="sidebar"><h3>Popular</h3><ul>{links}</ul><p>{about}</p></aside>')
+    )
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
@@ -519,7 +615,20 @@ def timestamp_in_text(root, rng, language, variant):
     if language == "zh":
         stamp = f"（更新时间：{year}年{month}月{day}日 {hour:02d}:{minute:02d}）"
     else:
-        months = "January February March April May June July August September October November December".split()
+        months = [
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ]
         stamp = f"Updated {months[month - 1]} {day}, {year} at {hour}:{minute:02d} {rng.choice(['a.m.', 'p.m.'])} ET."
     first = paragraphs[0]
     first.text = f"{stamp} {first.text or ''}"
@@ -552,17 +661,27 @@ def change_bases(data: Path) -> list[tuple[str, str, bytes]]:
     extraction benchmark (126 hosts): pages of many templates, most of them
     never looked at while the extraction was written.
     """
-    found = [(f"newspaper/{p.name}", p.read_bytes())
-             for p in sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*1.html"))]
-    found += [(f"gne/{p.parent.name}/{p.name}", p.read_bytes())
-              for p in sorted((data / "gne-chinese-news" / "tests").glob("*/1.html"))]
-    found += [(f"goose3/{p.name}", p.read_bytes())
-              for p in sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html"))]
-    found += [(f"readability/{p.parent.name}", p.read_bytes())
-              for p in sorted((data / "readability-test-pages").glob("*/source.html"))
-              if p.parent.name not in READABILITY_FIXTURES]
-    found += [(f"aeb/{p.name}", gzip.decompress(p.read_bytes()))
-              for p in sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
+    found = [
+        (f"newspaper/{p.name}", p.read_bytes())
+        for p in sorted((data / "newspaper-test-pages" / "tests" / "data" / "html").glob("*1.html"))
+    ]
+    found += [
+        (f"gne/{p.parent.name}/{p.name}", p.read_bytes())
+        for p in sorted((data / "gne-chinese-news" / "tests").glob("*/1.html"))
+    ]
+    found += [
+        (f"goose3/{p.name}", p.read_bytes())
+        for p in sorted((data / "goose3-test-pages" / "tests" / "data" / "content").glob("*.html"))
+    ]
+    found += [
+        (f"readability/{p.parent.name}", p.read_bytes())
+        for p in sorted((data / "readability-test-pages").glob("*/source.html"))
+        if p.parent.name not in READABILITY_FIXTURES
+    ]
+    found += [
+        (f"aeb/{p.name}", gzip.decompress(p.read_bytes()))
+        for p in sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))
+    ]
     return [(page_id, language_of(visible_text(html)), html) for page_id, html in found]
 
 
@@ -579,9 +698,13 @@ def realistic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
             versions.append(lxml.html.tostring(root, encoding="utf-8"))
         if len(versions) == 2:
             page_id = f"change/{kind}/{base_id}"
-            yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True, f"change:{kind}", "changes")
-
-
+            yield Pair(
+                pages.add(page_id + "/0", versions[0]),
+                pages.add(page_id + "/1", versions[1]),
+                True,
+                f"change:{kind}",
+                "changes",
+            )
 
 
 def _main_container(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
@@ -605,8 +728,9 @@ def _retitled(headline: str, chrome_title: str) -> str:
     return f"{headline} | {parts[-1]}" if len(parts) > 1 else headline
 
 
-_CHROME_NAME = re.compile(r"(?:^|[\s_-])(?:header|masthead|topbar|nav|navbar|navigation|menu|footer)(?:$|[\s_-])",
-                          re.IGNORECASE)
+_CHROME_NAME = re.compile(
+    r"(?:^|[\s_-])(?:header|masthead|topbar|nav|navbar|navigation|menu|footer)(?:$|[\s_-])", re.IGNORECASE
+)
 
 
 def _chrome(root: lxml.html.HtmlElement, body: lxml.html.HtmlElement) -> tuple[list, list]:
@@ -642,8 +766,14 @@ def chrome_swapped(data: Path, pages: Pages) -> Iterator[Pair]:
             continue
         donor_id, donor_html = random.Random(f"chrome/{page_id}").choice(donors)
         if (swapped := swap_chrome(html, donor_html)) is not None:
-            yield Pair(pages.add(page_id, html), pages.add(f"chrome/{page_id}/in/{donor_id}", swapped), True,
-                       "chrome_swapped", "chrome", judge=1.0)
+            yield Pair(
+                pages.add(page_id, html),
+                pages.add(f"chrome/{page_id}/in/{donor_id}", swapped),
+                True,
+                "chrome_swapped",
+                "chrome",
+                judge=1.0,
+            )
 
 
 def swap_chrome(html: bytes, donor_html: bytes) -> bytes | None:
@@ -668,16 +798,28 @@ def swap_chrome(html: bytes, donor_html: bytes) -> bytes | None:
         root.body.append(lxml.html.fromstring(lxml.html.tostring(element, encoding="unicode")))
     title = root.findtext(".//title") or ""
     first_heading = next(iter(article.iter("h1")), None)
-    headline = " ".join((first_heading.text_content() if first_heading is not None
-                         else _TITLE_SEPARATOR.split(title.strip())[0]).split())
+    headline = " ".join(
+        (
+            first_heading.text_content() if first_heading is not None else _TITLE_SEPARATOR.split(title.strip())[0]
+        ).split()
+    )
     root.find(".//title").text = _retitled(headline, donor.findtext(".//title") or "")
     return lxml.html.tostring(root, encoding="utf-8")
 
 
 #: Encyclopedic articles (real pages): the bases of the encyclopedic kinds of change: MediaWiki articles,
 #: and the reference pages of MDN and WebMD.
-ENCYCLOPEDIC = ("wikipedia", "wikipedia-2", "wikipedia-3", "wikipedia-4", "wikia", "mozilla-1", "mozilla-2",
-                "webmd-1", "webmd-2")
+ENCYCLOPEDIC = (
+    "wikipedia",
+    "wikipedia-2",
+    "wikipedia-3",
+    "wikipedia-4",
+    "wikia",
+    "mozilla-1",
+    "mozilla-2",
+    "webmd-1",
+    "webmd-2",
+)
 #: Pairs per base and kind (each with its own sentence, link or place changed).
 ENCYCLOPEDIC_VARIANTS = 12
 #: Notices as MediaWiki writes them: a stub box and a hatnote (ARIA role "note"), maintenance boxes (a table).
@@ -685,10 +827,10 @@ NOTICES = (
     '<div role="note" class="metadata plainlinks asbox stub"><p>This article is a stub. You can help by expanding it.</p></div>',
     '<div role="note" class="hatnote navigation-not-searchable">For other uses, see the disambiguation page.</div>',
     '<table class="box-More_citations_needed plainlinks metadata ambox ambox-content" role="presentation"><tr><td>'
-    'This article needs additional citations for verification. Please help improve it by adding citations to reliable'
-    ' sources.</td></tr></table>',
+    "This article needs additional citations for verification. Please help improve it by adding citations to reliable"
+    " sources.</td></tr></table>",
     '<table class="box-Update plainlinks metadata ambox ambox-content" role="presentation"><tr><td>'
-    'This article needs to be updated. Please help update this article to reflect recent events.</td></tr></table>',
+    "This article needs to be updated. Please help update this article to reflect recent events.</td></tr></table>",
 )
 
 
@@ -714,7 +856,8 @@ def _unlink(paragraphs, rng):
 
 def _named_ad(paragraphs, root, rng, language):
     ad = lxml.html.fragment_fromstring(
-        f'<div class="advertisement" aria-label="Advertisement"><p>Special offer: {_phrase(rng, language, 12)}.</p></div>')
+        f'<div class="advertisement" aria-label="Advertisement"><p>Special offer: {_phrase(rng, language, 12)}.</p></div>'
+    )
     (paragraphs[len(paragraphs) // 2].addnext(ad) if paragraphs else root.body.append(ad))
 
 
@@ -726,7 +869,9 @@ def _notice(paragraphs, root, rng, variant):
 
 
 ENCYCLOPEDIC_EDITS = {
-    "reworded": lambda paragraphs, root, rng, language, variant: variant and _reword_one_sentence(paragraphs, rng, language),
+    "reworded": lambda paragraphs, root, rng, language, variant: (
+        variant and _reword_one_sentence(paragraphs, rng, language)
+    ),
     "unlinked": lambda paragraphs, root, rng, language, variant: variant and _unlink(paragraphs, rng),
     "ad_named": lambda paragraphs, root, rng, language, variant: variant and _named_ad(paragraphs, root, rng, language),
     "notice_changed": lambda paragraphs, root, rng, language, variant: _notice(paragraphs, root, rng, variant),
@@ -739,17 +884,25 @@ def encyclopedic_changes(data: Path, pages: Pages) -> Iterator[Pair]:
     ``stub_*``, ``ENCYCLOPEDIC_VARIANTS`` pairs a base)."""
     for name in ENCYCLOPEDIC:
         body = (data / "readability-test-pages" / name / "source.html").read_bytes()
-        for (kind, edit), form, seed in itertools.product(ENCYCLOPEDIC_EDITS.items(), ("wiki", "stub"),
-                                                          range(ENCYCLOPEDIC_VARIANTS)):
+        for (kind, edit), form, seed in itertools.product(
+            ENCYCLOPEDIC_EDITS.items(), ("wiki", "stub"), range(ENCYCLOPEDIC_VARIANTS)
+        ):
             versions = []
             for variant in (0, 1):
                 root = html_tree(body)
-                paragraphs = _make_stub(root) if form == "stub" else [p for p in _article_paragraphs(root) if p.tag == "p"]
+                paragraphs = (
+                    _make_stub(root) if form == "stub" else [p for p in _article_paragraphs(root) if p.tag == "p"]
+                )
                 edit(paragraphs, root, random.Random(f"{name}/{kind}/{seed}"), "en+", variant)
                 versions.append(lxml.html.tostring(root, encoding="utf-8"))
             page_id = f"change/{form}_{kind}/{name}/{seed}"
-            yield Pair(pages.add(page_id + "/0", versions[0]), pages.add(page_id + "/1", versions[1]), True,
-                       f"{form}_{kind}", "encyclopedic")
+            yield Pair(
+                pages.add(page_id + "/0", versions[0]),
+                pages.add(page_id + "/1", versions[1]),
+                True,
+                f"{form}_{kind}",
+                "encyclopedic",
+            )
 
 
 #: Elements whose text a re-saving tool leaves as it is.
@@ -764,8 +917,11 @@ def _texts(root: lxml.html.HtmlElement, rewrite: Callable[[str], str]) -> None:
     for element in root.iter():
         if isinstance(element.tag, str) and element.tag not in _VERBATIM and element.text:
             element.text = rewrite(element.text)
-        if element.tail and isinstance(element.getparent(), lxml.html.HtmlElement) \
-                and element.getparent().tag not in _VERBATIM:
+        if (
+            element.tail
+            and isinstance(element.getparent(), lxml.html.HtmlElement)
+            and element.getparent().tag not in _VERBATIM
+        ):
             element.tail = rewrite(element.tail)
 
 
@@ -807,8 +963,12 @@ def non_breaking(root):
 
 def soft_hyphenated(root):
     """Long words hyphenated with soft hyphens, as typesetting tools do; a reader sees the same words."""
-    _texts(root, lambda text: _HYPHENATED.sub(
-        lambda m: "\u00ad".join(m.group()[i : i + _SYLLABLE] for i in range(0, len(m.group()), _SYLLABLE)), text))
+    _texts(
+        root,
+        lambda text: _HYPHENATED.sub(
+            lambda m: "\u00ad".join(m.group()[i : i + _SYLLABLE] for i in range(0, len(m.group()), _SYLLABLE)), text
+        ),
+    )
 
 
 def unstyled(root):
@@ -821,8 +981,14 @@ def unstyled(root):
 
 
 #: The tools a page is saved again through; each row pairs the page as served with its saved copy.
-RESAVING_TOOLS = {"prettified": prettified, "wrapped": wrapped, "attributes": with_attributes,
-                  "nbsp": non_breaking, "soft_hyphens": soft_hyphenated, "unstyled": unstyled}
+RESAVING_TOOLS = {
+    "prettified": prettified,
+    "wrapped": wrapped,
+    "attributes": with_attributes,
+    "nbsp": non_breaking,
+    "soft_hyphens": soft_hyphenated,
+    "unstyled": unstyled,
+}
 #: Tools whose copy no longer marks what is furniture: measured, outside the realistic changes' bar.
 UNMARKED_TOOLS = {"unstyled"}
 #: Every this-many-th page of the trafilatura pool is saved again.
@@ -860,8 +1026,10 @@ AUTHOR_DETAILS = (
     '"author-born-date">{born_at}</span> <span class="author-born-location">{born_in}</span></p><p><strong>'
     'Description:</strong></p><div class="author-description"><p>{description}</p></div></div>'
 )
-QUOTE = ('<div class="quote"><span class="text">{text}</span><span>by <small class="author">{author}</small> <a href='
-         '"/author/{slug}">(about)</a></span><div class="tags">Tags: {tags}</div></div>')
+QUOTE = (
+    '<div class="quote"><span class="text">{text}</span><span>by <small class="author">{author}</small> <a href='
+    '"/author/{slug}">(about)</a></span><div class="tags">Tags: {tags}</div></div>'
+)
 #: A stub's description: this many sentences of the author's.
 STUB_SENTENCES = 3
 
@@ -875,8 +1043,10 @@ def author_page(author: dict, description: str) -> bytes:
 def _templated_description(author: dict, quotes: list[dict]) -> str:
     """A profile as a site's template writes it from its database: the same sentences, other names and figures."""
     tags = sorted({tag for quote in quotes for tag in quote["tags"]})[:3] or ["none"]
-    return (f"{author['name']} was born on {author['born_at']} {author['born_in']}. This site holds {len(quotes)} "
-            f"quotes by {author['name']}, tagged {', '.join(tags)}. Read them all or browse more authors.")
+    return (
+        f"{author['name']} was born on {author['born_at']} {author['born_in']}. This site holds {len(quotes)} "
+        f"quotes by {author['name']}, tagged {', '.join(tags)}. Read them all or browse more authors."
+    )
 
 
 def small_site_pages(data: Path, pages: Pages) -> Iterator[Pair]:
@@ -900,16 +1070,27 @@ def small_site_pages(data: Path, pages: Pages) -> Iterator[Pair]:
         stubs.append(pages.add(f"quotes/author/{n}", author_page(author, stub)))
         root = html_tree(pages.html[stubs[-1]])
         _reword_one_sentence(list(root.iter("p")), random.Random(f"quotes/author/{n}"), "en+")
-        yield Pair(stubs[-1], pages.add(f"quotes/author/{n}/reworded", lxml.html.tostring(root, encoding="utf-8")),
-                   True, "profile_reworded", "profiles")
-        profiles.append(pages.add(f"quotes/profile/{n}",
-                                  author_page(author, _templated_description(author, by_author[author["name"]]))))
+        yield Pair(
+            stubs[-1],
+            pages.add(f"quotes/author/{n}/reworded", lxml.html.tostring(root, encoding="utf-8")),
+            True,
+            "profile_reworded",
+            "profiles",
+        )
+        profiles.append(
+            pages.add(
+                f"quotes/profile/{n}", author_page(author, _templated_description(author, by_author[author["name"]]))
+            )
+        )
     quote_pages = []
     for n, quote in enumerate(quotes):
         author = quote["author"]["name"]
-        main = QUOTE.format(text=html_escape.escape(quote["text"]), author=html_escape.escape(author),
-                            slug=re.sub(r"\W+", "-", author), tags=" ".join(f'<a class="tag" href="/tag/{t}/">{t}</a>'
-                                                                             for t in quote["tags"]))
+        main = QUOTE.format(
+            text=html_escape.escape(quote["text"]),
+            author=html_escape.escape(author),
+            slug=re.sub(r"\W+", "-", author),
+            tags=" ".join(f'<a class="tag" href="/tag/{t}/">{t}</a>' for t in quote["tags"]),
+        )
         quote_pages.append(pages.add(f"quotes/quote/{n}", QUOTES_SITE.format(main=main).encode()))
     for ids in (stubs, profiles, quote_pages):
         yield from all_pairs(ids, "same-site", "profiles", {})

@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import shutil
 import os
 import pickle
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -44,11 +44,11 @@ import xxhash
 from bench import built_sites, command_line
 from bench.anchors import html_tree, visible_text
 from scrapy_simhash_dedup import Fingerprinter
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.content import content_features, tokens
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.matching.policy import Policy, dropped
-from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.simhash import simhash
+from scrapy_simhash_dedup.matching.policy import Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -94,8 +94,9 @@ SITES = {
     "python-scrapy-doc": Site("python-scrapy-doc", "/usr/share/doc/python-scrapy-doc/html"),
     "python-requests-doc": Site("python-requests-doc", "/usr/share/doc/python-requests-doc/html"),
     # javadoc: every page of java.base, java.sql and java.net.http (3,000 pages), the set's indexes
-    "openjdk-17-doc": Site("openjdk-17-doc", "/usr/share/doc/openjdk-17-doc/api",
-                           ("java.base", "java.sql", "java.net.http", "index-files")),
+    "openjdk-17-doc": Site(
+        "openjdk-17-doc", "/usr/share/doc/openjdk-17-doc/api", ("java.base", "java.sql", "java.net.http", "index-files")
+    ),
     # rustdoc: Rust's standard library (std, core with every CPU intrinsic, alloc...), 32,000 pages
     "rust-doc": Site("rust-doc", "/usr/share/doc/rust-doc/html"),
     # Sphinx API references generated from docstrings, release notes, a Doxygen reference, manual pages
@@ -105,24 +106,45 @@ SITES = {
     "libstdc++-12-doc": Site("libstdc++-12-doc", "/usr/share/doc/gcc-12-base/libstdc++"),
     "git-doc": Site("git-doc", "/usr/share/doc/git-doc"),
     # a multi-language manual: 26 languages of one book, many of them partly translated
-    "debian-handbook": Site("", str(BUILT / "debian-handbook" / "html"),
-                            archive="debian-handbook-site/debian-handbook-11.20220922-html.tar.xz"),
+    "debian-handbook": Site(
+        "",
+        str(BUILT / "debian-handbook" / "html"),
+        archive="debian-handbook-site/debian-handbook-11.20220922-html.tar.xz",
+    ),
     # other kinds of sites: a wiki (ikiwiki's own, a family of plugin pages), a product catalogue and a wiki of
     # places' stubs and lists in several languages (bench/built_sites.py)
     "ikiwiki": Site("ikiwiki", "/usr/share/doc/ikiwiki/html"),
-    **{f"catalogue-{language}": Site("", str(BUILT / f"catalogue-{language}"),
-                                     build=lambda folder, data, language=language: built_sites.build_catalogue(language, folder),
-                                     distinct=True, language=language)
-       for language in ("en", "de", "zh")},
-    **{f"places-{language}": Site("", str(BUILT / f"places-{language}"),
-                                  build=functools.partial(built_sites.build_places, language), distinct=True,
-                                  language=language)
-       for language in ("en", "de")},
+    **{
+        f"catalogue-{language}": Site(
+            "",
+            str(BUILT / f"catalogue-{language}"),
+            build=lambda folder, data, language=language: built_sites.build_catalogue(language, folder),
+            distinct=True,
+            language=language,
+        )
+        for language in ("en", "de", "zh")
+    },
+    **{
+        f"places-{language}": Site(
+            "",
+            str(BUILT / f"places-{language}"),
+            build=functools.partial(built_sites.build_places, language),
+            distinct=True,
+            language=language,
+        )
+        for language in ("en", "de")
+    },
     # a Q&A site: short pages of one template, each another question
-    **{f"questions-{language}": Site("", str(BUILT / f"questions-{language}"),
-                                     build=lambda folder, data, language=language: built_sites.build_questions(
-                                         language, folder, BUILT.parent), distinct=True, language=language)
-       for language in ("en", "zh", "it")},
+    **{
+        f"questions-{language}": Site(
+            "",
+            str(BUILT / f"questions-{language}"),
+            build=lambda folder, data, language=language: built_sites.build_questions(language, folder, BUILT.parent),
+            distinct=True,
+            language=language,
+        )
+        for language in ("en", "zh", "it")
+    },
 }
 
 
@@ -145,8 +167,11 @@ def install(sites: list[Site], data: Path) -> None:
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     print(f"installing {' '.join(missing)} with apt-get...", file=sys.stderr)
-    subprocess.run([*sudo, "apt-get", "install", "-y", "-qq", *missing], check=True,
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    subprocess.run(
+        [*sudo, "apt-get", "install", "-y", "-qq", *missing],
+        check=True,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
 
 
 # --- a re-crawl: the same pages, some edited --------------------------------------------------------------
@@ -154,17 +179,26 @@ def install(sites: list[Site], data: Path) -> None:
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 #: What an edit adds, in the site's language (``Site.language``).
 NEW_SENTENCES = {
-    "en": ("This behaviour may change in a future release without notice.",
-           "See the release notes of your version for the details that apply to it.",
-           "Most users never need to change the default value described here."),
-    "de": ("Dieses Verhalten kann sich in einer künftigen Version ohne Ankündigung ändern.",
-           "Die Einzelheiten Ihrer Version stehen in den Hinweisen zu dieser Version.",
-           "Die meisten Benutzer müssen den hier beschriebenen Standardwert nie ändern."),
-    "it": ("Questo comportamento potrebbe cambiare in una versione futura senza preavviso.",
-           "Consulta le note di rilascio della tua versione per i dettagli che la riguardano.",
-           "La maggior parte degli utenti non deve mai cambiare il valore predefinito descritto qui."),
-    "zh": ("此行为可能会在未来的版本中更改，恕不另行通知。", "有关适用于您的版本的详细信息，请参阅该版本的发行说明。",
-           "大多数用户永远不需要更改此处描述的默认值。"),
+    "en": (
+        "This behaviour may change in a future release without notice.",
+        "See the release notes of your version for the details that apply to it.",
+        "Most users never need to change the default value described here.",
+    ),
+    "de": (
+        "Dieses Verhalten kann sich in einer künftigen Version ohne Ankündigung ändern.",
+        "Die Einzelheiten Ihrer Version stehen in den Hinweisen zu dieser Version.",
+        "Die meisten Benutzer müssen den hier beschriebenen Standardwert nie ändern.",
+    ),
+    "it": (
+        "Questo comportamento potrebbe cambiare in una versione futura senza preavviso.",
+        "Consulta le note di rilascio della tua versione per i dettagli che la riguardano.",
+        "La maggior parte degli utenti non deve mai cambiare il valore predefinito descritto qui.",
+    ),
+    "zh": (
+        "此行为可能会在未来的版本中更改，恕不另行通知。",
+        "有关适用于您的版本的详细信息，请参阅该版本的发行说明。",
+        "大多数用户永远不需要更改此处描述的默认值。",
+    ),
 }
 
 
@@ -174,7 +208,20 @@ def _paragraph(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
 
 
 def last_updated(root: lxml.html.HtmlElement, rng: random.Random, language: str = "en") -> None:
-    months = "January February March April May June July August September October November December".split()
+    months = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
     line = f"<p>Last updated on {rng.choice(months)} {rng.randint(1, 28)}, {rng.randint(2019, 2026)}.</p>"
     (root.body if root.body is not None else root).append(lxml.html.fragment_fromstring(line))
 
@@ -196,7 +243,10 @@ def added_sentence(root: lxml.html.HtmlElement, rng: random.Random, language: st
 
 
 EDITS: dict[str, Callable[[lxml.html.HtmlElement, random.Random, str], None]] = {
-    "last_updated": last_updated, "replaced_sentence": replaced_sentence, "added_sentence": added_sentence}
+    "last_updated": last_updated,
+    "replaced_sentence": replaced_sentence,
+    "added_sentence": added_sentence,
+}
 
 
 @dataclass
@@ -226,6 +276,7 @@ def crawls(name: str, site: Site) -> list[Page]:
 
 
 # --- fingerprints of every approach -------------------------------------------------------------------------
+
 
 def visible_words(html: bytes) -> list[str]:
     """The judge's words: lxml's text of the page, scripts and styles left out, split into words."""
@@ -260,7 +311,9 @@ def _anchors(html: bytes) -> dict[str, int | None]:
 #: What each kind of result is computed by, and the code it depends on (``bench.quality.CODE``): the cache is
 #: keyed on that code's bytes and on the page's.
 KINDS: dict[str, tuple[Callable[[bytes], object], tuple[str, ...]]] = {
-    "ours": (_ours, ("ours",)), "anchors": (_anchors, ("ours", "anchors"))}
+    "ours": (_ours, ("ours",)),
+    "anchors": (_anchors, ("ours", "anchors")),
+}
 
 
 def fingerprints(pages: list[Page], workers: int, cache_path: Path | None) -> list[dict]:
@@ -270,8 +323,10 @@ def fingerprints(pages: list[Page], workers: int, cache_path: Path | None) -> li
     cached = pickle.loads(cache_path.read_bytes()) if cache_path and cache_path.exists() else {}
     hashes = [xxhash.xxh3_64_hexdigest(page.html) for page in pages]
     distinct = {h: page.html for h, page in zip(hashes, pages)}
-    keys = {kind: f"{kind}/{code_version([path for name in code for path in CODE[name]])}"
-            for kind, (_, code) in KINDS.items()}
+    keys = {
+        kind: f"{kind}/{code_version([path for name in code for path in CODE[name]])}"
+        for kind, (_, code) in KINDS.items()
+    }
     with ProcessPoolExecutor(workers) as pool:
         for kind, (compute, _) in KINDS.items():
             todo = [h for h in distinct if f"{keys[kind]}/{h}" not in cached]
@@ -347,9 +402,16 @@ ANCHORS = ("simhash_package", "naive")
 
 # --- the judge -------------------------------------------------------------------------------------------------
 
+
 def shingles(words: list[str]) -> set[int]:
-    return {xxhash.xxh3_64_intdigest(" ".join(words[i : i + SHINGLE_WORDS]).encode())
-            for i in range(max(1, len(words) - SHINGLE_WORDS + 1))} if words else set()
+    return (
+        {
+            xxhash.xxh3_64_intdigest(" ".join(words[i : i + SHINGLE_WORDS]).encode())
+            for i in range(max(1, len(words) - SHINGLE_WORDS + 1))
+        }
+        if words
+        else set()
+    )
 
 
 def cached_shingles() -> Callable[[bytes], set[int]]:
@@ -399,8 +461,9 @@ def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[st
     rows = {}
     for approach in (*POLICIES, *ANCHORS):
         row = Row(pages=sum(page.crawl == 1 for page in pages))
-        drops = dict(decide_ours(pages, found, POLICIES[approach]) if approach in POLICIES
-                     else decide_anchor(found, approach))
+        drops = dict(
+            decide_ours(pages, found, POLICIES[approach]) if approach in POLICIES else decide_anchor(found, approach)
+        )
         for n, page in enumerate(pages):
             if page.crawl == 2:
                 counted = row.recrawl_edited if page.edit else row.recrawl_unchanged
@@ -429,17 +492,21 @@ def evaluate(name: str, site: Site, workers: int, cache: Path | None) -> dict[st
 
 def table(results: dict[str, dict[str, Row]]) -> None:
     print("\n## Real sites: documentation sets decided in path order, then re-crawled (5 % of pages edited)\n")
-    print("| site | approach | pages | drops | other documents dropped | close | re-crawl unchanged dropped "
-          "| re-crawl edited dropped | of which first kept | re-crawl: other documents dropped |\n"
-          "|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| site | approach | pages | drops | other documents dropped | close | re-crawl unchanged dropped "
+        "| re-crawl edited dropped | of which first kept | re-crawl: other documents dropped |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
     for site, rows in results.items():
         for approach, row in rows.items():
             unchanged, edited, edited_kept = row.recrawl_unchanged, row.recrawl_edited, row.recrawl_edited_kept
-            print(f"| {site} | {approach} | {row.pages:,} | {row.drops:,} | {row.other_documents:,} | {row.close:,} "
-                  f"| {unchanged[0] / max(1, unchanged[1]):.3f} ({unchanged[0]:,} of {unchanged[1]:,}) "
-                  f"| {edited[0] / max(1, edited[1]):.3f} ({edited[0]} of {edited[1]}) "
-                  f"| {edited_kept[0] / max(1, edited_kept[1]):.3f} ({edited_kept[0]} of {edited_kept[1]}) "
-                  f"| {row.recrawl_other_documents} |")
+            print(
+                f"| {site} | {approach} | {row.pages:,} | {row.drops:,} | {row.other_documents:,} | {row.close:,} "
+                f"| {unchanged[0] / max(1, unchanged[1]):.3f} ({unchanged[0]:,} of {unchanged[1]:,}) "
+                f"| {edited[0] / max(1, edited[1]):.3f} ({edited[0]} of {edited[1]}) "
+                f"| {edited_kept[0] / max(1, edited_kept[1]):.3f} ({edited_kept[0]} of {edited_kept[1]}) "
+                f"| {row.recrawl_other_documents} |"
+            )
     for site, rows in results.items():
         for approach in POLICIES:
             if rows[approach].examples:
@@ -464,8 +531,11 @@ def main() -> None:
     started = time.time()
     results = run(args.sites, args.workers, args.cache, args.data)
     table(results)
-    out = {"sites": {site: {a: row.__dict__ for a, row in rows.items()} for site, rows in results.items()},
-           "command": command_line("bench.real_sites"), "seconds": round(time.time() - started)}
+    out = {
+        "sites": {site: {a: row.__dict__ for a, row in rows.items()} for site, rows in results.items()},
+        "command": command_line("bench.real_sites"),
+        "seconds": round(time.time() - started),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))
     print(f"\nwritten {args.out} in {out['seconds']} s; reproduce with: {out['command']}")

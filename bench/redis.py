@@ -37,10 +37,10 @@ import redis
 
 from bench import command_line
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.stores.redis.keys import CHUNK, RECORD, pack_record
-from scrapy_simhash_dedup.stores.redis.store import RedisStore
 from scrapy_simhash_dedup.fingerprint.sketch import SKETCH_BITS, SKETCH_BYTES, fixed_width
 from scrapy_simhash_dedup.matching.policy import Match, Policy
+from scrapy_simhash_dedup.stores.redis.keys import CHUNK, RECORD, pack_record
+from scrapy_simhash_dedup.stores.redis.store import RedisStore
 from tests.redis_server import RedisServer
 
 KEY = "bench:simhash_dedup"
@@ -55,8 +55,10 @@ def pages(count: int, seed: int) -> list[tuple[str, Fingerprint]]:
     sketches = rng.integers(0, 256, size=(count, SKETCH_BITS // 8), dtype=np.uint8)
     size = (1000).to_bytes(2, "little")  # an article's 1,000 shingles: no weighted bits
     return [
-        (f"https://www.example.com/news/2026/{seed:03d}-{n:09d}.html",
-         Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes() + size))
+        (
+            f"https://www.example.com/news/2026/{seed:03d}-{n:09d}.html",
+            Fingerprint(content[n], structure[n], sketch=sketches[n].tobytes() + size),
+        )
         for n in range(count)
     ]
 
@@ -147,8 +149,10 @@ def main() -> None:
             load_seconds = time.perf_counter() - started
             kept = int(connection.hget(f"{KEY}:meta", "count"))
             bytes_per_page = (connection.info("memory")["used_memory"] - before) / kept
-            print(f"{kept:,} pages stored in {load_seconds:.0f} s; Redis used_memory {bytes_per_page:.1f} bytes/page",
-                  flush=True)
+            print(
+                f"{kept:,} pages stored in {load_seconds:.0f} s; Redis used_memory {bytes_per_page:.1f} bytes/page",
+                flush=True,
+            )
             rows = []
             for round_, kind in enumerate(args.kinds):
                 for count in (1, 4):
@@ -157,19 +161,27 @@ def main() -> None:
                         kind, server.url, count, args.checks, args.batch, policy, round_ * 2 + count
                     )
                     cpu = redis_cpu_seconds(connection) - cpu
-                    row = {"kind": kind, "clients": count, "per_second": round(rate),
-                           "redis_cpu_us_per_check": round(cpu / (count * args.checks) * 1e6, 1),
-                           "client_cpu_us_per_check": round(client_cpu * 1e6, 1)}
+                    row = {
+                        "kind": kind,
+                        "clients": count,
+                        "per_second": round(rate),
+                        "redis_cpu_us_per_check": round(cpu / (count * args.checks) * 1e6, 1),
+                        "client_cpu_us_per_check": round(client_cpu * 1e6, 1),
+                    }
                     rows.append(row)
                     print(json.dumps(row), flush=True)
         finally:
             server.stop()
-    print("\n| store | 1 client | 4 clients | CPU µs per check, 1 / 4 clients: Redis | clients |\n|---|---|---|---|---|")
+    print(
+        "\n| store | 1 client | 4 clients | CPU µs per check, 1 / 4 clients: Redis | clients |\n|---|---|---|---|---|"
+    )
     for kind in args.kinds:
         one, four = (next(r for r in rows if r["kind"] == kind and r["clients"] == c) for c in (1, 4))
-        print(f"| {kind} | {one['per_second']:,}/s | {four['per_second']:,}/s | "
-              f"{one['redis_cpu_us_per_check']} / {four['redis_cpu_us_per_check']} | "
-              f"{one['client_cpu_us_per_check']} / {four['client_cpu_us_per_check']} |")
+        print(
+            f"| {kind} | {one['per_second']:,}/s | {four['per_second']:,}/s | "
+            f"{one['redis_cpu_us_per_check']} / {four['redis_cpu_us_per_check']} | "
+            f"{one['client_cpu_us_per_check']} / {four['client_cpu_us_per_check']} |"
+        )
     if "atomic" in args.kinds:
         atomic4 = next(r for r in rows if r["kind"] == "atomic" and r["clients"] == 4)["per_second"]
         for kind in (k for k in args.kinds if k != "atomic"):
@@ -177,9 +189,20 @@ def main() -> None:
             print(f"atomic / {kind} with 4 clients: {atomic4 / other:.2f}")
     command = command_line("bench.redis")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"stored": kept, "load_seconds": round(load_seconds), "distance": args.content_distance,
-                                    "batch": args.batch, "redis_bytes_per_page": round(bytes_per_page, 1),
-                                    "rows": rows, "command": command}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "stored": kept,
+                "load_seconds": round(load_seconds),
+                "distance": args.content_distance,
+                "batch": args.batch,
+                "redis_bytes_per_page": round(bytes_per_page, 1),
+                "rows": rows,
+                "command": command,
+            },
+            indent=1,
+        )
+    )
     print(f"written {args.out}; reproduce with: {command}")
 
 

@@ -92,8 +92,12 @@ def outage(base_url: str, work: Path, with_outage: bool, after: int) -> dict[str
     server.start()
     project = make_project(work / "project", REDIS_STORE.format(redis_url=server.url))
     output = project / "out.jsonl"
-    crawl = subprocess.Popen(scrapy_command("crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl"),
-                             cwd=project, env=environment(), stderr=subprocess.DEVNULL)
+    crawl = subprocess.Popen(
+        scrapy_command("crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl"),
+        cwd=project,
+        env=environment(),
+        stderr=subprocess.DEVNULL,
+    )
     try:
         if with_outage:
             wait_for_items(output, after, crawl)
@@ -120,8 +124,12 @@ def kill(base_url: str, work: Path, with_filter: bool, after: int | None, site: 
 
     def start(n: int) -> subprocess.Popen:
         with logs[n].open("w") as log:
-            return subprocess.Popen(scrapy_command("crawl", "site", "-O", outputs[n].name, *switch), cwd=project,
-                                    env=environment(), stderr=log)
+            return subprocess.Popen(
+                scrapy_command("crawl", "site", "-O", outputs[n].name, *switch),
+                cwd=project,
+                env=environment(),
+                stderr=log,
+            )
 
     crawlers = [start(0), start(1)]
     try:
@@ -132,15 +140,21 @@ def kill(base_url: str, work: Path, with_filter: bool, after: int | None, site: 
             crawlers.append(start(2))
         for crawler in crawlers:
             crawler.wait(timeout=1200)
-        logged = [url.decode() for chunk in sorted(client.keys("site:simhash_dedup:pages:*"))
-                  for url in client.lrange(chunk, 0, -1)]
+        logged = [
+            url.decode()
+            for chunk in sorted(client.keys("site:simhash_dedup:pages:*"))
+            for url in client.lrange(chunk, 0, -1)
+        ]
     finally:
         server.stop()
     urls = {url for output in outputs for url in exported(output)}
-    drops = dict((url, kept) for log in logs if log.exists() for kept, url in DROPPED.findall(log.read_text()))
+    drops = {url: kept for log in logs if log.exists() for kept, url in DROPPED.findall(log.read_text())}
     unfinished = [url for url in site - urls if drops.get(url) not in urls]
-    return {"exported": len(urls), "lost": len(lost(pages_of(unfinished), pages_of(sorted(urls)))),
-            "in Redis, in no output": len(set(logged) - urls)}
+    return {
+        "exported": len(urls),
+        "lost": len(lost(pages_of(unfinished), pages_of(sorted(urls)))),
+        "in Redis, in no output": len(set(logged) - urls),
+    }
 
 
 def main() -> None:
@@ -157,37 +171,64 @@ def main() -> None:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
             kill(base_url, Path(tmp) / "reference", False, None, set())  # every page, no kill, no filter
-            site = set(url for n in range(2) for url in exported(Path(tmp) / "reference" / "project" / f"out-{n}.jsonl"))
+            site = {url for n in range(2) for url in exported(Path(tmp) / "reference" / "project" / f"out-{n}.jsonl")}
             print(f"the site has {len(site):,} pages", file=sys.stderr)
             for attempt in range(options.tries):
-                for scenario, variant in (("outage", "no outage"), ("outage", "Redis restarted empty"),
-                                          ("kill", "without the filter"), ("kill", "with the filter"),
-                                          ("kill", "with the filter, no kill")):
+                for scenario, variant in (
+                    ("outage", "no outage"),
+                    ("outage", "Redis restarted empty"),
+                    ("kill", "without the filter"),
+                    ("kill", "with the filter"),
+                    ("kill", "with the filter, no kill"),
+                ):
                     if scenario not in options.scenarios:
                         continue
                     work = Path(tmp) / f"{scenario}-{variant}-{attempt}".replace(" ", "-")
                     if scenario == "outage":
                         row = outage(base_url, work, variant != "no outage", options.outage_after)
                     else:
-                        row = kill(base_url, work, variant.startswith("with the filter"),
-                                   None if variant.endswith("no kill") else options.kill_after, site)
+                        row = kill(
+                            base_url,
+                            work,
+                            variant.startswith("with the filter"),
+                            None if variant.endswith("no kill") else options.kill_after,
+                            site,
+                        )
                     rows.append({"scenario": scenario, "variant": variant, "try": attempt, **row})
                     print(json.dumps(rows[-1]), file=sys.stderr)
-    print("\n| scenario | variant | tries | " + " | ".join(("kept", "near-duplicates kept", "exported", "lost",
-                                                          "in Redis, in no output")) + " |\n|" + "---|" * 8)
+    print(
+        "\n| scenario | variant | tries | "
+        + " | ".join(("kept", "near-duplicates kept", "exported", "lost", "in Redis, in no output"))
+        + " |\n|"
+        + "---|" * 8
+    )
     for scenario, variant in dict.fromkeys((row["scenario"], row["variant"]) for row in rows):
         group = [row for row in rows if (row["scenario"], row["variant"]) == (scenario, variant)]
-        cells = [" / ".join(str(row[column]) for row in group) if column in group[0] else ""
-                 for column in ("kept", "near-duplicates kept", "exported", "lost", "in Redis, in no output")]
+        cells = [
+            " / ".join(str(row[column]) for row in group) if column in group[0] else ""
+            for column in ("kept", "near-duplicates kept", "exported", "lost", "in Redis, in no output")
+        ]
         print(f"| {scenario} | {variant} | {len(group)} | " + " | ".join(cells) + " |")
     command = command_line("bench.redis_crawl")
     print(f"\nreproduce with: {command}")
-    RESULTS.write_text(json.dumps({"rows": rows, "site pages": len(site),
-                                   "medians": {f"{r['scenario']}, {r['variant']}": statistics.median(
-                                       x["lost" if r["scenario"] == "kill" else "near-duplicates kept"]
-                                       for x in rows if (x["scenario"], x["variant"]) == (r["scenario"], r["variant"]))
-                                       for r in rows},
-                                   "command": command}, indent=1))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "rows": rows,
+                "site pages": len(site),
+                "medians": {
+                    f"{r['scenario']}, {r['variant']}": statistics.median(
+                        x["lost" if r["scenario"] == "kill" else "near-duplicates kept"]
+                        for x in rows
+                        if (x["scenario"], x["variant"]) == (r["scenario"], r["variant"])
+                    )
+                    for r in rows
+                },
+                "command": command,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

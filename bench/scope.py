@@ -99,11 +99,18 @@ def memory_run(variant: str, url: str, folder: str, pages: int, sites: int, acti
     settings = DedupSettings(scope=scope)
     base = resident_mb()
     if variant.startswith("sqlite"):
-        store = SqliteStore(settings.policy, Path(folder) / f"{variant}.sqlite", "bench", 1000, 0, 0, scope,
-                            settings.memory_budget)
+        store = SqliteStore(
+            settings.policy, Path(folder) / f"{variant}.sqlite", "bench", 1000, 0, 0, scope, settings.memory_budget
+        )
     else:
-        store = redis_store(settings.policy, connect(url), f"bench:{variant.replace(', ', '-').replace(' ', '-')}",
-                            "bench", scope, settings.memory_budget)
+        store = redis_store(
+            settings.policy,
+            connect(url),
+            f"bench:{variant.replace(', ', '-').replace(' ', '-')}",
+            "bench",
+            scope,
+            settings.memory_budget,
+        )
         store.open()
     samples, seen, kept, started = [], 0, 0, time.perf_counter()
     for batch in site_pages(pages, sites, active):
@@ -121,9 +128,15 @@ def memory_run(variant: str, url: str, folder: str, pages: int, sites: int, acti
             samples.append((seen, round(resident_mb(), 1)))
     seconds = time.perf_counter() - started
     store.close()
-    return {"variant": variant, "base_mb": round(base, 1), "samples": samples, "pages_per_second": round(seen / seconds),
-            "sites_held_at_end": len(store.matcher.sites) if variant.startswith("sqlite") else
-            (len(store.sites) if scope is Scope.SITE else None)}
+    return {
+        "variant": variant,
+        "base_mb": round(base, 1),
+        "samples": samples,
+        "pages_per_second": round(seen / seconds),
+        "sites_held_at_end": len(store.matcher.sites)
+        if variant.startswith("sqlite")
+        else (len(store.sites) if scope is Scope.SITE else None),
+    }
 
 
 def check_client(url: str, seed: int, checks: int, barrier, results) -> None:
@@ -156,8 +169,9 @@ def check_rate(url: str, nodes: list, checks: int, round_: int) -> dict:
         client.flushall()
     memory = {id(client): client.info("memory")["used_memory"] for client in nodes}
     cpu = redis_cpu(nodes)
-    workers = [context.Process(target=check_client, args=(url, round_ * 10 + n, checks, barrier, results))
-               for n in range(2)]
+    workers = [
+        context.Process(target=check_client, args=(url, round_ * 10 + n, checks, barrier, results)) for n in range(2)
+    ]
     for worker in workers:
         worker.start()
     seconds = max(results.get(timeout=3600) for _ in workers)
@@ -169,23 +183,36 @@ def check_rate(url: str, nodes: list, checks: int, round_: int) -> dict:
         pages = sum(int(client.hget(key, "count") or 0) for key in client.scan_iter(match="bench:checks:*:meta"))
         if pages:
             per_node.append((pages, (client.info("memory")["used_memory"] - memory[id(client)]) / pages))
-    return {"per_second": 2 * checks / seconds, "redis_cpu_us_per_check": cpu / (2 * checks) * 1e6,
-            "pages_per_master": [pages for pages, _ in per_node],
-            "bytes_per_page": sum(pages * size for pages, size in per_node) / sum(pages for pages, _ in per_node)}
+    return {
+        "per_second": 2 * checks / seconds,
+        "redis_cpu_us_per_check": cpu / (2 * checks) * 1e6,
+        "pages_per_master": [pages for pages, _ in per_node],
+        "bytes_per_page": sum(pages * size for pages, size in per_node) / sum(pages for pages, _ in per_node),
+    }
 
 
-def projection(crawl_bytes_per_page: float, base_mb: float, budget_mb: float, redis_bytes: float,
-               cpu_us: float) -> list[dict]:
+def projection(
+    crawl_bytes_per_page: float, base_mb: float, budget_mb: float, redis_bytes: float, cpu_us: float
+) -> list[dict]:
     """Nodes, memory per node and crawler RSS at 10^8 and 10^9 kept pages, from the measured unit costs."""
     rows = []
     for pages in (10**8, 10**9):
         data_gb = pages * redis_bytes / 1e9
         masters = max(1, math.ceil(data_gb / (NODE_MEMORY_GB / 2)))
-        rows.append({"pages": pages, "redis_data_gb": round(data_gb), "masters": masters, "replicas": masters,
-                     "memory_per_node_gb": round(data_gb / masters, 1),
-                     "redis_cores_at_crawl_rate": round(CRAWL_RATE * cpu_us / 1e6, 2),
-                     "crawler_rss_gb": {"crawl scope": round((base_mb * 2**20 + pages * crawl_bytes_per_page) / 1e9, 1),
-                                        "site scope": round((base_mb + budget_mb) * 2**20 / 1e9, 2)}})
+        rows.append(
+            {
+                "pages": pages,
+                "redis_data_gb": round(data_gb),
+                "masters": masters,
+                "replicas": masters,
+                "memory_per_node_gb": round(data_gb / masters, 1),
+                "redis_cores_at_crawl_rate": round(CRAWL_RATE * cpu_us / 1e6, 2),
+                "crawler_rss_gb": {
+                    "crawl scope": round((base_mb * 2**20 + pages * crawl_bytes_per_page) / 1e9, 1),
+                    "site scope": round((base_mb + budget_mb) * 2**20 / 1e9, 2),
+                },
+            }
+        )
     return rows
 
 
@@ -214,61 +241,110 @@ def main() -> None:
             masters = [cluster.node(port) for port in cluster.masters()]
             seeds = ",".join(f"redis://{host}:{port}" for host, port in cluster.seeds)
             for round_ in range(args.rounds):
-                for variant in (variants if round_ % 2 == 0 else variants[::-1]):
+                for variant in variants if round_ % 2 == 0 else variants[::-1]:
                     single[0].flushall()
                     done = subprocess.run(
-                        [sys.executable, "-c", "import json, sys; from bench.scope import memory_run; "
-                         "print(json.dumps(memory_run(*json.loads(sys.argv[1]))))",
-                         json.dumps([variant, server.url, folder, args.pages, args.sites, args.active])],
-                        capture_output=True, text=True, check=True)
+                        [
+                            sys.executable,
+                            "-c",
+                            "import json, sys; from bench.scope import memory_run; "
+                            "print(json.dumps(memory_run(*json.loads(sys.argv[1]))))",
+                            json.dumps([variant, server.url, folder, args.pages, args.sites, args.active]),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    )
                     memory[variant].append(json.loads(done.stdout.splitlines()[-1]))
                     last = memory[variant][-1]
-                    print(f"round {round_}: {variant}: {last['samples'][-1][1]} MB RSS at {last['samples'][-1][0]:,} "
-                          f"pages (base {last['base_mb']} MB), {last['pages_per_second']:,} pages/s", flush=True)
-                for name, url, nodes in ((("1 node", server.url, single), ("3-master cluster", seeds, masters))
-                                         if round_ % 2 == 0 else
-                                         (("3-master cluster", seeds, masters), ("1 node", server.url, single))):
+                    print(
+                        f"round {round_}: {variant}: {last['samples'][-1][1]} MB RSS at {last['samples'][-1][0]:,} "
+                        f"pages (base {last['base_mb']} MB), {last['pages_per_second']:,} pages/s",
+                        flush=True,
+                    )
+                for name, url, nodes in (
+                    (("1 node", server.url, single), ("3-master cluster", seeds, masters))
+                    if round_ % 2 == 0
+                    else (("3-master cluster", seeds, masters), ("1 node", server.url, single))
+                ):
                     checks[name].append(check_rate(url, nodes, args.checks, round_))
-                    print(f"round {round_}: {name}: {checks[name][-1]['per_second']:,.0f} check-and-adds/s, Redis "
-                          f"{checks[name][-1]['redis_cpu_us_per_check']:.1f} µs CPU per check, "
-                          f"{checks[name][-1]['bytes_per_page']:.0f} bytes per page", flush=True)
+                    print(
+                        f"round {round_}: {name}: {checks[name][-1]['per_second']:,.0f} check-and-adds/s, Redis "
+                        f"{checks[name][-1]['redis_cpu_us_per_check']:.1f} µs CPU per check, "
+                        f"{checks[name][-1]['bytes_per_page']:.0f} bytes per page",
+                        flush=True,
+                    )
         finally:
             server.stop()
             cluster.stop()
+
     def median(rows: list[dict], field: str) -> float:
         return statistics.median(row[field] for row in rows)
 
     summary = {}
     for variant, runs in memory.items():
         at = [dict(run["samples"]) for run in runs]
-        summary[variant] = {"base_mb": median(runs, "base_mb"), "pages_per_second": median(runs, "pages_per_second"),
-                            "rss_mb": {seen: statistics.median(sample[seen] for sample in at) for seen in at[0]}}
+        summary[variant] = {
+            "base_mb": median(runs, "base_mb"),
+            "pages_per_second": median(runs, "pages_per_second"),
+            "rss_mb": {seen: statistics.median(sample[seen] for sample in at) for seen in at[0]},
+        }
     print("\n| pages seen | " + " | ".join(f"{v}: RSS MB" for v in variants) + " |\n|---|" + "---|" * len(variants))
     for seen in list(summary[variants[0]]["rss_mb"])[1::4] + [args.pages]:
         print(f"| {seen:,} | " + " | ".join(f"{summary[v]['rss_mb'][seen]:.0f}" for v in variants) + " |")
-    rates = {name: {field: median(rows, field) for field in ("per_second", "redis_cpu_us_per_check", "bytes_per_page")}
-             for name, rows in checks.items()}
-    print("\n| Redis | check-and-adds/s (2 clients) | Redis CPU µs per check | bytes per page on a master |\n|---|---|---|---|")
+    rates = {
+        name: {field: median(rows, field) for field in ("per_second", "redis_cpu_us_per_check", "bytes_per_page")}
+        for name, rows in checks.items()
+    }
+    print(
+        "\n| Redis | check-and-adds/s (2 clients) | Redis CPU µs per check | bytes per page on a master |\n|---|---|---|---|"
+    )
     for name, rate in rates.items():
-        print(f"| {name} | {rate['per_second']:,.0f} | {rate['redis_cpu_us_per_check']:.1f} | {rate['bytes_per_page']:.0f} |")
+        print(
+            f"| {name} | {rate['per_second']:,.0f} | {rate['redis_cpu_us_per_check']:.1f} | {rate['bytes_per_page']:.0f} |"
+        )
     ratio = rates["3-master cluster"]["per_second"] / rates["1 node"]["per_second"]
     print(f"cluster / 1 node: {ratio:.2f}x check-and-adds per second (clients and nodes share 2 cores)")
     crawl = summary["redis, crawl scope"]
     grown = (crawl["rss_mb"][args.pages] - crawl["base_mb"]) * 2**20 / args.pages
-    projected = projection(grown, summary["redis, site scope"]["base_mb"], DedupSettings().memory_mb,
-                           rates["3-master cluster"]["bytes_per_page"], rates["3-master cluster"]["redis_cpu_us_per_check"])
-    print(f"\nprojection ({NODE_MEMORY_GB} GB nodes holding at most half in data; Redis cores at {CRAWL_RATE:,} pages/s):")
-    print("| kept pages | Redis data | masters (+ as many replicas) | data per node | Redis cores | crawler RSS, crawl scope | site scope |\n|---|---|---|---|---|---|---|")
+    projected = projection(
+        grown,
+        summary["redis, site scope"]["base_mb"],
+        DedupSettings().memory_mb,
+        rates["3-master cluster"]["bytes_per_page"],
+        rates["3-master cluster"]["redis_cpu_us_per_check"],
+    )
+    print(
+        f"\nprojection ({NODE_MEMORY_GB} GB nodes holding at most half in data; Redis cores at {CRAWL_RATE:,} pages/s):"
+    )
+    print(
+        "| kept pages | Redis data | masters (+ as many replicas) | data per node | Redis cores | crawler RSS, crawl scope | site scope |\n|---|---|---|---|---|---|---|"
+    )
     for row in projected:
-        print(f"| {row['pages']:.0e} | {row['redis_data_gb']} GB | {row['masters']} | {row['memory_per_node_gb']} GB | "
-              f"{row['redis_cores_at_crawl_rate']} | {row['crawler_rss_gb']['crawl scope']} GB | "
-              f"{row['crawler_rss_gb']['site scope']} GB |")
+        print(
+            f"| {row['pages']:.0e} | {row['redis_data_gb']} GB | {row['masters']} | {row['memory_per_node_gb']} GB | "
+            f"{row['redis_cores_at_crawl_rate']} | {row['crawler_rss_gb']['crawl scope']} GB | "
+            f"{row['crawler_rss_gb']['site scope']} GB |"
+        )
     command = command_line("bench.scope")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"pages": args.pages, "sites": args.sites, "active": args.active,
-                                    "memory": memory, "summary": summary, "checks": checks, "rates": rates,
-                                    "crawl_scope_bytes_per_page": round(grown, 1), "projection": projected,
-                                    "command": command}, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "pages": args.pages,
+                "sites": args.sites,
+                "active": args.active,
+                "memory": memory,
+                "summary": summary,
+                "checks": checks,
+                "rates": rates,
+                "crawl_scope_bytes_per_page": round(grown, 1),
+                "projection": projected,
+                "command": command,
+            },
+            indent=1,
+        )
+    )
     print(f"written {args.out}; reproduce with: {command}")
 
 

@@ -33,8 +33,8 @@ import numpy as np
 from bench import command_line
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_inputs, write_warc
-from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
+from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.spark import JobOptions, Jvm, run, session
 from scrapy_simhash_dedup.spark.candidates import fingerprint_of
 from scrapy_simhash_dedup.stores.memory import MemoryStore
@@ -70,7 +70,9 @@ def nodes_of(archive: Path) -> list:
     for rank, page in enumerate(read_inputs([archive])):
         fingerprint = fingerprinter.fingerprint(page.html, page.url, page.content_type)
         if fingerprint.content is not None:
-            nodes.append((rank, page.url, fingerprint.content, fingerprint.structure, fingerprint.short, fingerprint.sketch))
+            nodes.append(
+                (rank, page.url, fingerprint.content, fingerprint.structure, fingerprint.short, fingerprint.sketch)
+            )
     return nodes
 
 
@@ -108,15 +110,24 @@ def projection(units: dict, shard_sizes: list[int], cost: dict[int, tuple[float,
             query, memory, build = cost[shard]
             tasks = shards * (shards + 1) // 2
             queries_per_page = (shards + 1) / 2  # a page asks every shard up to its own
-            rows.append({
-                "pages": pages, "shard_pages": shard, "shards": shards, "tasks": tasks,
-                "fingerprint_core_hours": pages * units["fingerprint_cpu_per_page"] / 3600,
-                "candidate_core_hours": (pages * (queries_per_page * query + units["candidate_cpu_per_page"])
-                                         + tasks * shard * build) / 3600,
-                "shuffle_bytes": pages * units["shuffle_bytes_per_page"],
-                "shard_bytes_shipped": pages * (shards + 1) * units["node_bytes"],  # a shard goes to shards + 1 tasks
-                "task_memory_bytes": shard * memory * 2,  # the store of one shard and the later shard's pages
-            })
+            rows.append(
+                {
+                    "pages": pages,
+                    "shard_pages": shard,
+                    "shards": shards,
+                    "tasks": tasks,
+                    "fingerprint_core_hours": pages * units["fingerprint_cpu_per_page"] / 3600,
+                    "candidate_core_hours": (
+                        pages * (queries_per_page * query + units["candidate_cpu_per_page"]) + tasks * shard * build
+                    )
+                    / 3600,
+                    "shuffle_bytes": pages * units["shuffle_bytes_per_page"],
+                    "shard_bytes_shipped": pages
+                    * (shards + 1)
+                    * units["node_bytes"],  # a shard goes to shards + 1 tasks
+                    "task_memory_bytes": shard * memory * 2,  # the store of one shard and the later shard's pages
+                }
+            )
     return rows
 
 
@@ -130,8 +141,13 @@ def main() -> None:
     shard_sizes = [int(size) for size in options.shard_sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "pages.warc.gz"
-        write_warc(archive, ((f"https://shared.test/{n}/{name.replace('!', '/')}", body, "text/html")
-                             for n, (name, body) in enumerate(islice(shared_pages(options.data), options.pages))))
+        write_warc(
+            archive,
+            (
+                (f"https://shared.test/{n}/{name.replace('!', '/')}", body, "text/html")
+                for n, (name, body) in enumerate(islice(shared_pages(options.data), options.pages))
+            ),
+        )
         started = time.perf_counter()
         spark = session(cores=2, jvm=Jvm("local[2]", ui=True))  # its REST API gives the stages' shuffle bytes
         start_seconds = time.perf_counter() - started
@@ -169,8 +185,10 @@ def main() -> None:
     cost = {size: query_cost(size, queries, nodes[0]) for size in shard_sizes}
     rows = projection(units, shard_sizes, cost)
 
-    print(f"{pages:,} pages, median of {options.rounds} interleaved rounds (Spark session start {start_seconds:.1f} s, "
-          f"its first run {cold_seconds:.1f} s, not counted)\n")
+    print(
+        f"{pages:,} pages, median of {options.rounds} interleaved rounds (Spark session start {start_seconds:.1f} s, "
+        f"its first run {cold_seconds:.1f} s, not counted)\n"
+    )
     print("| variant | pages/s |\n|---|---|")
     for name, rate in rates.items():
         print(f"| {name} | {rate:,.0f} |")
@@ -178,29 +196,51 @@ def main() -> None:
     print(f"phases of the last run (s): {result.seconds}")
     print("\n| unit cost | measured |\n|---|---|")
     print(f"| fingerprint CPU per page | {units['fingerprint_cpu_per_page'] * 1e3:.2f} ms |")
-    print(f"| candidate-stage CPU per page (one shard of {result.work['compared']:,}) | {units['candidate_cpu_per_page'] * 1e3:.3f} ms |")
+    print(
+        f"| candidate-stage CPU per page (one shard of {result.work['compared']:,}) | {units['candidate_cpu_per_page'] * 1e3:.3f} ms |"
+    )
     print(f"| shuffle bytes per page | {units['shuffle_bytes_per_page']:,.0f} |")
     print(f"| a page in a shard, pickled | {units['node_bytes']:,.0f} bytes |")
     print(f"| candidate pairs per page | {units['candidate_pairs_per_page']:.2f} |")
     print(f"| rounds of joins, none on the driver | {units['rounds_without_driver']} |")
     for size, (query, memory, build) in cost.items():
-        print(f"| a query in a shard of {size:,} pages | {query * 1e6:,.0f} µs (the shard: {memory:,.0f} bytes a page "
-              f"in memory, built in {build * 1e6:.1f} µs a page) |")
-    print("\n| pages | shard | shards | tasks | fingerprints (core-h) | candidates (core-h) | shuffled | shards shipped | a task's memory |")
+        print(
+            f"| a query in a shard of {size:,} pages | {query * 1e6:,.0f} µs (the shard: {memory:,.0f} bytes a page "
+            f"in memory, built in {build * 1e6:.1f} µs a page) |"
+        )
+    print(
+        "\n| pages | shard | shards | tasks | fingerprints (core-h) | candidates (core-h) | shuffled | shards shipped | a task's memory |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['pages']:.0e} | {row['shard_pages']:,} | {row['shards']:,} | {row['tasks']:,} | "
-              f"{row['fingerprint_core_hours']:,.0f} | {row['candidate_core_hours']:,.0f} | {row['shuffle_bytes'] / 1e12:.1f} TB | "
-              f"{row['shard_bytes_shipped'] / 1e12:,.1f} TB | {row['task_memory_bytes'] / 1e9:.1f} GB |")
+        print(
+            f"| {row['pages']:.0e} | {row['shard_pages']:,} | {row['shards']:,} | {row['tasks']:,} | "
+            f"{row['fingerprint_core_hours']:,.0f} | {row['candidate_core_hours']:,.0f} | {row['shuffle_bytes'] / 1e12:.1f} TB | "
+            f"{row['shard_bytes_shipped'] / 1e12:,.1f} TB | {row['task_memory_bytes'] / 1e9:.1f} GB |"
+        )
     command = command_line("bench.spark")
     print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({
-        "pages": pages, "rounds": options.rounds, "pages_per_second": rates, "spark_over_dedup": ratio,
-        "seconds": seconds, "session_start_seconds": start_seconds, "first_run_seconds": cold_seconds,
-        "phases_of_last_run": result.seconds, "work": result.work, "units": units,
-        "query_seconds_and_bytes_per_page": {str(size): value for size, value in cost.items()},
-        "projection": rows, "command": command}, indent=1))
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "pages": pages,
+                "rounds": options.rounds,
+                "pages_per_second": rates,
+                "spark_over_dedup": ratio,
+                "seconds": seconds,
+                "session_start_seconds": start_seconds,
+                "first_run_seconds": cold_seconds,
+                "phases_of_last_run": result.seconds,
+                "work": result.work,
+                "units": units,
+                "query_seconds_and_bytes_per_page": {str(size): value for size, value in cost.items()},
+                "projection": rows,
+                "command": command,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,15 +33,18 @@ RESULTS = Path(__file__).parent / "results" / "spark_command.json"
 
 def archive(path: Path, copies: int, data: Path) -> int:
     """The shared pages, ``copies`` times (the first as they are, the rest edited); how many pages."""
-    pages = [(f"https://shared.test/{n}/{name.replace('!', '/')}", body) for n, (name, body) in
-             enumerate(shared_pages(data))]
+    pages = [
+        (f"https://shared.test/{n}/{name.replace('!', '/')}", body) for n, (name, body) in enumerate(shared_pages(data))
+    ]
 
     def records():
         for copy in range(copies):
             for n, (url, body) in enumerate(pages):
                 if copy:
-                    url, body = f"{url}?crawl={copy}", body.replace(
-                        b"</body>", f"<p>Seen again in crawl {copy}, page {n}.</p></body>".encode(), 1)
+                    url, body = (
+                        f"{url}?crawl={copy}",
+                        body.replace(b"</body>", f"<p>Seen again in crawl {copy}, page {n}.</p></body>".encode(), 1),
+                    )
                 yield url, body, "text/html"
 
     write_warc(path, records())
@@ -69,8 +72,16 @@ def main() -> None:
         out = Path(tmp) / "out"
         variants = {
             "spark, local[2]": lambda warc: [tool, "spark", str(warc), "-o", str(out), "--master", "local[2]"],
-            "dedup, 2 workers": lambda warc: [tool, "dedup", "--no-progress", "--workers", "2", str(warc),
-                                              "-o", str(out / "kept.jsonl")],
+            "dedup, 2 workers": lambda warc: [
+                tool,
+                "dedup",
+                "--no-progress",
+                "--workers",
+                "2",
+                str(warc),
+                "-o",
+                str(out / "kept.jsonl"),
+            ],
         }
         first_run = None
         for copies in (1, options.copies):
@@ -78,7 +89,7 @@ def main() -> None:
             pages = archive(warc, copies, options.data)
             seconds: dict[str, list[float]] = {name: [] for name in variants}
             job: list[float] = []  # Spark's job alone (its phases)
-            for round_ in range(options.rounds + (first_run is None)):
+            for _ in range(options.rounds + (first_run is None)):
                 for name, command in variants.items():
                     shutil.rmtree(out, ignore_errors=True)
                     if name.startswith("dedup"):
@@ -91,22 +102,38 @@ def main() -> None:
                     if name.startswith("spark"):
                         job.append(sum(json.loads((out / "run.json").read_text())["seconds"].values()))
             rates = {name: pages / statistics.median(values) for name, values in seconds.items()}
-            rows.append({"pages": pages, "seconds": seconds, "pages_per_second": rates,
-                         "spark_over_dedup": rates["spark, local[2]"] / rates["dedup, 2 workers"],
-                         "job_seconds": job, "job_pages_per_second": pages / statistics.median(job)})
+            rows.append(
+                {
+                    "pages": pages,
+                    "seconds": seconds,
+                    "pages_per_second": rates,
+                    "spark_over_dedup": rates["spark, local[2]"] / rates["dedup, 2 workers"],
+                    "job_seconds": job,
+                    "job_pages_per_second": pages / statistics.median(job),
+                }
+            )
             print(json.dumps(rows[-1]), file=sys.stderr)
-    print(f"\nmedians of {options.rounds} interleaved rounds, each command in its own process, start-up included "
-          f"(Spark's first run, which saves Java's classes: {first_run:.1f} s, not counted)\n")
-    print("| pages | spark, local[2] | its job without start-up | dedup, 2 workers | spark / dedup |\n"
-          "|---|---|---|---|---|")
+    print(
+        f"\nmedians of {options.rounds} interleaved rounds, each command in its own process, start-up included "
+        f"(Spark's first run, which saves Java's classes: {first_run:.1f} s, not counted)\n"
+    )
+    print(
+        "| pages | spark, local[2] | its job without start-up | dedup, 2 workers | spark / dedup |\n"
+        "|---|---|---|---|---|"
+    )
     for row in rows:
         rates = row["pages_per_second"]
-        print(f"| {row['pages']:,} | {rates['spark, local[2]']:,.0f} pages/s | {row['job_pages_per_second']:,.0f} pages/s | "
-              f"{rates['dedup, 2 workers']:,.0f} pages/s | {row['spark_over_dedup']:.2f}x |")
+        print(
+            f"| {row['pages']:,} | {rates['spark, local[2]']:,.0f} pages/s | {row['job_pages_per_second']:,.0f} pages/s | "
+            f"{rates['dedup, 2 workers']:,.0f} pages/s | {row['spark_over_dedup']:.2f}x |"
+        )
     command = command_line("bench.spark_command")
     print(f"\nreproduce with: {command}")
-    RESULTS.write_text(json.dumps({"rows": rows, "rounds": options.rounds, "first_spark_run_seconds": first_run,
-                                   "command": command}, indent=1))
+    RESULTS.write_text(
+        json.dumps(
+            {"rows": rows, "rounds": options.rounds, "first_spark_run_seconds": first_run, "command": command}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

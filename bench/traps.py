@@ -49,15 +49,15 @@ from bench import command_line
 from crawler.local_site import serve_directory
 from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_html
-from scrapy_simhash_dedup.fingerprint.sketch import written_in
-from scrapy_simhash_dedup.guards.canonical import LANGUAGE_CODES
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter, comparable
+from scrapy_simhash_dedup.fingerprint.sketch import written_in
+from scrapy_simhash_dedup.guards.canonical import LANGUAGE_CODES
 from scrapy_simhash_dedup.matching.policy import Policy, dropped
-from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.matching.urlrules import host_key, split
 from scrapy_simhash_dedup.report.aliases import canonical_names
 from scrapy_simhash_dedup.report.log import load_log
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = Path(__file__).parent / "results" / "traps.json"
@@ -79,10 +79,17 @@ def crawl(url: str, settings: dict[str, Any], cap: int, hosts: str = "") -> dict
     stats and kept pages (url, html)."""
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "result.json"
-        config = {"url": url, "cap": cap, "hosts": hosts,
-                  "settings": {"SIMHASH_DEDUP_PATH": str(Path(tmp) / "seen.sqlite"), **settings}}
-        subprocess.run([sys.executable, "-m", "bench.traps", "--one", json.dumps(config), str(result)],
-                       check=True, cwd=Path(__file__).parents[1])
+        config = {
+            "url": url,
+            "cap": cap,
+            "hosts": hosts,
+            "settings": {"SIMHASH_DEDUP_PATH": str(Path(tmp) / "seen.sqlite"), **settings},
+        }
+        subprocess.run(
+            [sys.executable, "-m", "bench.traps", "--one", json.dumps(config), str(result)],
+            check=True,
+            cwd=Path(__file__).parents[1],
+        )
         return json.loads(result.read_text())
 
 
@@ -98,10 +105,19 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
 
     warnings.filterwarnings("error", category=ScrapyDeprecationWarning)  # as in the tests
     settings = get_project_settings()
-    settings.setdict({**LOCAL_CRAWL, "CONCURRENT_REQUESTS": 8, "CLOSESPIDER_PAGECOUNT": config["cap"], **BREADTH_FIRST,
-                      "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
-                      "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
-                      "LOG_LEVEL": "ERROR", **config["settings"]}, priority="cmdline")
+    settings.setdict(
+        {
+            **LOCAL_CRAWL,
+            "CONCURRENT_REQUESTS": 8,
+            "CLOSESPIDER_PAGECOUNT": config["cap"],
+            **BREADTH_FIRST,
+            "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
+            "SIMHASH_DEDUP_RESET": False,  # the demo's setting; a resumed crawl here goes on from its store
+            "LOG_LEVEL": "ERROR",
+            **config["settings"],
+        },
+        priority="cmdline",
+    )
     kept: list[tuple[str, str]] = []
     canonical: list[str | None] = []  # the kept items' canonical URLs
     process = CrawlerProcess(settings)
@@ -118,9 +134,17 @@ def crawl_here(config: dict[str, Any], result: Path) -> None:
     settings = config["settings"]
     store = settings.get("SIMHASH_DEDUP_REDIS_URL") or settings["SIMHASH_DEDUP_PATH"]
     exported = canonical_names(load_log(store, settings.get("SIMHASH_DEDUP_REDIS_KEY", "simhash_dedup")).names())
-    result.write_text(json.dumps({"stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
-                                  "kept": kept, "canonical": canonical,
-                                  "exported": [exported.get(url, url) for url, _ in kept]}, default=str))
+    result.write_text(
+        json.dumps(
+            {
+                "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
+                "kept": kept,
+                "canonical": canonical,
+                "exported": [exported.get(url, url) for url, _ in kept],
+            },
+            default=str,
+        )
+    )
 
 
 def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[str]:
@@ -158,15 +182,19 @@ def in_its_language_folder(root: Path, base_url: str, url: str, html: str) -> st
     written = written_in(Fingerprinter().fingerprint(html, url).sketch)
     if len(written) != 1 or not rest:
         return declared_or_own(url, html)
-    own = [path.name for path in root.iterdir() if LANGUAGE_CODES.get(path.name[:2].lower()) == written[0]
-           and (path / rest).is_file()]
+    own = [
+        path.name
+        for path in root.iterdir()
+        if LANGUAGE_CODES.get(path.name[:2].lower()) == written[0] and (path / rest).is_file()
+    ]
     if folder in own or not own:
         return declared_or_own(url, html)
     return f"{base_url.rstrip('/')}/{own[0]}/{rest}" if len(own) == 1 else None
 
 
-def named_right(kept: list[tuple[str, str]], canonical: list[str | None],
-                truth: Callable[[str, str], str | None]) -> tuple[int, int]:
+def named_right(
+    kept: list[tuple[str, str]], canonical: list[str | None], truth: Callable[[str, str], str | None]
+) -> tuple[int, int]:
     """Of the kept pages ``truth`` knows the canonical URL of, how many carry it (``canonical_url``), and how many
     there are."""
     known = [(name, truth(url, html)) for (url, html), name in zip(kept, canonical)]
@@ -174,8 +202,14 @@ def named_right(kept: list[tuple[str, str]], canonical: list[str | None],
     return sum(name == true for name, true in known), len(known)
 
 
-def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: int,
-             truth: Callable[[str, str], str | None] = declared_or_own, hosts: str = "") -> list[dict[str, Any]]:
+def run_site(
+    name: str,
+    url: str,
+    own_pages: list[tuple[str, str]] | None,
+    cap: int,
+    truth: Callable[[str, str], str | None] = declared_or_own,
+    hosts: str = "",
+) -> list[dict[str, Any]]:
     """Every variant's crawl of one site; ``truth``: a kept page's true canonical URL (None: not counted)."""
     rows = []
     for variant, settings in VARIANTS.items():
@@ -185,19 +219,22 @@ def run_site(name: str, url: str, own_pages: list[tuple[str, str]] | None, cap: 
             own_pages = outcome["kept"]
         right, counted = named_right(outcome["kept"], outcome["canonical"], truth)
         exported_right, _ = named_right(outcome["kept"], outcome["exported"], truth)
-        rows.append({
-            "site": name, "variant": variant,
-            "requests": stats.get("downloader/request_count", 0),
-            "kept": stats.get("simhash_dedup/items_kept", 0),
-            "ended on its own": stats.get("finish_reason") == "finished",
-            "unique lost": len(lost(own_pages, outcome["kept"])),
-            "links skipped": stats.get("simhash_dedup/links_skipped", 0),
-            "requests skipped": stats.get("simhash_dedup/requests_skipped", 0),
-            "rules": stats.get("simhash_dedup/rules", 0),
-            "true canonical": f"{right} of {counted}",
-            "true canonical, exported": f"{exported_right} of {counted}",
-            "renamed": stats.get("simhash_dedup/canonical/renamed", 0),
-        })
+        rows.append(
+            {
+                "site": name,
+                "variant": variant,
+                "requests": stats.get("downloader/request_count", 0),
+                "kept": stats.get("simhash_dedup/items_kept", 0),
+                "ended on its own": stats.get("finish_reason") == "finished",
+                "unique lost": len(lost(own_pages, outcome["kept"])),
+                "links skipped": stats.get("simhash_dedup/links_skipped", 0),
+                "requests skipped": stats.get("simhash_dedup/requests_skipped", 0),
+                "rules": stats.get("simhash_dedup/rules", 0),
+                "true canonical": f"{right} of {counted}",
+                "true canonical, exported": f"{exported_right} of {counted}",
+                "renamed": stats.get("simhash_dedup/canonical/renamed", 0),
+            }
+        )
         print(json.dumps(rows[-1]), file=sys.stderr)
     return rows
 
@@ -213,12 +250,15 @@ def main() -> None:
     if options.one:
         crawl_here(json.loads(options.one[0]), Path(options.one[1]))
         return
-    articles = articles_from_html((body for _, body in shared_pages(options.data)),
-                                  max(options.articles, options.alias_articles))
+    articles = articles_from_html(
+        (body for _, body in shared_pages(options.data)), max(options.articles, options.alias_articles)
+    )
     rows = []
-    for name, count, alias_host, calendar in (("trap site", options.articles, False, "query"),
-                                              ("trap site, calendar in path", options.articles, False, "path"),
-                                              ("trap site, alias host", options.alias_articles, True, "query")):
+    for name, count, alias_host, calendar in (
+        ("trap site", options.articles, False, "query"),
+        ("trap site, calendar in path", options.articles, False, "path"),
+        ("trap site, alias host", options.alias_articles, True, "query"),
+    ):
         with serve_trap_site(articles[:count], alias_host, calendar) as (base_url, site):
             own = [(base_url + path, site.page(path)) for path in site.unique_paths()]
 
@@ -228,25 +268,44 @@ def main() -> None:
                 path = site.canonical_path(parts._replace(scheme="", netloc="").geturl())
                 return base_url + path if path is not None and path.startswith("/article/") else None
 
-            rows += run_site(name, base_url + "/", own, options.cap, article_address,
-                             hosts=split(site.alias).netloc if site.alias else "")
+            rows += run_site(
+                name,
+                base_url + "/",
+                own,
+                options.cap,
+                article_address,
+                hosts=split(site.alias).netloc if site.alias else "",
+            )
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(DEMO_SITE) as archive:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
-            rows += run_site("demo site", base_url, None, cap=0,  # no trap: no cap
-                             truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url))
+            rows += run_site(
+                "demo site",
+                base_url,
+                None,
+                cap=0,  # no trap: no cap
+                truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url),
+            )
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(next((options.data / "debian-handbook-site").glob("*.tar.xz"))) as archive:
             archive.extractall(tmp, filter="data")
         with serve_directory(Path(tmp) / "html") as base_url:
-            rows += run_site("handbook, 26 languages", base_url, None, cap=0,
-                             truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url))
+            rows += run_site(
+                "handbook, 26 languages",
+                base_url,
+                None,
+                cap=0,
+                truth=functools.partial(in_its_language_folder, Path(tmp) / "html", base_url),
+            )
     columns = list(rows[0])
     print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
     for row in rows:
-        print("| " + " | ".join(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
-                                for v in row.values()) + " |")
+        print(
+            "| "
+            + " | ".join(f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v) for v in row.values())
+            + " |"
+        )
     base = {row["site"]: row["requests"] for row in rows if row["variant"] == "no guard"}
     for row in rows:
         if row["variant"] != "no guard":
@@ -255,8 +314,9 @@ def main() -> None:
     command = command_line("bench.traps")
     print(f"\nreproduce with: {command}")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"rows": rows, "articles": len(articles), "cap": options.cap,
-                                   "command": command}, indent=1))
+    RESULTS.write_text(
+        json.dumps({"rows": rows, "articles": len(articles), "cap": options.cap, "command": command}, indent=1)
+    )
 
 
 if __name__ == "__main__":

@@ -90,8 +90,10 @@ def print_summary(stats: dict[str, Any], dropped: list[tuple[str, Any]], base_ur
     print("\ndropped page -> the kept page it duplicates (content distance, similarity, structure distance):")
     for url, match in sorted(dropped):
         similarity = "n/a" if match.similarity is None else f"{match.similarity:.2f}"
-        print(f"  {short(url):45} -> {short(match.url):45} "
-              f"({match.content_distance}, {similarity}, {match.structure_distance})")
+        print(
+            f"  {short(url):45} -> {short(match.url):45} "
+            f"({match.content_distance}, {similarity}, {match.structure_distance})"
+        )
 
 
 if __name__ == "__main__":

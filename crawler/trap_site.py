@@ -47,8 +47,20 @@ VIEWS = ("list", "grid")
 CANONICAL_KINDS = ("right",) * 7 + ("echo",) * 2 + ("none",)
 #: With an alias host: every this many articles of the list are linked on it.
 ALIAS_EVERY = 3
-MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-               "November", "December")
+MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 def articles_from_html(pages: Iterator[bytes | str], wanted: int, min_words: int = 150) -> list[Article]:
@@ -79,7 +91,7 @@ class TrapSite:
         """The last ``len(EVENT_MONTHS)`` articles are the events' texts, not served as articles.  ``main`` and
         ``alias``: the site's base URL and its other name's (none: relative links only); ``calendar``: the
         calendar's month in the ``"query"`` or in the ``"path"``."""
-        self.articles, self.events = articles[: -len(EVENT_MONTHS)], articles[-len(EVENT_MONTHS):]
+        self.articles, self.events = articles[: -len(EVENT_MONTHS)], articles[-len(EVENT_MONTHS) :]
         self.main, self.alias, self.calendar = main, alias, calendar
 
     def month_path(self, month: str) -> str:
@@ -87,8 +99,12 @@ class TrapSite:
         return f"/calendar?month={month}" if self.calendar == "query" else f"/events/{month.replace('-', '/')}/"
 
     def unique_paths(self) -> list[str]:
-        return ["/", "/articles", *(self.month_path(m) for m in EVENT_MONTHS),
-                *(f"/article/{n}" for n in range(len(self.articles)))]
+        return [
+            "/",
+            "/articles",
+            *(self.month_path(m) for m in EVENT_MONTHS),
+            *(f"/article/{n}" for n in range(len(self.articles))),
+        ]
 
     def page(self, target: str) -> str | None:
         """The HTML for a request target, or None (404)."""
@@ -121,8 +137,14 @@ class TrapSite:
         """The month a calendar page shows (``YYYY-MM``), None for any other page."""
         if self.calendar == "query" and segments == ["calendar"]:
             return query.get("month", "2026-01")
-        if (self.calendar == "path" and len(segments) == 3 and segments[0] == "events"
-                and segments[1].isdigit() and segments[2].isdigit() and 1 <= int(segments[2]) <= 12):
+        if (
+            self.calendar == "path"
+            and len(segments) == 3
+            and segments[0] == "events"
+            and segments[1].isdigit()
+            and segments[2].isdigit()
+            and 1 <= int(segments[2]) <= 12
+        ):
             return f"{segments[1]}-{segments[2]}"
         return None
 
@@ -144,32 +166,50 @@ class TrapSite:
             head += f'<link rel="canonical" href="{html.escape(canonical)}">'
         if plain:
             return f"<html><head>{head}</head><body>{body}</body></html>"
-        nav = ('<nav><a href="/">Home</a> <a href="/articles">All articles</a> '
-               f'<a href="{self.month_path("2026-01")}">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>')
-        return (f"<html><head>{head}</head><body><header>{nav}</header>"
-                f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>")
+        nav = (
+            '<nav><a href="/">Home</a> <a href="/articles">All articles</a> '
+            f'<a href="{self.month_path("2026-01")}">Events</a> <a href="/mirror{html.escape(here)}">Mirror</a></nav>'
+        )
+        return (
+            f"<html><head>{head}</head><body><header>{nav}</header>"
+            f"<main>{body}</main><footer><p>A site for crawler tests.</p></footer></body></html>"
+        )
 
     def _on_alias(self, linked_there: bool) -> str:
         """The base of a link: the alias host's for the links that lead there, else none (relative)."""
         return self.alias if linked_there else ""
 
     def _home(self, here: str) -> str:
-        links = "".join(f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
-                        for n, (t, _) in enumerate(self.articles[:10]))
-        return self._frame("Home", f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
-                                   '<p><a href="/articles?sort=date">Newest first</a></p><p>Coming up: ' +
-                           " ".join(f'<a href="{self.month_path(m)}">{m}</a>' for m in EVENT_MONTHS) + "</p>", here,
-                           canonical="/")
+        links = "".join(
+            f'<li><a href="/article/{n}?utm_source=home&amp;utm_medium=web">{html.escape(t)}</a></li>'
+            for n, (t, _) in enumerate(self.articles[:10])
+        )
+        return self._frame(
+            "Home",
+            f"<h1>Welcome</h1><p>The newest articles of this site.</p><ul>{links}</ul>"
+            '<p><a href="/articles?sort=date">Newest first</a></p><p>Coming up: '
+            + " ".join(f'<a href="{self.month_path(m)}">{m}</a>' for m in EVENT_MONTHS)
+            + "</p>",
+            here,
+            canonical="/",
+        )
 
     def _list(self, sort: str, view: str, here: str) -> str:
         order = sorted(range(len(self.articles)), key=lambda n: xxhash.xxh32_intdigest(f"{sort}{n}".encode()))
         tag = "ul" if view == "list" else "div"
-        items = "".join(f'<li><a href="{self._on_alias(n % ALIAS_EVERY == 0)}/article/{n}">'
-                        f'{html.escape(self.articles[n][0])}</a></li>' for n in order)
+        items = "".join(
+            f'<li><a href="{self._on_alias(n % ALIAS_EVERY == 0)}/article/{n}">'
+            f"{html.escape(self.articles[n][0])}</a></li>"
+            for n in order
+        )
         sorts = " ".join(f'<a href="/articles?sort={s}&amp;view={view}">{s}</a>' for s in SORTS)
         views = " ".join(f'<a href="/articles?sort={sort}&amp;view={v}">{v}</a>' for v in VIEWS)
-        return self._frame("All articles", f"<h1>All articles</h1><p>Sort by {sorts}; show as {views}.</p>"
-                                           f"<{tag}>{items}</{tag}>", here, canonical="/articles")
+        return self._frame(
+            "All articles",
+            f"<h1>All articles</h1><p>Sort by {sorts}; show as {views}.</p><{tag}>{items}</{tag}>",
+            here,
+            canonical="/articles",
+        )
 
     def _calendar(self, month: str, here: str) -> str:
         try:
@@ -180,42 +220,60 @@ class TrapSite:
         after = f"{year + (number == 12)}-{1 if number == 12 else number + 1:02d}"
         if month in EVENT_MONTHS:  # a reading: a text of its own
             title, paragraphs = self.events[EVENT_MONTHS.index(month)]
-            events = f"<h2>Reading: {html.escape(title)}</h2>" + "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs[:4])
+            events = f"<h2>Reading: {html.escape(title)}</h2>" + "".join(
+                f"<p>{html.escape(p)}</p>" for p in paragraphs[:4]
+            )
         else:
-            events = ("<p>There are no events planned for this month. Come back later to see what is on, or "
-                      "browse the articles.</p>")
+            events = (
+                "<p>There are no events planned for this month. Come back later to see what is on, or "
+                "browse the articles.</p>"
+            )
         # the query calendar reads "Events" every month; the path calendar names its month, as many real ones do
         named = "" if self.calendar == "query" else f" in {MONTH_NAMES[number - 1]} {year}"
-        return self._frame(f"Events{named}", f"<h1>Events{named}</h1>{events}"
-                                             f'<p><a href="{self.month_path(before)}">Earlier</a> '
-                                             f'<a href="{self.month_path(after)}">Later</a></p>', here)
+        return self._frame(
+            f"Events{named}",
+            f"<h1>Events{named}</h1>{events}"
+            f'<p><a href="{self.month_path(before)}">Earlier</a> '
+            f'<a href="{self.month_path(after)}">Later</a></p>',
+            here,
+        )
 
     def _article(self, number: int, printed: bool, target: str, here: str) -> str:
         title, paragraphs = self.articles[number]
         text = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
-        canonical = {"right": f"{self.main}/article/{number}", "echo": target, "none": None}[CANONICAL_KINDS[number % 10]]
+        canonical = {"right": f"{self.main}/article/{number}", "echo": target, "none": None}[
+            CANONICAL_KINDS[number % 10]
+        ]
         if printed:
             return self._frame(title, f"<h1>{html.escape(title)}</h1>{text}", here, plain=True, canonical=canonical)
         sid = xxhash.xxh32_hexdigest(target.encode())  # a "session" per page view: every link differs
-        neighbours = "".join(f'<a href="{self._on_alias(n > number and number % 2 == 1)}/article/{n}?sid={sid}">'
-                             f'{"Previous" if n < number else "Next"}</a> '
-                             for n in (number - 1, number + 1) if 0 <= n < len(self.articles))
-        return self._frame(title, f"<article><h1>{html.escape(title)}</h1>{text}</article>"
-                                  f'<p>{neighbours}<a href="/print/article/{number}">Print</a> '
-                                  f'<a href="/article/{number}?utm_source=share&amp;utm_medium=email">Share</a></p>', here,
-                           canonical=canonical)
+        neighbours = "".join(
+            f'<a href="{self._on_alias(n > number and number % 2 == 1)}/article/{n}?sid={sid}">'
+            f"{'Previous' if n < number else 'Next'}</a> "
+            for n in (number - 1, number + 1)
+            if 0 <= n < len(self.articles)
+        )
+        return self._frame(
+            title,
+            f"<article><h1>{html.escape(title)}</h1>{text}</article>"
+            f'<p>{neighbours}<a href="/print/article/{number}">Print</a> '
+            f'<a href="/article/{number}?utm_source=share&amp;utm_medium=email">Share</a></p>',
+            here,
+            canonical=canonical,
+        )
 
 
 @contextmanager
-def serve_trap_site(articles: list[Article], alias_host: bool = False,
-                    calendar: str = "query") -> Iterator[tuple[str, TrapSite]]:
+def serve_trap_site(
+    articles: list[Article], alias_host: bool = False, calendar: str = "query"
+) -> Iterator[tuple[str, TrapSite]]:
     """Serve the site on 127.0.0.1 (a free port) until the block ends; its base URL and pages.  With
     ``alias_host``, the site is ``http://localhost:PORT`` and ``http://127.0.0.1:PORT`` its other name;
     ``calendar``: the calendar's month in the query or in the path (``TrapSite``)."""
     site = TrapSite(articles, calendar=calendar)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             page = site.page(self.path)
             body = (page or "<html><body><p>Not found</p></body></html>").encode()
             self.send_response(200 if page else 404)
@@ -224,7 +282,7 @@ def serve_trap_site(articles: list[Article], alias_host: bool = False,
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -26,8 +26,8 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .crawl.addon import SimhashDedupAddon
-    from .crawl.middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMiddleware
     from .crawl.items import SimhashDuplicate, SimhashUnchecked
+    from .crawl.middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMiddleware
     from .crawl.pipeline import SimhashDedupPipeline
 
 _MODULES = {

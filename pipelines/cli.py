@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .extras import require
-from .output import Output
 from .fingerprint.fingerprinter import SCHEME_VERSION
+from .output import Output
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -44,30 +44,46 @@ class SettingOption:
 
 #: Options that set a pipeline setting (the defaults are the pipeline's, shown by --help).
 SETTING_OPTIONS: dict[str, SettingOption] = {
-    "mode": SettingOption("SIMHASH_DEDUP_MODE", str, "which fingerprints must be near",
-                          ("content", "both", "structure", "either")),
+    "mode": SettingOption(
+        "SIMHASH_DEDUP_MODE", str, "which fingerprints must be near", ("content", "both", "structure", "either")
+    ),
     "content_distance": SettingOption("SIMHASH_DEDUP_CONTENT_DISTANCE", int, "largest content distance (0-64 bits)"),
-    "min_similarity": SettingOption("SIMHASH_DEDUP_MIN_SIMILARITY", float,
-                                    "smallest sketch similarity of a content match (-1 to 1; -1: no check)"),
-    "structure_distance": SettingOption("SIMHASH_DEDUP_STRUCTURE_DISTANCE", int,
-                                        "largest structure distance (0-64 bits; modes both, structure, either)"),
-    "min_features": SettingOption("SIMHASH_DEDUP_MIN_FEATURES", int,
-                                  "own text with fewer distinct words: a short page, compared by its exact words"),
-    "structure_decay": SettingOption("SIMHASH_DEDUP_STRUCTURE_DECAY", float, "weight factor per depth level, in (0, 1]"),
+    "min_similarity": SettingOption(
+        "SIMHASH_DEDUP_MIN_SIMILARITY", float, "smallest sketch similarity of a content match (-1 to 1; -1: no check)"
+    ),
+    "structure_distance": SettingOption(
+        "SIMHASH_DEDUP_STRUCTURE_DISTANCE", int, "largest structure distance (0-64 bits; modes both, structure, either)"
+    ),
+    "min_features": SettingOption(
+        "SIMHASH_DEDUP_MIN_FEATURES",
+        int,
+        "own text with fewer distinct words: a short page, compared by its exact words",
+    ),
+    "structure_decay": SettingOption(
+        "SIMHASH_DEDUP_STRUCTURE_DECAY", float, "weight factor per depth level, in (0, 1]"
+    ),
     "max_html_bytes": SettingOption("SIMHASH_DEDUP_MAX_HTML_BYTES", int, "larger pages are not compared"),
     "max_elements": SettingOption("SIMHASH_DEDUP_MAX_ELEMENTS", int, "pages with more elements are not compared"),
-    "max_text_chars": SettingOption("SIMHASH_DEDUP_MAX_TEXT_CHARS", int,
-                                    "pages with more visible characters are not compared"),
+    "max_text_chars": SettingOption(
+        "SIMHASH_DEDUP_MAX_TEXT_CHARS", int, "pages with more visible characters are not compared"
+    ),
     "html_field": SettingOption("SIMHASH_DEDUP_HTML_FIELD", str, "JSON Lines: the field holding the page's HTML"),
     "url_field": SettingOption("SIMHASH_DEDUP_URL_FIELD", str, "JSON Lines: the field holding the page's URL"),
-    "log_size": SettingOption("SIMHASH_DEDUP_LOG_SIZE", int,
-                              "drops and borderline keeps the store's decision log keeps (0: none)"),
-    "scope": SettingOption("SIMHASH_DEDUP_SCOPE", str, "which pages a page is compared with: all, its site's or its host's",
-                           ("crawl", "site", "host")),
-    "memory_mb": SettingOption("SIMHASH_DEDUP_MEMORY_MB", float,
-                               "site or host scope: MiB of kept pages held in memory (the idle sites let go)"),
-    "review_texts": SettingOption("SIMHASH_DEDUP_REVIEW_TEXTS", int,
-                                  "the newest of them that keep both pages' texts, for the report's diffs"),
+    "log_size": SettingOption(
+        "SIMHASH_DEDUP_LOG_SIZE", int, "drops and borderline keeps the store's decision log keeps (0: none)"
+    ),
+    "scope": SettingOption(
+        "SIMHASH_DEDUP_SCOPE",
+        str,
+        "which pages a page is compared with: all, its site's or its host's",
+        ("crawl", "site", "host"),
+    ),
+    "memory_mb": SettingOption(
+        "SIMHASH_DEDUP_MEMORY_MB", float, "site or host scope: MiB of kept pages held in memory (the idle sites let go)"
+    ),
+    "review_texts": SettingOption(
+        "SIMHASH_DEDUP_REVIEW_TEXTS", int, "the newest of them that keep both pages' texts, for the report's diffs"
+    ),
 }
 
 
@@ -78,73 +94,135 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return arguments.run(arguments)
     except (ValueError, OSError, StoreNotOpened, StoreUnavailable) as error:  # a wrong setting, a store or a file
-        print(f"simhash-dedup: {error}", file=sys.stderr)                      # that cannot be used: one line
+        print(f"simhash-dedup: {error}", file=sys.stderr)  # that cannot be used: one line
         return 2
 
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="simhash-dedup", description=__doc__.split("\n\n")[0])
-    top.add_argument("--version", action="version", version=f"%(prog)s {__version__} (fingerprint scheme {SCHEME_VERSION})")
+    top.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__} (fingerprint scheme {SCHEME_VERSION})"
+    )
     commands = top.add_subparsers(required=True, metavar="COMMAND")
-    dedup = commands.add_parser("dedup", help="deduplicate HTML folders, JSON Lines and WARC files",
-                                description="Read the pages of every INPUT in order, keep each page no page kept "
-                                            "before is a near-duplicate of, as a crawl would.")
-    dedup.add_argument("inputs", nargs="+", metavar="INPUT",
-                       help="a folder of .html files, a .jsonl[.gz] (a Scrapy feed) or a .warc[.gz]")
+    dedup = commands.add_parser(
+        "dedup",
+        help="deduplicate HTML folders, JSON Lines and WARC files",
+        description="Read the pages of every INPUT in order, keep each page no page kept "
+        "before is a near-duplicate of, as a crawl would.",
+    )
+    dedup.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="a folder of .html files, a .jsonl[.gz] (a Scrapy feed) or a .warc[.gz]",
+    )
     dedup.add_argument("-o", "--output", metavar="FILE", help="write the kept pages here (JSON Lines)")
-    dedup.add_argument("--outcomes", metavar="FILE",
-                       help="write every page's outcome here (JSON Lines: kept, dropped and why...; `report` reads it)")
-    dedup.add_argument("--store", metavar="PATH|URL",
-                       help="check against and add to this store: a crawl's SQLite file, or a Redis URL")
+    dedup.add_argument(
+        "--outcomes",
+        metavar="FILE",
+        help="write every page's outcome here (JSON Lines: kept, dropped and why...; `report` reads it)",
+    )
+    dedup.add_argument(
+        "--store", metavar="PATH|URL", help="check against and add to this store: a crawl's SQLite file, or a Redis URL"
+    )
     dedup.add_argument("--key", default="simhash_dedup", help="the Redis store's key (default: %(default)s)")
-    dedup.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                       help="fingerprint worker processes (default: the number of cores, %(default)s; 0: none)")
+    dedup.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="fingerprint worker processes (default: the number of cores, %(default)s; 0: none)",
+    )
     dedup.add_argument("--no-progress", action="store_true", help="no progress bar nor progress lines")
     _reading_options(dedup)
     _setting_options(dedup)
     dedup.set_defaults(run=run_dedup)
-    spark = commands.add_parser("spark", help="deduplicate stored pages on Spark, as `dedup` does (pip install "
-                                              "scrapy-simhash-dedup[spark])",
-                                description="The same decisions as `dedup`, on Spark: local mode by default "
-                                            "(all cores), a cluster with --master or spark-submit.")
-    spark.add_argument("inputs", nargs="+", metavar="INPUT",
-                       help="a folder of .html files, a .jsonl[.gz], a .parquet or a .warc[.gz]")
-    spark.add_argument("-o", "--output", required=True, metavar="DIR",
-                       help="a new folder: kept/, decisions/ and fingerprints/ (Parquet), run.json")
-    spark.add_argument("--against", action="append", default=[], metavar="DIR",
-                       help="the --output of an earlier run: its kept pages come first (repeat for several)")
+    spark = commands.add_parser(
+        "spark",
+        help="deduplicate stored pages on Spark, as `dedup` does (pip install scrapy-simhash-dedup[spark])",
+        description="The same decisions as `dedup`, on Spark: local mode by default "
+        "(all cores), a cluster with --master or spark-submit.",
+    )
+    spark.add_argument(
+        "inputs", nargs="+", metavar="INPUT", help="a folder of .html files, a .jsonl[.gz], a .parquet or a .warc[.gz]"
+    )
+    spark.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="a new folder: kept/, decisions/ and fingerprints/ (Parquet), run.json",
+    )
+    spark.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="the --output of an earlier run: its kept pages come first (repeat for several)",
+    )
     spark.add_argument("--master", metavar="URL", help="Spark's master (default: local[*], or spark-submit's)")
-    spark.add_argument("--order-field", metavar="NAME",
-                       help="JSON Lines and Parquet: a numeric field giving the arrival order (default: file, then record)")
-    spark.add_argument("--shard-pages", type=int, default=None, metavar="N",
-                       help="pages per shard of the candidate search (default: 1,000,000)")
+    spark.add_argument(
+        "--order-field",
+        metavar="NAME",
+        help="JSON Lines and Parquet: a numeric field giving the arrival order (default: file, then record)",
+    )
+    spark.add_argument(
+        "--shard-pages",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pages per shard of the candidate search (default: 1,000,000)",
+    )
     _reading_options(spark)
     _setting_options(spark)
     spark.set_defaults(run=run_spark)
     report = commands.add_parser("report", help="write the HTML report of a decision log")
     report.add_argument("source", help="a crawl's SQLite store, an --outcomes file of `dedup`, or a Redis URL")
-    report.add_argument("-o", "--output", default="simhash-dedup-report.html", metavar="FILE",
-                        help="the report file (default: %(default)s)")
+    report.add_argument(
+        "-o",
+        "--output",
+        default="simhash-dedup-report.html",
+        metavar="FILE",
+        help="the report file (default: %(default)s)",
+    )
     report.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
-    report.add_argument("--pairs", type=int, default=200, metavar="N",
-                        help="pairs shown side by side, nearest the threshold first (default: %(default)s)")
+    report.add_argument(
+        "--pairs",
+        type=int,
+        default=200,
+        metavar="N",
+        help="pairs shown side by side, nearest the threshold first (default: %(default)s)",
+    )
     report.set_defaults(run=run_report)
-    aliases = commands.add_parser("aliases", help="export the URLs that name each kept page (CSV or JSON Lines)",
-                                  description="Every URL that names a kept page of a store: its canonical URL, the "
-                                              "URLs its near-duplicates were met under, the requests URL rules "
-                                              "skipped as copies; with the page's canonical URL and the URL it was "
-                                              "kept at. Columns: alias, canonical, kept_url, reason.")
-    aliases.add_argument("source", help="a crawl's SQLite store, a Redis URL (with --key), or what `report` reads "
-                                        "(an outcomes file, a Spark output: their drops)")
-    aliases.add_argument("-o", "--output", metavar="FILE",
-                         help="write here (.csv: CSV, anything else: JSON Lines; default: JSON Lines to stdout)")
+    aliases = commands.add_parser(
+        "aliases",
+        help="export the URLs that name each kept page (CSV or JSON Lines)",
+        description="Every URL that names a kept page of a store: its canonical URL, the "
+        "URLs its near-duplicates were met under, the requests URL rules "
+        "skipped as copies; with the page's canonical URL and the URL it was "
+        "kept at. Columns: alias, canonical, kept_url, reason.",
+    )
+    aliases.add_argument(
+        "source",
+        help="a crawl's SQLite store, a Redis URL (with --key), or what `report` reads "
+        "(an outcomes file, a Spark output: their drops)",
+    )
+    aliases.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write here (.csv: CSV, anything else: JSON Lines; default: JSON Lines to stdout)",
+    )
     aliases.add_argument("--key", help="the Redis store's key, e.g. myspider:simhash_dedup")
     aliases.set_defaults(run=run_aliases)
-    check = commands.add_parser("check", help="check a crawl's SQLite store, and repair it",
-                                description="SQLite's integrity check, and the store's own: every kept page's "
-                                            "fingerprints with its page (URL and sketch), every page with its "
-                                            "fingerprints. What breaks them is dropped: those pages are checked as "
-                                            "new by the next crawl. Not while a crawl uses the store.")
+    check = commands.add_parser(
+        "check",
+        help="check a crawl's SQLite store, and repair it",
+        description="SQLite's integrity check, and the store's own: every kept page's "
+        "fingerprints with its page (URL and sketch), every page with its "
+        "fingerprints. What breaks them is dropped: those pages are checked as "
+        "new by the next crawl. Not while a crawl uses the store.",
+    )
     check.add_argument("store", help="a crawl's SQLite store (SIMHASH_DEDUP_PATH)")
     check.add_argument("--dry-run", action="store_true", help="report only, change nothing")
     check.set_defaults(run=run_check)
@@ -153,32 +231,49 @@ def parser() -> argparse.ArgumentParser:
 
 def _reading_options(command: argparse.ArgumentParser) -> None:
     """What counts as a page of the inputs, the same for ``dedup`` and ``spark``."""
-    command.add_argument("--all-statuses", action="store_true",
-                         help="compare responses of every HTTP status (WARC records, JSON Lines records with a "
-                              "status field); by default only 2xx, the responses a crawl passes to its spider")
-    command.add_argument("--argument-order", action="store_true",
-                         help="read the inputs in the order given; by default WARC files are read in the order of "
-                              "their first record's WARC-Date (the other inputs keep their places)")
+    command.add_argument(
+        "--all-statuses",
+        action="store_true",
+        help="compare responses of every HTTP status (WARC records, JSON Lines records with a "
+        "status field); by default only 2xx, the responses a crawl passes to its spider",
+    )
+    command.add_argument(
+        "--argument-order",
+        action="store_true",
+        help="read the inputs in the order given; by default WARC files are read in the order of "
+        "their first record's WARC-Date (the other inputs keep their places)",
+    )
 
 
 def _setting_options(command: argparse.ArgumentParser) -> None:
     group = command.add_argument_group("the pipeline's settings (SIMHASH_DEDUP_*; the defaults are the pipeline's)")
-    group.add_argument("--settings", metavar="MODULE",
-                       help="a Scrapy settings module to read first, e.g. myproject.settings")
+    group.add_argument(
+        "--settings", metavar="MODULE", help="a Scrapy settings module to read first, e.g. myproject.settings"
+    )
     defaults = _setting_defaults()
     for option, spec in SETTING_OPTIONS.items():
-        group.add_argument(f"--{option.replace('_', '-')}", dest=option, type=spec.kind, choices=spec.choices,
-                           metavar=None if spec.choices else spec.kind.__name__.upper(),
-                           help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})")
+        group.add_argument(
+            f"--{option.replace('_', '-')}",
+            dest=option,
+            type=spec.kind,
+            choices=spec.choices,
+            metavar=None if spec.choices else spec.kind.__name__.upper(),
+            help=f"{spec.meaning} ({spec.setting}; default {defaults[option]})",
+        )
 
 
 def _setting_defaults() -> dict[str, Any]:
     from .crawl.settings import DedupSettings
 
     default = DedupSettings()
-    values = {"mode": default.policy.mode.value, "content_distance": default.policy.content_distance,
-              "min_similarity": default.policy.min_similarity, "structure_distance": default.policy.structure_distance,
-              "log_size": default.decisions, "scope": default.scope.value}
+    values = {
+        "mode": default.policy.mode.value,
+        "content_distance": default.policy.content_distance,
+        "min_similarity": default.policy.min_similarity,
+        "structure_distance": default.policy.structure_distance,
+        "log_size": default.decisions,
+        "scope": default.scope.value,
+    }
     return {option: values.get(option, getattr(default, option, None)) for option in SETTING_OPTIONS}
 
 
@@ -194,8 +289,10 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
         try:
             settings.setmodule(arguments.settings, priority="project")
         except ImportError as error:
-            raise ValueError(f"--settings {arguments.settings} cannot be imported ({error}); give a module "
-                             f"importable from this folder, e.g. myproject.settings") from None
+            raise ValueError(
+                f"--settings {arguments.settings} cannot be imported ({error}); give a module "
+                f"importable from this folder, e.g. myproject.settings"
+            ) from None
     for option, spec in SETTING_OPTIONS.items():
         if (value := getattr(arguments, option)) is not None:
             settings.set(spec.setting, value, priority="cmdline")
@@ -209,20 +306,33 @@ def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch.sources import input_size
 
     settings = dedup_settings(arguments)
-    named = {name: Output(name, resumable=arguments.store is not None)
-             for name in (arguments.output, arguments.outcomes) if name}
+    named = {
+        name: Output(name, resumable=arguments.store is not None)
+        for name in (arguments.output, arguments.outcomes)
+        if name
+    }
     outputs = list(named.values())
     try:
         with contextlib.ExitStack() as files:
-            kept, outcomes = (files.enter_context(named[name]) if name else None
-                              for name in (arguments.output, arguments.outcomes))
+            kept, outcomes = (
+                files.enter_context(named[name]) if name else None for name in (arguments.output, arguments.outcomes)
+            )
             progress = files.enter_context(Progress(input_size(arguments.inputs), enabled=not arguments.no_progress))
             files.enter_context(_messages_to(progress.say))
             # entered last, closed first: its last write flushes the outputs, still open, before it
             store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))
-            happened = dedup(arguments.inputs, settings, store, kept, outcomes, arguments.workers, progress,
-                             arguments.all_statuses, arguments.argument_order,
-                             outcome_texts=arguments.review_texts or 0)  # texts in --outcomes only when asked
+            happened = dedup(
+                arguments.inputs,
+                settings,
+                store,
+                kept,
+                outcomes,
+                arguments.workers,
+                progress,
+                arguments.all_statuses,
+                arguments.argument_order,
+                outcome_texts=arguments.review_texts or 0,
+            )  # texts in --outcomes only when asked
             progress.finish()
             read = pages_read(happened)
             for output in outputs:
@@ -232,8 +342,11 @@ def run_dedup(arguments: argparse.Namespace) -> int:
         return 130
     print(f"simhash-dedup: {summary(happened)}", file=sys.stderr)
     if unwritten := getattr(store, "unwritten", 0):
-        print(f"simhash-dedup: {unwritten:,} kept pages are not remembered in {arguments.store} (it could not be "
-              f"written): a later run checks them as new", file=sys.stderr)
+        print(
+            f"simhash-dedup: {unwritten:,} kept pages are not remembered in {arguments.store} (it could not be "
+            f"written): a later run checks them as new",
+            file=sys.stderr,
+        )
     if not read and outputs:
         print(f"simhash-dedup: nothing read: {', '.join(str(o.path) for o in outputs)} left as it was", file=sys.stderr)
     return 0 if read else 1
@@ -244,9 +357,12 @@ def interrupted(outputs: list[Output], store: str | None) -> str:
     if store is None:
         return f"interrupted; nothing written ({', '.join(str(o.path) for o in outputs) or 'no output asked'})"
     parts = " and ".join(str(o.kept_as) for o in outputs if o.kept_as is not None)
-    return (f"interrupted; the pages decided so far are remembered in {store}" + (
+    return f"interrupted; the pages decided so far are remembered in {store}" + (
         f" and written to {parts} (keep it: run again with the same --store to go on; its pages are then "
-        f"dropped as seen)" if parts else "; run again with the same --store to go on"))
+        f"dropped as seen)"
+        if parts
+        else "; run again with the same --store to go on"
+    )
 
 
 def run_spark(arguments: argparse.Namespace) -> int:
@@ -271,13 +387,30 @@ def open_store(target: str | None, key: str, settings: Any) -> Store:
 
         from .stores.redis.connect import connect, redis_store
 
-        store = redis_store(settings.policy, connect(target), key, settings.scheme, settings.scope,
-                            settings.memory_budget, 0, settings.decisions, settings.review_texts)
+        store = redis_store(
+            settings.policy,
+            connect(target),
+            key,
+            settings.scheme,
+            settings.scope,
+            settings.memory_budget,
+            0,
+            settings.decisions,
+            settings.review_texts,
+        )
         store.open()
         return store
     check_store_path(Path(target), folder_must_exist=True)
-    return SqliteStore(settings.policy, Path(target), settings.scheme, settings.commit_every,
-                       settings.decisions, settings.review_texts, settings.scope, settings.memory_budget)
+    return SqliteStore(
+        settings.policy,
+        Path(target),
+        settings.scheme,
+        settings.commit_every,
+        settings.decisions,
+        settings.review_texts,
+        settings.scope,
+        settings.memory_budget,
+    )
 
 
 def run_report(arguments: argparse.Namespace) -> int:
@@ -299,8 +432,11 @@ def run_aliases(arguments: argparse.Namespace) -> int:
         write_rows(rows, out, form)
         if output is not None:
             output.done = True
-    print(f"simhash-dedup: {len(rows):,} aliases of {len({r.kept_url for r in rows}):,} kept pages"
-          + (f" written to {arguments.output}" if arguments.output else ""), file=sys.stderr)
+    print(
+        f"simhash-dedup: {len(rows):,} aliases of {len({r.kept_url for r in rows}):,} kept pages"
+        + (f" written to {arguments.output}" if arguments.output else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -315,6 +451,7 @@ def _closing(store: Any) -> Iterator[Any]:
 @contextlib.contextmanager
 def _messages_to(say: Callable[[str], None]) -> Iterator[None]:
     """The package's warnings and errors (a worker that cannot start…) as lines of the run's output."""
+
     class Said(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             say(record.getMessage())
@@ -343,7 +480,10 @@ def run_check(arguments: argparse.Namespace) -> int:
         return 1
     print(f"{arguments.store}: {found}; dropped, {pages:,} kept pages left")
     if found.integrity:
-        print(f"SQLite's own check failed: copy what can be read with sqlite3 {arguments.store} .recover, "
-              f"or start afresh (SIMHASH_DEDUP_RESET)", file=sys.stderr)
+        print(
+            f"SQLite's own check failed: copy what can be read with sqlite3 {arguments.store} .recover, "
+            f"or start afresh (SIMHASH_DEDUP_RESET)",
+            file=sys.stderr,
+        )
         return 1
     return 0

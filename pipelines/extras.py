@@ -11,8 +11,14 @@ import importlib
 from types import ModuleType
 
 #: The extra that installs each optional top-level module.
-EXTRA_OF = {"redis": "redis", "fastwarc": "warc", "tqdm": "warc", "matplotlib": "report", "pyspark": "spark",
-            "pyarrow": "spark"}
+EXTRA_OF = {
+    "redis": "redis",
+    "fastwarc": "warc",
+    "tqdm": "warc",
+    "matplotlib": "report",
+    "pyspark": "spark",
+    "pyarrow": "spark",
+}
 
 
 class MissingExtra(ValueError):
@@ -28,8 +34,9 @@ def require(module: str, feature: str) -> ModuleType:
     except ImportError as error:
         if (error.name or "").partition(".")[0] != top:
             raise
-        raise MissingExtra(f"{feature} needs {top}, which is not installed: "
-                           f"pip install 'scrapy-simhash-dedup[{EXTRA_OF[top]}]'") from None
+        raise MissingExtra(
+            f"{feature} needs {top}, which is not installed: pip install 'scrapy-simhash-dedup[{EXTRA_OF[top]}]'"
+        ) from None
 
 
 def installed(module: str) -> bool:

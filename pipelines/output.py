@@ -36,8 +36,11 @@ class Output:
         if kind is None and self.done:
             os.replace(self.writing, self.path)
         elif kind is KeyboardInterrupt and self.resumable:
-            self.kept_as = next(part for number in itertools.count(1)
-                                if not (part := self.path.with_name(f"{self.path.name}.part{number}")).exists())
+            self.kept_as = next(
+                part
+                for number in itertools.count(1)
+                if not (part := self.path.with_name(f"{self.path.name}.part{number}")).exists()
+            )
             os.replace(self.writing, self.kept_as)
         else:
             self.writing.unlink(missing_ok=True)

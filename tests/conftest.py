@@ -38,15 +38,19 @@ def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:
 def crawl(tmp_path: Path) -> Callable[..., CrawlResult]:
     """Run a real crawl of ``urls`` in order with ``settings``; return kept, dropped, stats."""
 
-    def run(urls: list[str], settings: dict[str, Any], yield_html: bool = True, timeout: float = 600,
-            **spider: Any) -> CrawlResult:
+    def run(
+        urls: list[str], settings: dict[str, Any], yield_html: bool = True, timeout: float = 600, **spider: Any
+    ) -> CrawlResult:
         """``spider``: more of ``tests.crawl_runner``'s options (``all_at_once``, ``repeat``, ``html_as``)."""
         config, result = tmp_path / "crawl.json", tmp_path / "result.json"
         settings = {"SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **settings}  # nothing in the project
         config.write_text(json.dumps({"urls": urls, "settings": settings, "yield_html": yield_html, **spider}))
         done = subprocess.run(
             [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
-            cwd=PROJECT, capture_output=True, text=True, timeout=timeout,
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         assert done.returncode == 0, done.stderr[-5000:]
         outcome = json.loads(result.read_text())
@@ -68,7 +72,10 @@ def crawls(tmp_path: Path) -> Callable[..., list[CrawlResult]]:
         config.write_text(json.dumps({"crawls": configs}))
         done = subprocess.run(
             [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
-            cwd=PROJECT, capture_output=True, text=True, timeout=timeout,
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         assert done.returncode == 0, done.stderr[-5000:]
         return json.loads(result.read_text())["crawls"], done.stderr
@@ -79,8 +86,11 @@ def crawls(tmp_path: Path) -> Callable[..., list[CrawlResult]]:
 def trap_articles() -> list:
     """The trap site's articles, from the demo site's English chapters (GPL / CC BY-SA, see its README)."""
     with tarfile.open(DEMO_SITE) as archive:
-        pages = (archive.extractfile(m).read() for m in archive
-                 if m.name.startswith("html/en-US/") and m.name.endswith(".html"))
+        pages = (
+            archive.extractfile(m).read()
+            for m in archive
+            if m.name.startswith("html/en-US/") and m.name.endswith(".html")
+        )
         return articles_from_html(pages, 14)
 
 
@@ -115,8 +125,9 @@ def checkout_files(to: Path) -> Path:
     """The checkout's tracked files (and the C++ that Cython made of its ``.pyx``, to save the wait), copied:
     what a clean clone builds, without what earlier builds left in ``build/``."""
     tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True).stdout
-    generated = [str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*")
-                 if path.suffix in (".c", ".cpp")]
+    generated = [
+        str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*") if path.suffix in (".c", ".cpp")
+    ]
     for name in [*tracked.splitlines(), *generated]:
         if (PROJECT / name).is_file():
             (to / name).parent.mkdir(parents=True, exist_ok=True)
@@ -129,8 +140,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``make dist`` run in a copy of the checkout's tracked files: ``dist/`` with the sdist and the wheel."""
     source = checkout_files(tmp_path_factory.mktemp("release") / "source")
     (source / ".venv").symlink_to(PROJECT / ".venv")  # the make target's environment: this one
-    done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "dist"], cwd=source,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-o", ".venv/.installed", "dist"], cwd=source, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return source / "dist"
 

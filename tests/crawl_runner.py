@@ -39,8 +39,15 @@ class InOrderSpider(scrapy.Spider):
 
     name = "in_order"
 
-    def __init__(self, urls: list[str], yield_html: bool = True, repeat: int = 1, all_at_once: bool = False,
-                 html_as: str = "text", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        urls: list[str],
+        yield_html: bool = True,
+        repeat: int = 1,
+        all_at_once: bool = False,
+        html_as: str = "text",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.urls = urls
         self.yield_html = yield_html
@@ -124,8 +131,9 @@ class WorkerFault:
         if self.at in item["url"]:
             from scrapy_simhash_dedup import SimhashDedupPipeline
 
-            dedup = next(p for p in self.crawler.engine.scraper.itemproc.middlewares
-                         if isinstance(p, SimhashDedupPipeline))
+            dedup = next(
+                p for p in self.crawler.engine.scraper.itemproc.middlewares if isinstance(p, SimhashDedupPipeline)
+            )
             self.act(dedup, item["url"])
         return item
 
@@ -142,8 +150,9 @@ class KillFingerprintWorkers(WorkerFault):
     def act(self, dedup: Any, url: str) -> None:
         from twisted.internet import reactor
 
-        reactor.callLater(0.3, lambda: [os.kill(pid, signal.SIGKILL) for pid, on in dedup.fingerprints.workers()
-                                        if on == url])
+        reactor.callLater(
+            0.3, lambda: [os.kill(pid, signal.SIGKILL) for pid, on in dedup.fingerprints.workers() if on == url]
+        )
 
 
 class StopFingerprintWorkers(WorkerFault):
@@ -193,24 +202,39 @@ class CrawlRecord:
         if match is None:  # not a duplicate: dropped unchecked (fail mode "closed")
             self.dropped.append({"url": item["url"], "unchecked": True})
             return
-        self.dropped.append({
-            "url": item["url"], "duplicate_of": match.url, "reason": match.reason,
-            "content_distance": match.content_distance, "structure_distance": match.structure_distance,
-        })
+        self.dropped.append(
+            {
+                "url": item["url"],
+                "duplicate_of": match.url,
+                "reason": match.reason,
+                "content_distance": match.content_distance,
+                "structure_distance": match.structure_distance,
+            }
+        )
 
     def result(self) -> dict[str, Any]:
-        stats = {key: value for key, value in self.crawler.stats.get_stats().items()
-                 if isinstance(value, (int, float, str))}
-        return {"kept": self.kept, "dropped": self.dropped, "stats": stats, "canonical": self.canonical,
-                "frozen": self.frozen}
+        stats = {
+            key: value for key, value in self.crawler.stats.get_stats().items() if isinstance(value, (int, float, str))
+        }
+        return {
+            "kept": self.kept,
+            "dropped": self.dropped,
+            "stats": stats,
+            "canonical": self.canonical,
+            "frozen": self.frozen,
+        }
 
 
 def start_crawl(process: CrawlerProcess, config: dict[str, Any], spider: type[InOrderSpider]) -> CrawlRecord:
     crawler = process.create_crawler(spider)
     record = CrawlRecord(crawler, config.get("kept_log"))
     process.crawl(
-        crawler, urls=config["urls"], yield_html=config.get("yield_html", True), repeat=config.get("repeat", 1),
-        all_at_once=config.get("all_at_once", False), html_as=config.get("html_as", "text"),
+        crawler,
+        urls=config["urls"],
+        yield_html=config.get("yield_html", True),
+        repeat=config.get("repeat", 1),
+        all_at_once=config.get("all_at_once", False),
+        html_as=config.get("html_as", "text"),
         **config.get("spider_args", {}),
     )
     return record
@@ -228,15 +252,27 @@ def main(config_path: str, result_path: str) -> None:
         gc.set_debug(gc.DEBUG_SAVEALL)
     if "crawls" in config:
         process = CrawlerProcess(BASE_SETTINGS)
-        records = [start_crawl(process, one, type(f"Crawl{n}", (InOrderSpider,), {
-            "name": one.get("spider_name", f"crawl{n}"), "custom_settings": one["settings"]}))
-            for n, one in enumerate(config["crawls"])]
+        records = [
+            start_crawl(
+                process,
+                one,
+                type(
+                    f"Crawl{n}",
+                    (InOrderSpider,),
+                    {"name": one.get("spider_name", f"crawl{n}"), "custom_settings": one["settings"]},
+                ),
+            )
+            for n, one in enumerate(config["crawls"])
+        ]
         process.start()
         Path(result_path).write_text(json.dumps({"crawls": [record.result() for record in records]}))
         return
     process = CrawlerProcess({**BASE_SETTINGS, **config["settings"]})
-    spider = InOrderSpider if "spider_name" not in config else type(
-        "NamedSpider", (InOrderSpider,), {"name": config["spider_name"]})
+    spider = (
+        InOrderSpider
+        if "spider_name" not in config
+        else type("NamedSpider", (InOrderSpider,), {"name": config["spider_name"]})
+    )
     record = start_crawl(process, config, spider)
     process.start()
     result = record.result()

@@ -31,10 +31,12 @@ def author_stubs() -> dict[str, bytes]:
 
 
 #: One sentence of Dr. Seuss's stub as an editor rewords it: its shingles change more than ``min_similarity`` allows.
-REWORDED_SEUSS = (b"He graduated Dartmouth College in 1925, and proceeded on to Oxford University with the intent of "
-                  b"acquiring a doctorate in literature.",
-                  b"In 1925 he graduated Dartmouth College and proceeded to Oxford University to study for a "
-                  b"doctorate in literature.")
+REWORDED_SEUSS = (
+    b"He graduated Dartmouth College in 1925, and proceeded on to Oxford University with the intent of "
+    b"acquiring a doctorate in literature.",
+    b"In 1925 he graduated Dartmouth College and proceeded to Oxford University to study for a "
+    b"doctorate in literature.",
+)
 
 
 def plain_sketch(shingles: Iterable[str]) -> bytes:
@@ -54,7 +56,24 @@ def with_date_and_counters(html: bytes, date: str, views: int, comments: int) ->
     return html.replace(b"</h1>", b"</h1>" + byline.encode(), 1)
 
 
-NESTING_TAGS = ("div", "section", "article", "span", "em", "blockquote", "strong", "b", "i", "u", "small", "mark", "cite", "q", "abbr", "code")
+NESTING_TAGS = (
+    "div",
+    "section",
+    "article",
+    "span",
+    "em",
+    "blockquote",
+    "strong",
+    "b",
+    "i",
+    "u",
+    "small",
+    "mark",
+    "cite",
+    "q",
+    "abbr",
+    "code",
+)
 
 
 def deeply_nested(depth: int) -> str:

@@ -128,8 +128,9 @@ class RedisCluster:
         """A plain client of one node (for ``CLUSTER`` commands, ``WAIT``, ``INFO``), with short timeouts and no
         retries: the waits here poll, and redis-py's default retries (with backoff) stretch a hung port's
         2 s timeout into half a minute."""
-        node = redis.Redis(host=HOST, port=port, socket_timeout=2, socket_connect_timeout=2,
-                           retry=Retry(NoBackoff(), 0))
+        node = redis.Redis(
+            host=HOST, port=port, socket_timeout=2, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0)
+        )
         for command in ("CLUSTER INFO", "CLUSTER NODES", "CLUSTER SLOTS"):  # the server's replies, unparsed
             node.set_response_callback(command, lambda response, **options: response)
         return node
@@ -156,20 +157,28 @@ class RedisCluster:
     def masters(self) -> list[int]:
         """Ports of the nodes that are masters now and running (a killed master is left out even before the
         cluster marks it failed)."""
-        return sorted(port for port, flags, _ in self.nodes_view()
-                      if "master" in flags and not flags & {"fail", "fail?"} and self.alive(port))
+        return sorted(
+            port
+            for port, flags, _ in self.nodes_view()
+            if "master" in flags and not flags & {"fail", "fail?"} and self.alive(port)
+        )
 
     def replicas(self) -> list[int]:
-        return sorted(port for port, flags, _ in self.nodes_view()
-                      if "slave" in flags and not flags & {"fail", "fail?"} and self.alive(port))
+        return sorted(
+            port
+            for port, flags, _ in self.nodes_view()
+            if "slave" in flags and not flags & {"fail", "fail?"} and self.alive(port)
+        )
 
     def slot_masters(self, port: int | None = None) -> dict[tuple[int, int], int]:
         """Slot range -> port of its master, as node ``port`` (else the first live one) sees them."""
         for candidate in [port] if port is not None else self.live_ports():
             try:
                 with self.node(candidate) as node:
-                    return {(int(start), int(end)): int(master[1])
-                            for start, end, master, *_ in node.execute_command("CLUSTER SLOTS")}
+                    return {
+                        (int(start), int(end)): int(master[1])
+                        for start, end, master, *_ in node.execute_command("CLUSTER SLOTS")
+                    }
             except redis.RedisError:
                 if port is not None:
                     raise
@@ -215,9 +224,18 @@ class RedisCluster:
         atexit.register(self.stop)  # not left behind if the session ends without the fixture's teardown
         try:
             create = subprocess.run(
-                [self.cli_binary, "--cluster", "create", *(f"{host}:{port}" for host, port in self.seeds),
-                 "--cluster-replicas", str(REPLICAS), "--cluster-yes"],
-                capture_output=True, text=True, timeout=START_SECONDS,
+                [
+                    self.cli_binary,
+                    "--cluster",
+                    "create",
+                    *(f"{host}:{port}" for host, port in self.seeds),
+                    "--cluster-replicas",
+                    str(REPLICAS),
+                    "--cluster-yes",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=START_SECONDS,
             )
             if create.returncode != 0:
                 raise RuntimeError(f"redis-cli --cluster create failed:\n{create.stdout}\n{create.stderr}{self.logs()}")
@@ -230,12 +248,37 @@ class RedisCluster:
         folder = self.folder / f"node-{port}"
         folder.mkdir(parents=True, exist_ok=True)
         self.processes[port] = subprocess.Popen(
-            [self.server_binary, "--port", str(port), "--bind", HOST, "--dir", str(folder),
-             "--logfile", str(folder / "redis.log"), "--save", "", "--appendonly", "no",
-             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-             "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no",
-             "--cluster-allow-replica-migration", "no", "--repl-diskless-sync-delay", "0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.server_binary,
+                "--port",
+                str(port),
+                "--bind",
+                HOST,
+                "--dir",
+                str(folder),
+                "--logfile",
+                str(folder / "redis.log"),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-replica-validity-factor",
+                "0",
+                "--cluster-require-full-coverage",
+                "no",
+                "--cluster-allow-replica-migration",
+                "no",
+                "--repl-diskless-sync-delay",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     def wait_answers(self, port: int, deadline: float) -> None:
@@ -316,8 +359,9 @@ class RedisCluster:
 
     # -- waiting
 
-    def wait_settled(self, what: str, deadline: float,
-                     also: Callable[[dict[tuple[int, int], int]], bool] = lambda view: True) -> None:
+    def wait_settled(
+        self, what: str, deadline: float, also: Callable[[dict[tuple[int, int], int]], bool] = lambda view: True
+    ) -> None:
         """Until every live node says ``cluster_state:ok`` with 6 known nodes and all slots assigned, flags no
         running node as failing, all agree on who is master and whose replica and on which live master serves
         each slot range, every live replica's link to its master is up, and ``also`` holds of that slot
@@ -353,8 +397,9 @@ class RedisCluster:
                 seen = [line for line in node_lines(node.execute_command("CLUSTER NODES")) if self.alive(line[0])]
                 if failing := sorted(other for other, flags, _ in seen if flags & {"fail", "fail?"}):
                     return f"{port} still flags running nodes {failing} as failing"
-                roles[port] = {(other, "master" if "master" in flags else "slave", master)
-                               for other, flags, master in seen}
+                roles[port] = {
+                    (other, "master" if "master" in flags else "slave", master) for other, flags, master in seen
+                }
             views[port] = self.slot_masters(port)
         if len({frozenset(seen) for seen in roles.values()}) != 1:
             return f"the nodes disagree on who is master, who replica: {roles}"

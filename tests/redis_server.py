@@ -33,8 +33,20 @@ class RedisServer:
     def start(self) -> None:
         persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.durable else ["--appendonly", "no"]
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--dir", str(self.folder),
-             *persistence, "--logfile", str(self.folder / "redis.log")],
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--dir",
+                str(self.folder),
+                *persistence,
+                "--logfile",
+                str(self.folder / "redis.log"),
+            ],
         )
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 20
@@ -42,9 +54,11 @@ class RedisServer:
             try:
                 client.ping()
                 return
-            except redis.ConnectionError:
+            except redis.ConnectionError as error:
                 if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start: {(self.folder / 'redis.log').read_text()}")
+                    raise RuntimeError(
+                        f"redis-server did not start: {(self.folder / 'redis.log').read_text()}"
+                    ) from error
                 time.sleep(0.05)
 
     def stop(self) -> None:

@@ -20,10 +20,14 @@ from scrapy_simhash_dedup.batch.sources import Page, write_warc
 from .conftest import PROJECT
 
 
-
 def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", *map(str, arguments)],
-                          cwd=PROJECT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", *map(str, arguments)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def kept_pages(output: Path, root: Path | None = None) -> set[str]:
@@ -37,13 +41,16 @@ def kept_pages(output: Path, root: Path | None = None) -> set[str]:
 
 def test_dedup_keeps_what_a_crawl_of_the_same_pages_in_the_same_order_keeps(handbook, crawl, tmp_path):
     root, base_url, pages = handbook
-    crawled = crawl([base_url + page for page in pages], {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}})
+    crawled = crawl(
+        [base_url + page for page in pages], {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
+    )
     crawl_kept = {url.removeprefix(base_url) for url in crawled["kept"]}
     assert crawled["dropped"] and crawl_kept, "the chapters must hold near-duplicates and unique pages"
 
     lines = tmp_path / "pages.jsonl"
-    lines.write_text("".join(json.dumps({"url": base_url + page, "html": (root / page).read_text("utf-8")}) + "\n"
-                             for page in pages))
+    lines.write_text(
+        "".join(json.dumps({"url": base_url + page, "html": (root / page).read_text("utf-8")}) + "\n" for page in pages)
+    )
     archive = tmp_path / "pages.warc.gz"
     write_warc(archive, [(base_url + page, (root / page).read_bytes(), "text/html") for page in pages])
 
@@ -58,8 +65,20 @@ def test_dedup_keeps_what_a_crawl_of_the_same_pages_in_the_same_order_keeps(hand
 def wget_warc(base_url: str, folder: Path, name: str) -> Path:
     """The site crawled by GNU wget into ``folder/name.warc.gz`` as an archivist crawls one (``wget --recursive
     --warc-file --warc-cdx``): WARC 1.0 target URIs in angle brackets, the error pages met, a CDX index."""
-    subprocess.run(["wget", "--quiet", "--recursive", "--level=4", f"--directory-prefix={folder / name}",
-                    f"--warc-file={folder / name}", "--warc-cdx", base_url], cwd=folder, timeout=300)  # exit 8: the 404s
+    subprocess.run(
+        [
+            "wget",
+            "--quiet",
+            "--recursive",
+            "--level=4",
+            f"--directory-prefix={folder / name}",
+            f"--warc-file={folder / name}",
+            "--warc-cdx",
+            base_url,
+        ],
+        cwd=folder,
+        timeout=300,
+    )  # exit 8: the 404s
     return folder / f"{name}.warc.gz"
 
 
@@ -106,16 +125,24 @@ def test_warc_files_as_wget_writes_them_are_read_as_a_crawl_sees_the_site(handbo
     assert dedup(recrawl, first, "--outcomes", plain).returncode == 0
     assert not any("text" in json.loads(line) for line in plain.read_text().splitlines()), "texts only when asked"
     # the same aliases from the outcomes file and from the store, none a URL naming itself
-    from_outcomes, from_store = (subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source)],
-                                                cwd=PROJECT, capture_output=True, text=True, check=True).stdout
-                                 for source in (outcomes, store))
+    from_outcomes, from_store = (
+        subprocess.run(
+            [sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source)],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for source in (outcomes, store)
+    )
     rows = [json.loads(line) for line in from_outcomes.splitlines()]
     assert from_outcomes == from_store and rows
     assert all(row["alias"] != row["kept_url"] for row in rows)
 
     assert dedup(recrawl, first, "--argument-order", "-o", tmp_path / "as-given.jsonl").returncode == 0
-    assert {json.loads(line)["source"].split("@")[0] for line in (tmp_path / "as-given.jsonl").read_text().splitlines()} \
-        == {str(recrawl)}
+    assert {
+        json.loads(line)["source"].split("@")[0] for line in (tmp_path / "as-given.jsonl").read_text().splitlines()
+    } == {str(recrawl)}
     every_status = dedup(first, "--all-statuses", "--outcomes", tmp_path / "all.jsonl")
     assert every_status.returncode == 0 and "status 404" not in every_status.stderr
     compared = [json.loads(line) for line in (tmp_path / "all.jsonl").read_text().splitlines() if '"run"' not in line]
@@ -126,16 +153,23 @@ def test_dedup_adds_to_a_crawls_store_and_the_report_reads_it(handbook, crawl, t
     root, base_url, pages = handbook
     english = [page for page in pages if page.startswith("en-US")]
     store = tmp_path / "seen.sqlite"
-    crawl([base_url + page for page in english], {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
-                                                  "SIMHASH_DEDUP_PATH": str(store)})
+    crawl(
+        [base_url + page for page in english],
+        {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PATH": str(store)},
+    )
     done = dedup(root / "da-DK", "--store", store, "--outcomes", tmp_path / "outcomes.jsonl")
     assert done.returncode == 0, done.stderr
     outcomes = [json.loads(line) for line in (tmp_path / "outcomes.jsonl").read_text().splitlines()]
     drops = [record for record in outcomes if record.get("outcome") == "dropped"]
     assert drops and all("/en-US/" in record["kept_url"] for record in drops)  # the crawl's pages, from its store
     report = tmp_path / "report.html"
-    done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "report", str(store), "-o", str(report)],
-                          cwd=PROJECT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash_dedup", "report", str(store), "-o", str(report)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     html = report.read_text()
     assert html.count("<svg") == 2
@@ -152,8 +186,12 @@ def test_bad_input_is_named_and_the_rest_is_read(handbook, tmp_path):
     mixed = tmp_path / "mixed.warc.gz"
     write_warc(mixed, [good[0], ("https://a.test/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(200), "image/png")])
     broken = tmp_path / "broken.jsonl"
-    broken.write_text(json.dumps({"url": good[1][0], "html": good[1][1].decode()}) + "\n{not json\n"
-                      + json.dumps({"url": "https://a.test/no-html"}) + "\n")
+    broken.write_text(
+        json.dumps({"url": good[1][0], "html": good[1][1].decode()})
+        + "\n{not json\n"
+        + json.dumps({"url": "https://a.test/no-html"})
+        + "\n"
+    )
     missing, empty = tmp_path / "missing.warc.gz", tmp_path / "empty.warc.gz"
     empty.write_bytes(b"")
 
@@ -185,17 +223,37 @@ def test_an_interrupted_run_says_so_in_one_line_and_goes_on_from_its_store(tmp_p
     kept beside it as ``.part1``; the same command then goes on from the store, and the two files hold what one
     run keeps."""
     bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
-    records = [json.dumps({"url": f"https://a.test/{number}", "html": body.decode("utf-8", "replace")}) + "\n"
-               for number, body in enumerate(bodies * 2)]  # each page twice: copies to drop
+    records = [
+        json.dumps({"url": f"https://a.test/{number}", "html": body.decode("utf-8", "replace")}) + "\n"
+        for number, body in enumerate(bodies * 2)
+    ]  # each page twice: copies to drop
     half = len(records) // 2
     feed, store, kept = tmp_path / "feed.jsonl", tmp_path / "seen.sqlite", tmp_path / "kept.jsonl"
     kept.write_text("an earlier run's output\n")
     os.mkfifo(feed)
-    command = [sys.executable, "-m", "scrapy_simhash_dedup", "dedup", "--no-progress", "--workers", "2", str(feed),
-               "--store", str(store), "-o", str(kept)]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy_simhash_dedup",
+        "dedup",
+        "--no-progress",
+        "--workers",
+        "2",
+        str(feed),
+        "--store",
+        str(store),
+        "-o",
+        str(kept),
+    ]
     # Ctrl-C's default in the command even when this run ignores it (a background job of a script does)
-    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
+    running = subprocess.Popen(
+        command,
+        cwd=PROJECT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
+    )
     with feed.open("w") as writing:  # opens once dedup reads it
         writing.writelines(records[:half])
         writing.flush()
@@ -225,14 +283,18 @@ def test_a_gzipped_feed_and_a_single_file_are_read(tmp_path):
     (tmp_path / "one.html").write_bytes(gzip.decompress(page))
     with gzip.open(tmp_path / "feed.jsonl.gz", "wt") as feed:
         feed.write(json.dumps({"url": "https://a.test/1", "html": gzip.decompress(page).decode("utf-8")}) + "\n")
-    done = dedup(tmp_path / "one.html", tmp_path / "feed.jsonl.gz", "--outcomes", tmp_path / "d.jsonl", "--workers", "0")
+    done = dedup(
+        tmp_path / "one.html", tmp_path / "feed.jsonl.gz", "--outcomes", tmp_path / "d.jsonl", "--workers", "0"
+    )
     assert done.returncode == 0, done.stderr
     outcomes = [json.loads(line).get("outcome") for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert outcomes[:2] == ["kept", "dropped"]  # the same page twice
 
 
-@pytest.mark.parametrize("content_type", ["text/html", "text/html; charset=utf-8", "text/html; charset=iso-8859-1",
-                                          "text/html; charset=gb2312", None])
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/html", "text/html; charset=utf-8", "text/html; charset=iso-8859-1", "text/html; charset=gb2312", None],
+)
 def test_workers_decode_bytes_with_their_content_type_as_a_crawl_does(content_type):
     """A worker gives a page read as bytes with its header the fingerprint the crawl process gives the same
     response (``Fingerprinter.fingerprint(body, url, content_type)``): one decoding for both."""
@@ -240,22 +302,34 @@ def test_workers_decode_bytes_with_their_content_type_as_a_crawl_does(content_ty
     from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 
     bodies = [gzip.decompress(path.read_bytes()) for path in sorted((PROJECT / "tests" / "data").glob("*.html.gz"))]
-    bodies += ["<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"), "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
-               "\ufeff<p>bom</p>".encode("utf-16"), b"<meta charset='koi8-r'><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>"]
+    bodies += [
+        "<p>caf\xe9 \u00e0 la cr\xe8me</p>".encode("cp1252"),
+        "<p>\u4e2d\u6587 \u9875\u9762</p>".encode("gb18030"),
+        "\ufeff<p>bom</p>".encode("utf-16"),
+        b"<meta charset='koi8-r'><p>\xf0\xd2\xc9\xd7\xc5\xd4</p>",
+    ]
     pages = [Page(f"https://a.test/{n}", body, f"page {n}", content_type=content_type) for n, body in enumerate(bodies)]
     fingerprinter = Fingerprinter()
     assert [result for _, result in fingerprinted(pages, fingerprinter, processes=1)] == [
-        fingerprinter.fingerprint(page.html, page.url, content_type) for page in pages]
+        fingerprinter.fingerprint(page.html, page.url, content_type) for page in pages
+    ]
 
 
 def test_a_store_that_cannot_be_read_gets_one_line_and_no_traceback(handbook, tmp_path):
     root, _, _ = handbook
     corrupt = tmp_path / "corrupt.sqlite"
     corrupt.write_bytes(b"SQLite format 3\x00" + b"garbage" * 200)
-    for command in (["dedup", "--no-progress", str(root / "en-US"), "--store", str(corrupt)],
-                    ["report", str(corrupt), "-o", str(tmp_path / "report.html")]):
-        done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", *command], cwd=PROJECT, capture_output=True,
-                              text=True, timeout=300)
+    for command in (
+        ["dedup", "--no-progress", str(root / "en-US"), "--store", str(corrupt)],
+        ["report", str(corrupt), "-o", str(tmp_path / "report.html")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "scrapy_simhash_dedup", *command],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.strip().startswith(f"simhash-dedup: {corrupt} cannot be read as a store of simhash_dedup")
     assert not (tmp_path / "report.html").exists()
@@ -281,8 +355,11 @@ def test_a_worker_killed_mid_run_fails_only_its_pages_and_the_run_goes_on(handbo
     read = [page for page, _ in read_folder(root)] * 4  # enough work that the killed worker still has pages to answer
     results = fingerprinted(read, Fingerprinter(), processes=2)
     answers = [next(results)]
-    workers = [int(pid) for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-               if b"scrapy_simhash_dedup.workers\x00" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    workers = [
+        int(pid)
+        for pid in Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+        if b"scrapy_simhash_dedup.workers\x00" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGKILL)
     answers += list(results)
@@ -301,8 +378,9 @@ def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(h
         for n, page in enumerate(pages):
             html = (root / page).read_text("utf-8")
             if n % 2:
-                html = re.sub(r"<head[^>]*>", lambda m, p=page: f'{m.group(0)}<link rel="canonical" href="/{p}">', html,
-                              count=1)
+                html = re.sub(
+                    r"<head[^>]*>", lambda m, p=page: f'{m.group(0)}<link rel="canonical" href="/{p}">', html, count=1
+                )
             out.write(json.dumps({"url": base_url + page + ("?ref=feed" if n % 2 else ""), "html": html}) + "\n")
     store, kept, outcomes = tmp_path / "seen.sqlite", tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl"
     done = dedup(lines, "--store", store, "-o", kept, "--outcomes", outcomes)
@@ -313,8 +391,13 @@ def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(h
     tables = []
     for source in (store, outcomes):
         exported = tmp_path / "aliases.jsonl"
-        done = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source), "-o", str(exported)],
-                              cwd=PROJECT, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "scrapy_simhash_dedup", "aliases", str(source), "-o", str(exported)],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         tables.append(sorted(tuple(json.loads(line).items()) for line in exported.read_text().splitlines()))
     assert tables[0] == tables[1]

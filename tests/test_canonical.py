@@ -18,21 +18,20 @@ import scrapy
 
 from bench.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS, serve_trap_site
-from scrapy_simhash_dedup import cli
+from scrapy_simhash_dedup import Fingerprinter, cli
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls, looks_canonical
-from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.matching.decision_log import CANONICAL, DROPPED, RULE, Alias, Decision
 from scrapy_simhash_dedup.matching.policy import Policy
-from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
-from scrapy_simhash_dedup.stores.redis.log import read_redis_aliases, read_redis_log
+from scrapy_simhash_dedup.matching.urlrules import RuleBook
 from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows, canonical_names
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
+from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
+from scrapy_simhash_dedup.stores.redis.log import read_redis_aliases, read_redis_log
 from scrapy_simhash_dedup.stores.sqlite.readers import read_aliases, read_log
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
-from scrapy_simhash_dedup.matching.urlrules import RuleBook
 
 from .conftest import trap_articles
 from .pages import real_page
@@ -40,8 +39,15 @@ from .test_pipeline import make_pipeline, process, run, stat
 
 ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 GUARDED = {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True, "SIMHASH_DEDUP_RULE_SUPPORT": 3}
-ARTICLES = [real_page(name) for name in ("newspaper-syracuse.com1", "newspaper-syracuse.com2",
-                                         "newspaper-theatlanticcities.com1", "newspaper-theatlanticcities.com2")]
+ARTICLES = [
+    real_page(name)
+    for name in (
+        "newspaper-syracuse.com1",
+        "newspaper-syracuse.com2",
+        "newspaper-theatlanticcities.com1",
+        "newspaper-theatlanticcities.com2",
+    )
+]
 
 
 def declaring(html: bytes, href: str) -> bytes:
@@ -50,28 +56,36 @@ def declaring(html: bytes, href: str) -> bytes:
 
 
 def head(markup: str) -> lxml.etree._Element:
-    return lxml.etree.fromstring(f"<html><head>{markup}</head><body><p>text</p></body></html>",
-                                 lxml.etree.HTMLParser())
+    return lxml.etree.fromstring(f"<html><head>{markup}</head><body><p>text</p></body></html>", lxml.etree.HTMLParser())
 
 
 def test_the_declared_canonical_is_read_from_the_head_as_search_engines_read_it() -> None:
     assert declared_in_html(head('<link rel="canonical" href=" /a?b=1 ">')) == "/a?b=1"
     assert declared_in_html(head('<link rel="Canonical alternate" href="/a">')) == "/a"
-    assert declared_in_html(head('<link rel="alternate" href="/x"><link rel="canonical" href="/a">'
-                                 '<link rel="canonical" href="/b">')) == "/a", "the first one"
-    assert declared_in_html(head('<base href="https://a.test/dir/"><link rel="canonical" href="page">')) \
+    assert (
+        declared_in_html(
+            head('<link rel="alternate" href="/x"><link rel="canonical" href="/a"><link rel="canonical" href="/b">')
+        )
+        == "/a"
+    ), "the first one"
+    assert (
+        declared_in_html(head('<base href="https://a.test/dir/"><link rel="canonical" href="page">'))
         == "https://a.test/dir/page"
+    )
     assert declared_in_html(head('<link rel="canonical" href="">')) is None
     assert declared_in_html(head('<link rel="stylesheet" href="/s.css">')) is None
-    body_only = lxml.etree.fromstring('<html><body><link rel="canonical" href="/a"></body></html>',
-                                      lxml.etree.HTMLParser())
+    body_only = lxml.etree.fromstring(
+        '<html><body><link rel="canonical" href="/a"></body></html>', lxml.etree.HTMLParser()
+    )
     assert declared_in_html(body_only) is None, "a canonical link in the body is not the page's"
 
 
 def test_the_declared_canonical_is_read_from_link_headers() -> None:
     assert declared_in_header([b'<https://a.test/p>; rel="canonical"']) == "https://a.test/p"
-    assert declared_in_header([b'<https://a.test/x.css>; rel=preload, <https://a.test/p>; rel=canonical']) \
+    assert (
+        declared_in_header([b"<https://a.test/x.css>; rel=preload, <https://a.test/p>; rel=canonical"])
         == "https://a.test/p"
+    )
     assert declared_in_header([b'<https://a.test/p>; rel="alternate"; hreflang=de']) is None
     assert declared_in_header([b"garbage", b'<>; rel="canonical"']) is None
 
@@ -102,8 +116,11 @@ def test_trusted_url_rules_clean_a_canonical_that_echoes_a_variant_and_a_page_wi
     assert names.choose("https://a.test/p?sid=1", "https://a.test/p?sid=1").url == "https://a.test/p?sid=1"
     rules.learn("https://a.test/p?sid=2", "https://a.test/p?sid=1")
     rules.learn("https://a.test/q?sid=2", "https://a.test/q?sid=1")
-    assert names.choose("https://a.test/r/?sid=3&x=1", "https://a.test/r/?sid=3&x=1") \
-        == ("https://a.test/r/?x=1", "declared", True)
+    assert names.choose("https://a.test/r/?sid=3&x=1", "https://a.test/r/?sid=3&x=1") == (
+        "https://a.test/r/?x=1",
+        "declared",
+        True,
+    )
     assert names.choose("https://a.test/s?x=1&sid=4", None) == ("https://a.test/s?x=1", "fetched", True)
     assert names.choose("https://a.test/t?sid=5", "/t") == ("https://a.test/t", "declared", False)
 
@@ -120,8 +137,11 @@ def test_a_canonical_is_doubted_by_what_the_rules_make_of_it() -> None:
 
 
 def test_a_broken_base_leaves_the_page_fingerprinted_and_its_canonical_relative() -> None:
-    html = b'<html><head><base href="http://[::1/"><link rel="canonical" href="/a"></head><body><p>' + b"word " * 60 \
+    html = (
+        b'<html><head><base href="http://[::1/"><link rel="canonical" href="/a"></head><body><p>'
+        + b"word " * 60
         + b"</p></body></html>"
+    )
     fingerprint = Fingerprinter().fingerprint(html, "https://a.test/x")
     assert fingerprint.problem is None and fingerprint.canonical == "/a"
 
@@ -133,9 +153,12 @@ def test_items_get_their_page_s_canonical_url_unless_the_spider_gave_one() -> No
     kept = process(pipeline, {"url": "https://a.test/other", "html": ARTICLES[1], "canonical_url": "https://a.test/o"})
     assert kept["canonical_url"] == "https://a.test/o"
     assert (stat(pipeline, "canonical/declared"), stat(pipeline, "canonical/fetched")) == (1, 1)
-    assert "canonical_url" not in process(make_pipeline(SIMHASH_DEDUP_CANONICAL_FIELD=""),
-                                          {"url": "https://a.test/", "html": ARTICLES[0]})
-    named = process(make_pipeline(SIMHASH_DEDUP_CANONICAL_FIELD="address"), {"url": "https://a.test/", "html": ARTICLES[0]})
+    assert "canonical_url" not in process(
+        make_pipeline(SIMHASH_DEDUP_CANONICAL_FIELD=""), {"url": "https://a.test/", "html": ARTICLES[0]}
+    )
+    named = process(
+        make_pipeline(SIMHASH_DEDUP_CANONICAL_FIELD="address"), {"url": "https://a.test/", "html": ARTICLES[0]}
+    )
     assert named["address"] == "https://a.test/"
 
 
@@ -166,8 +189,13 @@ def test_a_template_that_points_every_page_at_the_home_page_names_no_page_after_
     site: tuple[Path, str], crawl: Callable
 ) -> None:
     root, base_url = site
-    (root / "index.html").write_bytes(declaring(b"<html><head><title>Home</title></head><body><h1>Welcome</h1>"
-                                                b"<p>The articles of this site.</p></body></html>", "/index.html"))
+    (root / "index.html").write_bytes(
+        declaring(
+            b"<html><head><title>Home</title></head><body><h1>Welcome</h1>"
+            b"<p>The articles of this site.</p></body></html>",
+            "/index.html",
+        )
+    )
     for n, article in enumerate(ARTICLES):
         (root / f"{n}.html").write_bytes(declaring(article, "/index.html"))
     urls = [base_url + "index.html", *(f"{base_url}{n}.html" for n in range(len(ARTICLES)))]
@@ -183,8 +211,10 @@ def test_articles_met_first_under_trap_urls_carry_their_real_address(trap_site, 
     canonical is met under a session URL: the right one is taken as it is, one that echoes the session URL and
     a missing one give the URL cleaned by the rule."""
     base_url, site = trap_site
-    kinds = {kind: next(n for n in range(3, len(site.articles)) if CANONICAL_KINDS[n % 10] == kind)
-             for kind in ("right", "echo", "none")}
+    kinds = {
+        kind: next(n for n in range(3, len(site.articles)) if CANONICAL_KINDS[n % 10] == kind)
+        for kind in ("right", "echo", "none")
+    }
     first = [f"{base_url}/article/{n}?sid={sid}" for n in range(3) for sid in ("a", "b")]
     then = [f"{base_url}/article/{n}?sid=z" for n in kinds.values()]
     result = crawl(first + then, {**ADDON, "SIMHASH_DEDUP_RULE_SUPPORT": 3}, yield_html=False)
@@ -193,23 +223,33 @@ def test_articles_met_first_under_trap_urls_carry_their_real_address(trap_site, 
     for url in result["kept"]:
         assert result["canonical"][url] == base_url + site.canonical_path(url.removeprefix(base_url)), url
     stats = result["stats"]
-    assert stats["simhash_dedup/canonical/cleaned"] == 2 and stats["simhash_dedup/canonical/declared"] == 3 + 2  # the first three, the right one and the echo
+    assert (
+        stats["simhash_dedup/canonical/cleaned"] == 2 and stats["simhash_dedup/canonical/declared"] == 3 + 2
+    )  # the first three, the right one and the echo
 
 
 def test_aliases_name_the_kept_page_through_rule_skips_and_carry_its_canonical_url() -> None:
-    aliases = [Alias(1, "https://a.test/s", "https://a.test/s?sid=1", CANONICAL),
-               Alias(2, "https://a.test/s?sid=2", "https://a.test/s?sid=1", "content"),
-               Alias(3, "https://a.test/s?sid=3&x", "https://a.test/s?sid=2", RULE),
-               Alias(4, "https://a.test/t?utm=1", "https://a.test/t", "exact_text")]
+    aliases = [
+        Alias(1, "https://a.test/s", "https://a.test/s?sid=1", CANONICAL),
+        Alias(2, "https://a.test/s?sid=2", "https://a.test/s?sid=1", "content"),
+        Alias(3, "https://a.test/s?sid=3&x", "https://a.test/s?sid=2", RULE),
+        Alias(4, "https://a.test/t?utm=1", "https://a.test/t", "exact_text"),
+    ]
     assert alias_rows(aliases) == [
         AliasRow("https://a.test/s", "https://a.test/s", "https://a.test/s?sid=1", CANONICAL),
         AliasRow("https://a.test/s?sid=2", "https://a.test/s", "https://a.test/s?sid=1", "content"),
         AliasRow("https://a.test/s?sid=3&x", "https://a.test/s", "https://a.test/s?sid=1", RULE),
-        AliasRow("https://a.test/t?utm=1", "https://a.test/t", "https://a.test/t", "exact_text")]
-    looping = [Alias(1, "https://a.test/a", "https://a.test/b", RULE), Alias(2, "https://a.test/b", "https://a.test/a", RULE)]
+        AliasRow("https://a.test/t?utm=1", "https://a.test/t", "https://a.test/t", "exact_text"),
+    ]
+    looping = [
+        Alias(1, "https://a.test/a", "https://a.test/b", RULE),
+        Alias(2, "https://a.test/b", "https://a.test/a", RULE),
+    ]
     assert len(alias_rows(looping)) == 2, "a loop of rule skips ends"
-    kept_again = [Alias(1, "https://a.test/k", "https://a.test/j", "content"),  # k dropped by one crawl, kept by the next
-                  Alias(2, "https://a.test/d", "https://a.test/k", "content")]
+    kept_again = [
+        Alias(1, "https://a.test/k", "https://a.test/j", "content"),  # k dropped by one crawl, kept by the next
+        Alias(2, "https://a.test/d", "https://a.test/k", "content"),
+    ]
     assert alias_rows(kept_again)[1].kept_url == "https://a.test/k", "a drop names the page it matched"
 
 
@@ -236,8 +276,9 @@ def _exported(arguments: list[str], path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def assert_aliases_name_the_crawl_s_kept_pages(rows: list[dict[str, str]], result: dict, dropped: set[str],
-                                              base_url: str, site) -> None:
+def assert_aliases_name_the_crawl_s_kept_pages(
+    rows: list[dict[str, str]], result: dict, dropped: set[str], base_url: str, site
+) -> None:
     """Every alias names a kept page of the crawl's output under that page's canonical URL (the item's, or a
     better one for a page the crawl renamed as it learned the site), and the same page of the site; every
     dropped URL, rule skip and canonical URL is there (a URL once)."""
@@ -254,8 +295,9 @@ def assert_aliases_name_the_crawl_s_kept_pages(rows: list[dict[str, str]], resul
 
     for row in rows:
         name = kept[row["kept_url"]]
-        assert row["canonical"] == name or (looks_canonical(row["canonical"]) < looks_canonical(name)
-                                            and page(row["canonical"]) == page(name)), row
+        assert row["canonical"] == name or (
+            looks_canonical(row["canonical"]) < looks_canonical(name) and page(row["canonical"]) == page(name)
+        ), row
         assert page(row["alias"]) in (page(row["kept_url"]), None), row
     renamed = {row["kept_url"] for row in rows if row["canonical"] != kept[row["kept_url"]]}
     assert len(renamed) <= stats.get("simhash_dedup/canonical/renamed", 0)
@@ -277,8 +319,9 @@ def test_the_aliases_are_kept_in_redis(trap_site, redis_url, tmp_path) -> None:
     base_url, site = trap_site
     key = "aliases:simhash_dedup"
     remove_redis_store(redis.Redis.from_url(redis_url), key)
-    result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key},
-                        cap=2000)
+    result = crawl_site(
+        base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key}, cap=2000
+    )
     client = redis.Redis.from_url(redis_url)
     assert read_redis_aliases(client, key)
     rows = _exported(["aliases", redis_url, "--key", key], tmp_path / "aliases.jsonl")
@@ -292,11 +335,17 @@ def test_a_page_the_output_does_not_hold_leaves_no_alias(trap_site, crawl: Calla
     base_url, _ = trap_site
     store = tmp_path / "seen.sqlite"
     urls = [f"{base_url}/article/1?sid=z", f"{base_url}/article/1?sid=y", f"{base_url}/article/2?sid=z"]
-    settings = {**ADDON, "SIMHASH_DEDUP_PATH": str(store), "TEST_DROP_AT": "article/1",
-                "ITEM_PIPELINES": {"tests.crawl_runner.DropSomeItems": 400}}
+    settings = {
+        **ADDON,
+        "SIMHASH_DEDUP_PATH": str(store),
+        "TEST_DROP_AT": "article/1",
+        "ITEM_PIPELINES": {"tests.crawl_runner.DropSomeItems": 400},
+    }
     result = crawl(urls, settings, yield_html=False)
     assert result["kept"] == urls[2:] and [d["url"] for d in result["dropped"]] == urls[:2]
-    assert [(a.url, a.kept_url, a.reason) for a in read_aliases(store)] == [(f"{base_url}/article/2", urls[2], CANONICAL)]
+    assert [(a.url, a.kept_url, a.reason) for a in read_aliases(store)] == [
+        (f"{base_url}/article/2", urls[2], CANONICAL)
+    ]
 
 
 def test_a_site_s_other_host_name_is_learned_and_its_pages_named_on_the_site_s_host() -> None:
@@ -306,8 +355,11 @@ def test_a_site_s_other_host_name_is_learned_and_its_pages_named_on_the_site_s_h
     names = CanonicalUrls(None, learning=True)
     assert names.choose("http://127.0.0.1:8080/a", "http://news.test:8080/a").source == "doubted"
     assert names.take_renamed() == []
-    assert names.choose("http://127.0.0.1:8080/b", "http://news.test:8080/b") == \
-        ("http://news.test:8080/b", "declared", False)
+    assert names.choose("http://127.0.0.1:8080/b", "http://news.test:8080/b") == (
+        "http://news.test:8080/b",
+        "declared",
+        False,
+    )
     assert names.take_renamed() == [("http://127.0.0.1:8080/a", "http://news.test:8080/a")]
     assert names.choose("http://127.0.0.1:8080/c", None).url == "http://news.test:8080/c"
     assert names.choose("http://elsewhere.test/d", "http://news.test:8080/d").source == "doubted", "no other host"
@@ -334,11 +386,14 @@ def test_a_rule_trusted_later_renames_the_pages_kept_before_it() -> None:
     assert names.choose("https://a.test/p?sid=1", None).url == "https://a.test/p?sid=1"
     assert names.choose("https://a.test/q?sid=1", "https://a.test/q?sid=1").url == "https://a.test/q?sid=1"
     names.choose("https://a.test/other", None)
-    trusted = rules.learn("https://a.test/p?sid=2", "https://a.test/p?sid=1") + \
-        rules.learn("https://a.test/q?sid=2", "https://a.test/q?sid=1")
+    trusted = rules.learn("https://a.test/p?sid=2", "https://a.test/p?sid=1") + rules.learn(
+        "https://a.test/q?sid=2", "https://a.test/q?sid=1"
+    )
     names.rules_trusted(trusted)
-    assert sorted(names.take_renamed()) == [("https://a.test/p?sid=1", "https://a.test/p"),
-                                            ("https://a.test/q?sid=1", "https://a.test/q")]
+    assert sorted(names.take_renamed()) == [
+        ("https://a.test/p?sid=1", "https://a.test/p"),
+        ("https://a.test/q?sid=1", "https://a.test/q"),
+    ]
 
 
 def test_a_page_without_a_canonical_is_named_by_the_copy_that_looks_canonical() -> None:
@@ -369,8 +424,10 @@ def test_a_renamed_page_has_its_last_name_in_the_store_s_alias_table(tmp_path: P
     store.record_alias(Alias(3, "https://a.test/p", "https://a.test/p?sid=1", CANONICAL))  # renamed
     store.close()
     rows = alias_rows(read_aliases(tmp_path / "s.sqlite"))
-    assert {row.alias: row.canonical for row in rows} == {"https://a.test/p?sid=1&x=1": "https://a.test/p",
-                                                          "https://a.test/p": "https://a.test/p"}
+    assert {row.alias: row.canonical for row in rows} == {
+        "https://a.test/p?sid=1&x=1": "https://a.test/p",
+        "https://a.test/p": "https://a.test/p",
+    }
 
 
 def test_a_crawl_of_a_site_with_a_second_host_name_exports_every_article_under_its_real_address(tmp_path) -> None:
@@ -380,17 +437,26 @@ def test_a_crawl_of_a_site_with_a_second_host_name_exports_every_article_under_i
     with serve_trap_site(trap_articles(), alias_host=True) as (base_url, site):
         store = tmp_path / "seen.sqlite"
         # one request at a time: which name of a page is met first is the order of its links, not of the responses
-        result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_PATH": str(store), "CONCURRENT_REQUESTS": 1},
-                            cap=2000, hosts=site.alias.removeprefix("http://"))
-    articles = [(url, base_url + path) for url, _ in result["kept"]
-                if (path := site.canonical_path(url.split("/", 3)[3] and "/" + url.split("/", 3)[3])) is not None
-                and path.startswith("/article/")]
+        result = crawl_site(
+            base_url + "/",
+            {**GUARDED, "SIMHASH_DEDUP_PATH": str(store), "CONCURRENT_REQUESTS": 1},
+            cap=2000,
+            hosts=site.alias.removeprefix("http://"),
+        )
+    articles = [
+        (url, base_url + path)
+        for url, _ in result["kept"]
+        if (path := site.canonical_path(url.split("/", 3)[3] and "/" + url.split("/", 3)[3])) is not None
+        and path.startswith("/article/")
+    ]
     names = load_log(str(store)).names()
-    assert len(articles) == len(site.articles) and any("127.0.0.1" in alias.url for alias in names), \
+    assert len(articles) == len(site.articles) and any("127.0.0.1" in alias.url for alias in names), (
         "pages were met under the other name (kept, or dropped as copies: which, the order of responses says)"
+    )
     exported = canonical_names(names)
-    assert all(exported.get(url, url) == real for url, real in articles), \
-        [(url, exported.get(url), real) for url, real in articles if exported.get(url, url) != real]
+    assert all(exported.get(url, url) == real for url, real in articles), [
+        (url, exported.get(url), real) for url, real in articles if exported.get(url, url) != real
+    ]
     named = dict(zip((url for url, _ in result["kept"]), result["canonical"]))
     assert sum(named[url] == real for url, real in articles) > len(articles) / 2
     assert result["stats"]["simhash_dedup/canonical/renamed"] > 0

@@ -25,20 +25,30 @@ from scrapy_simhash_dedup.report.plots import similarity_histogram
 from .pages import real_page
 
 COMMAND = Path(sys.executable).parent / "simhash-dedup"  # what `make` installs into .venv
-NAMES = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
-         "newspaper-theatlanticcities.com2", "gne-163-1", "gne-163-2", "gne-sina-1", "gne-sina-2"]
+NAMES = [
+    "newspaper-syracuse.com1",
+    "newspaper-syracuse.com2",
+    "newspaper-theatlanticcities.com1",
+    "newspaper-theatlanticcities.com2",
+    "gne-163-1",
+    "gne-163-2",
+    "gne-sina-1",
+    "gne-sina-2",
+]
 
 
 def simhash_dedup(*arguments: str | Path, stderr_tty: bool = False) -> subprocess.CompletedProcess:
     """The installed command, run from a folder that is not this checkout (as a user runs it)."""
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     if not stderr_tty:
-        return subprocess.run([str(COMMAND), *map(str, arguments)], capture_output=True, text=True, timeout=300,
-                              cwd="/", env=environment)
+        return subprocess.run(
+            [str(COMMAND), *map(str, arguments)], capture_output=True, text=True, timeout=300, cwd="/", env=environment
+        )
     mine, theirs = pty.openpty()
     fcntl.ioctl(theirs, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a terminal 120 columns wide
-    process = subprocess.Popen([str(COMMAND), *map(str, arguments)], stdout=subprocess.PIPE, stderr=theirs,
-                               cwd="/", env=environment, text=True)
+    process = subprocess.Popen(
+        [str(COMMAND), *map(str, arguments)], stdout=subprocess.PIPE, stderr=theirs, cwd="/", env=environment, text=True
+    )
     os.close(theirs)
     chunks = []
     while True:
@@ -59,8 +69,14 @@ def simhash_dedup(*arguments: str | Path, stderr_tty: bool = False) -> subproces
 def archive(tmp_path: Path) -> Path:
     """A WARC.gz of 8 real pages, each twice under two URLs (the copies after the originals)."""
     path = tmp_path / "pages.warc.gz"
-    write_warc(path, [(f"https://{host}/{name}", real_page(name), "text/html; charset=utf-8")
-                      for host in ("a.test", "b.test") for name in NAMES])
+    write_warc(
+        path,
+        [
+            (f"https://{host}/{name}", real_page(name), "text/html; charset=utf-8")
+            for host in ("a.test", "b.test")
+            for name in NAMES
+        ],
+    )
     return path
 
 
@@ -85,14 +101,19 @@ def test_a_run_with_a_store_and_an_output_leaves_every_kept_page_in_the_store(ar
 
 def test_a_feed_without_the_html_field_is_one_line_naming_the_fields_it_has(tmp_path: Path) -> None:
     feed = tmp_path / "items.jsonl"
-    feed.write_text("".join(json.dumps({"url": f"https://a.test/{n}", "body": "<p>page</p>", "title": "t"}) + "\n"
-                            for n in range(300)))
+    feed.write_text(
+        "".join(
+            json.dumps({"url": f"https://a.test/{n}", "body": "<p>page</p>", "title": "t"}) + "\n" for n in range(300)
+        )
+    )
     done = simhash_dedup("dedup", feed, "--no-progress")
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert len(lines) == 2, done.stderr
-    assert lines[0] == (f"simhash-dedup: {feed}: no record has a 'html' field holding the page's HTML (the first 5 "
-                        f"records have: url, body, title); name it with --html-field")
+    assert lines[0] == (
+        f"simhash-dedup: {feed}: no record has a 'html' field holding the page's HTML (the first 5 "
+        f"records have: url, body, title); name it with --html-field"
+    )
     assert lines[1] == "simhash-dedup: 0 pages: 0 kept, 0 dropped; 5 records unreadable"
     assert simhash_dedup("dedup", feed, "--no-progress", "--html-field", "body").returncode == 0
 
@@ -104,13 +125,16 @@ def test_report_on_something_else_than_a_log_is_one_line_and_exit_status_2(archi
     assert wrong.returncode == 2 and not report.exists()
     assert wrong.stderr.splitlines() == [
         f"simhash-dedup: {kept} is neither a store of simhash_dedup (a SQLite file) nor an outcomes file of "
-        f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a Redis URL and its --key"]
+        f'`simhash-dedup dedup --outcomes` (records with an "outcome"); give one of them, or a Redis URL and its --key'
+    ]
     lines = outcomes.read_text().splitlines()
     outcomes.write_text("\n".join([*lines[:2], "{broken", *lines[2:]]) + "\n")
     broken = simhash_dedup("report", outcomes, "-o", report)
     assert broken.returncode == 2 and not report.exists()
-    assert broken.stderr.startswith(f"simhash-dedup: {outcomes}:3: not a JSON line") and len(
-        broken.stderr.splitlines()) == 1
+    assert (
+        broken.stderr.startswith(f"simhash-dedup: {outcomes}:3: not a JSON line")
+        and len(broken.stderr.splitlines()) == 1
+    )
 
 
 def test_settings_that_cannot_be_imported_are_one_line_and_exit_status_2(archive: Path) -> None:
@@ -118,14 +142,18 @@ def test_settings_that_cannot_be_imported_are_one_line_and_exit_status_2(archive
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [
         "simhash-dedup: --settings nosuch.settings cannot be imported (No module named 'nosuch'); give a module "
-        "importable from this folder, e.g. myproject.settings"]
+        "importable from this folder, e.g. myproject.settings"
+    ]
 
 
 def test_help_shows_choices_and_defaults_and_report_takes_only_what_changes_it() -> None:
     dedup = simhash_dedup("dedup", "--help").stdout
     assert "--mode {content,both,structure,either}" in dedup and "default content)" in dedup
-    assert re.search(r"--content-distance INT\s+largest content distance \(0-64 bits\)\s+\(SIMHASH_DEDUP_CONTENT_DISTANCE;"
-                     r"\s+default 8\)", dedup)
+    assert re.search(
+        r"--content-distance INT\s+largest content distance \(0-64 bits\)\s+\(SIMHASH_DEDUP_CONTENT_DISTANCE;"
+        r"\s+default 8\)",
+        dedup,
+    )
     assert "--outcomes FILE" in dedup and "--log-size INT" in dedup and "--decisions" not in dedup
     report = simhash_dedup("report", "--help").stdout
     assert "--pairs N" in report and "--mode" not in report and "--settings" not in report
@@ -151,18 +179,34 @@ def test_progress_elsewhere_is_no_bar(archive: Path, tmp_path: Path) -> None:
 
 
 def test_the_summary_names_every_outcome_once() -> None:
-    happened = Counter({"kept": 140, "borderline": 12, "dropped": 139, "not_compared/empty_html": 1,
-                        "not_compared/too_large": 2, "failed": 1, "unreadable": 1, "skipped": 3})
-    assert summary(happened) == ("295 pages: 152 kept (12 of them borderline), 139 dropped, 3 not compared "
-                                 "(1 empty_html, 2 too_large), kept too, 1 failed, kept too; 1 record unreadable; "
-                                 "3 records not HTML, skipped")
+    happened = Counter(
+        {
+            "kept": 140,
+            "borderline": 12,
+            "dropped": 139,
+            "not_compared/empty_html": 1,
+            "not_compared/too_large": 2,
+            "failed": 1,
+            "unreadable": 1,
+            "skipped": 3,
+        }
+    )
+    assert summary(happened) == (
+        "295 pages: 152 kept (12 of them borderline), 139 dropped, 3 not compared "
+        "(1 empty_html, 2 too_large), kept too, 1 failed, kept too; 1 record unreadable; "
+        "3 records not HTML, skipped"
+    )
     assert summary(Counter({"kept": 1})) == "1 page: 1 kept, 0 dropped"
 
 
 def bars(svg: str, color: str) -> list[float]:
     """The visible heights (pixels) of the histogram's bars of ``color`` that are not empty."""
-    (top, height), = [(float(y), float(h)) for y, h in
-                      re.findall(r'<clipPath id="[^"]+">\s*<rect x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)"', svg)]
+    ((top, height),) = [
+        (float(y), float(h))
+        for y, h in re.findall(
+            r'<clipPath id="[^"]+">\s*<rect x="[\d.]+" y="([\d.]+)" width="[\d.]+" height="([\d.]+)"', svg
+        )
+    ]
     heights = []
     for path in re.findall(r'<path d="([^"]+)"[^>]*clip-path="[^"]+"[^>]*style="fill: ' + color, svg):
         ys = [float(y) for y in re.findall(r"[ML] [-\d.]+ ([-\d.]+)", path)]
@@ -173,10 +217,13 @@ def bars(svg: str, color: str) -> list[float]:
 
 
 def test_the_similarity_axis_is_0_to_1_and_a_bar_of_one_pair_is_seen() -> None:
-    drops = [Decision(0, "dropped", f"https://a.test/{n}", "https://a.test/", "content", 1, 0, 0.9, 0.65)
-             for n in range(200)]
-    borderline = [Decision(0, "borderline", f"https://b.test/{n}", "https://a.test/", "similarity", 5, 0, similarity,
-                           0.65) for n, similarity in enumerate((-0.15, 0.01))]
+    drops = [
+        Decision(0, "dropped", f"https://a.test/{n}", "https://a.test/", "content", 1, 0, 0.9, 0.65) for n in range(200)
+    ]
+    borderline = [
+        Decision(0, "borderline", f"https://b.test/{n}", "https://a.test/", "similarity", 5, 0, similarity, 0.65)
+        for n, similarity in enumerate((-0.15, 0.01))
+    ]
     svg = similarity_histogram(drops + borderline, 0.65)
     assert len(bars(svg, "#2471a3")) == 1, "an estimate below 0 is drawn at 0, with the pair at 0.01"
     (one_bar,), (tall,) = bars(svg, "#2471a3"), bars(svg, "#c0392b")

@@ -33,8 +33,14 @@ def seeds(cluster: RedisCluster) -> str:
 
 
 def site_settings(cluster: RedisCluster, key: str, **more: object) -> dict:
-    return {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": seeds(cluster), "SIMHASH_DEDUP_SCOPE": "site",
-            "SIMHASH_DEDUP_REDIS_KEY": key, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1, **more}
+    return {
+        **PIPELINE,
+        "SIMHASH_DEDUP_REDIS_URL": seeds(cluster),
+        "SIMHASH_DEDUP_SCOPE": "site",
+        "SIMHASH_DEDUP_REDIS_KEY": key,
+        "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+        **more,
+    }
 
 
 def test_a_store_per_site_spreads_over_the_masters_and_decides_as_one_filter_per_site(redis_cluster) -> None:
@@ -42,8 +48,10 @@ def test_a_store_per_site_spreads_over_the_masters_and_decides_as_one_filter_per
     store = redis_store(Policy(), connect(redis_cluster.url), "spread", "test", Scope.SITE, 20_000)
     store.open()
     assert set(kept_by(store, pages, batch=25)) == one_filter_per_site(pages, Scope.SITE)
-    masters = {redis_cluster.master_of(f"{site_prefix('spread', site_key('http://' + host, Scope.SITE))}:meta")
-               for host in HOSTS}
+    masters = {
+        redis_cluster.master_of(f"{site_prefix('spread', site_key('http://' + host, Scope.SITE))}:meta")
+        for host in HOSTS
+    }
     assert len(masters) >= 2  # the four sites' keys on more than one node
 
 
@@ -68,8 +76,10 @@ def test_the_race_keeps_exactly_one_page_per_cluster_and_site(redis_cluster) -> 
     processes = 4
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=race_worker, args=(seeds(redis_cluster), seed, barrier, results))
-               for seed in range(processes)]
+    workers = [
+        context.Process(target=race_worker, args=(seeds(redis_cluster), seed, barrier, results))
+        for seed in range(processes)
+    ]
     for worker in workers:
         worker.start()
     kept = [url for _ in workers for url in results.get(timeout=300)[1]]
@@ -107,16 +117,18 @@ def test_two_crawlers_over_several_sites_keep_exactly_what_one_keeps(redis_clust
                 folder = tmp_path / f"{key}-{n}"
                 folder.mkdir()
                 runs.append((folder, start_crawl(folder, order, site_settings(redis_cluster, key))))
-            for folder, process in runs:
+            for _, process in runs:
                 _, log = process.communicate(timeout=300)
                 assert process.returncode == 0 and "Traceback" not in log, log[-3000:]
-            kept_by_two[key] = [url for folder, _ in runs
-                                for url in json.loads((folder / "result.json").read_text())["kept"]]
+            kept_by_two[key] = [
+                url for folder, _ in runs for url in json.loads((folder / "result.json").read_text())["kept"]
+            ]
     assert len(kept_by_one) == len(SITES) * ARTICLES and all("/a" in url for url in kept_by_one)
     assert sorted(kept_by_two["two"]) == sorted(kept_by_one)  # each original kept once, by one of the two
     # in opposite orders, one crawler meets copies first: still one page of each article on each site
     assert sorted((url.split("/")[2], url.rsplit("/", 1)[1][1:]) for url in kept_by_two["two-orders"]) == sorted(
-        (url.split("/")[2], url.rsplit("/", 1)[1][1:]) for url in kept_by_one)
+        (url.split("/")[2], url.rsplit("/", 1)[1][1:]) for url in kept_by_one
+    )
 
 
 def cluster_count(cluster: RedisCluster, key: str) -> int:
@@ -129,8 +141,9 @@ def cluster_count(cluster: RedisCluster, key: str) -> int:
 
 
 @pytest.mark.parametrize("fault", ["killed, its replica promoted", "restarted empty before a failover"])
-def test_a_master_lost_mid_crawl_loses_no_kept_page_and_lets_no_copy_through(redis_cluster, tmp_path: Path,
-                                                                           fault: str) -> None:
+def test_a_master_lost_mid_crawl_loses_no_kept_page_and_lets_no_copy_through(
+    redis_cluster, tmp_path: Path, fault: str
+) -> None:
     """Three sites, originals then their copies, one request at a time; after three originals are kept, the
     master holding the first site is killed (and its replica promoted), or restarted empty at once (it comes
     back as the master, empty: the crawler writes its replica of the site back).  Every original is kept,
@@ -142,8 +155,9 @@ def test_a_master_lost_mid_crawl_loses_no_kept_page_and_lets_no_copy_through(red
     with ExitStack() as stack:
         bases = serve_sites(stack, root)
         urls = [base + name for name in names for base in bases]
-        process = start_crawl(tmp_path, urls, site_settings(redis_cluster, key, DOWNLOAD_DELAY=0.2,
-                                                            CONCURRENT_REQUESTS=1))
+        process = start_crawl(
+            tmp_path, urls, site_settings(redis_cluster, key, DOWNLOAD_DELAY=0.2, CONCURRENT_REQUESTS=1)
+        )
         wait_for_kept(tmp_path, 3)
         master = redis_cluster.master_of(f"{site_prefix(key, SITES[0])}:meta")
         redis_cluster.kill(master)
@@ -167,8 +181,11 @@ def test_a_master_lost_mid_crawl_loses_no_kept_page_and_lets_no_copy_through(red
 
 def pages_on_masters(cluster: RedisCluster, key: str, seed: int) -> tuple[list, set[int]]:
     """Unique pages over many sites (a page each), and the masters their sites' keys lie on."""
-    pages = [(url.replace("https://example.com", f"http://site{n}.com"), page)
-             for n, cluster_pages in enumerate(clusters(60, 1, seed)) for url, page in cluster_pages]
+    pages = [
+        (url.replace("https://example.com", f"http://site{n}.com"), page)
+        for n, cluster_pages in enumerate(clusters(60, 1, seed))
+        for url, page in cluster_pages
+    ]
     masters = {cluster.master_of(f"{site_prefix(key, site_key(url, Scope.SITE))}:meta") for url, _ in pages}
     return pages, masters
 
@@ -195,8 +212,7 @@ def replica_of(cluster: RedisCluster, master: int) -> int:
     return next(port for port, _, of in cluster.nodes_view() if of == ids[master])
 
 
-def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_the_rest_back(
-        redis_cluster) -> None:
+def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_the_rest_back(redis_cluster) -> None:
     """A master and its replica both killed: the batch's pages on the other masters are decided there, those on
     the lost one checked locally (none dropped as a copy of itself); the two nodes back empty, the crawler writes
     its replicas of their sites back and adds the pages kept meanwhile: every page is in the cluster."""
@@ -212,8 +228,11 @@ def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_
         with pytest.raises(CheckedLocally) as checked:
             store.check_and_add_many(pages[20:40])
         assert checked.value.matches == [None] * 20  # unique pages: none dropped as a copy of itself
-        decided_there = [url for url, _ in pages[20:40]
-                         if redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") != lost]
+        decided_there = [
+            url
+            for url, _ in pages[20:40]
+            if redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") != lost
+        ]
         assert decided_there  # (the other masters' pages of the batch are in Redis already)
     finally:
         redis_cluster.restart(lost)
@@ -221,9 +240,11 @@ def test_a_batch_over_a_lost_master_keeps_what_the_live_ones_decided_and_writes_
     time.sleep(RETRY_SECONDS)
     assert store.check_and_add_many(pages[40:]) == [None] * 20
     fresh = redis_store(Policy(), connect(seeds(redis_cluster)), "partial", "test", Scope.SITE, None)
-    missing = [(n, url, redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") == lost)
-               for n, ((url, _), match) in enumerate(zip(pages, fresh.check_and_add_many(pages)))
-               if match is None or not match.duplicate]
+    missing = [
+        (n, url, redis_cluster.master_of(f"{site_prefix('partial', site_key(url, Scope.SITE))}:meta") == lost)
+        for n, ((url, _), match) in enumerate(zip(pages, fresh.check_and_add_many(pages)))
+        if match is None or not match.duplicate
+    ]
     assert not missing
 
 
@@ -237,8 +258,13 @@ def test_fail_closed_stops_the_crawl_when_a_site_s_master_and_replica_are_lost(r
     with ExitStack() as stack:
         bases = serve_sites(stack, root)
         urls = [base + name for name in names for base in bases]
-        process = start_crawl(tmp_path, urls, site_settings(redis_cluster, key, SIMHASH_DEDUP_FAIL_MODE="closed",
-                                                            DOWNLOAD_DELAY=0.2, CONCURRENT_REQUESTS=1))
+        process = start_crawl(
+            tmp_path,
+            urls,
+            site_settings(
+                redis_cluster, key, SIMHASH_DEDUP_FAIL_MODE="closed", DOWNLOAD_DELAY=0.2, CONCURRENT_REQUESTS=1
+            ),
+        )
         wait_for_kept(tmp_path, 3)
         master = redis_cluster.master_of(f"{site_prefix(key, SITES[0])}:meta")
         replica = replica_of(redis_cluster, master)

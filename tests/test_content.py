@@ -14,12 +14,20 @@ from bench.quality_sets import wrap_in_form
 from scrapy_simhash_dedup import Fingerprinter, hamming
 from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, own_blocks, words
 from scrapy_simhash_dedup.fingerprint.document import load
-from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.fingerprint.sketch import link_share, similarity, visible_similarity
 from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs
-from scrapy_simhash_dedup.fingerprint.treewalk import (AD_HINTS, AD_NAMES, HID_ALONE, MAYBE_CONTENT_NAMES,
-                                                       NEGATIVE_NAMES, POSITIVE_NAMES, UNLIKELY_NAMES, Words,
-                                                       negative_name)
+from scrapy_simhash_dedup.fingerprint.treewalk import (
+    AD_HINTS,
+    AD_NAMES,
+    HID_ALONE,
+    MAYBE_CONTENT_NAMES,
+    NEGATIVE_NAMES,
+    POSITIVE_NAMES,
+    UNLIKELY_NAMES,
+    Words,
+    negative_name,
+)
+from scrapy_simhash_dedup.matching.policy import Policy
 
 from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
 
@@ -34,17 +42,16 @@ def own_text(html: str | bytes) -> str:
 
 def paragraphs(label: str, count: int = 3) -> str:
     """``count`` paragraphs of 12 distinct words each, every word tagged with ``label``."""
-    return "".join(
-        "<p>" + " ".join(f"{label}{n}word{i}" for i in range(12)) + "</p>" for n in range(count)
-    )
+    return "".join("<p>" + " ".join(f"{label}{n}word{i}" for i in range(12)) + "</p>" for n in range(count))
 
 
 def test_own_text_leaves_out_what_is_not_seen_links_and_furniture() -> None:
     html = (
         "<html><head><title>the title</title><style>p{color:red}</style><script>var secret=1</script></head><body>"
         "<nav>" + paragraphs("menu") + "</nav><!-- a comment --><noscript>enable javascript</noscript>"
-        "<template>template text</template><div class='story'>" + paragraphs("story") +
-        "<p>Visible words <a href='/x'>linked words</a> stay here with some more words around</p>"
+        "<template>template text</template><div class='story'>"
+        + paragraphs("story")
+        + "<p>Visible words <a href='/x'>linked words</a> stay here with some more words around</p>"
         "<div id='comments'>" + paragraphs("reader") + "</div></div>"
         "<footer>" + paragraphs("legal") + "</footer></body></html>"
     )
@@ -55,8 +62,10 @@ def test_own_text_leaves_out_what_is_not_seen_links_and_furniture() -> None:
 
 
 def test_a_sentence_keeps_its_links_in_place_and_a_row_of_links_leaves_them_out() -> None:
-    sentence = ("<p>The <a href='/river'>river</a> rises in the <a href='/alps'>Alps</a> and flows through "
-                "<a href='/lyon'>Lyon</a> to the <a href='/sea'>Mediterranean</a> past vineyards, old mills and towns.</p>")
+    sentence = (
+        "<p>The <a href='/river'>river</a> rises in the <a href='/alps'>Alps</a> and flows through "
+        "<a href='/lyon'>Lyon</a> to the <a href='/sea'>Mediterranean</a> past vineyards, old mills and towns.</p>"
+    )
     related = "<p>See also: " + ", ".join(f"<a href='/r{n}'>related story {n}</a>" for n in range(6)) + "</p>"
     text = own_text(f"<html><body><article>{paragraphs('story')}{sentence}{related}</article></body></html>")
     assert "the river rises in the alps and flows through lyon to the mediterranean" in text
@@ -64,8 +73,10 @@ def test_a_sentence_keeps_its_links_in_place_and_a_row_of_links_leaves_them_out(
 
 
 def test_unlinking_a_word_of_a_sentence_leaves_the_fingerprint_as_it_was() -> None:
-    linked = ("<html><body><article>" + paragraphs("story") + "<p>The river rises in the <a href='/alps'>Alps</a> "
-              "and flows through Lyon to the sea past vineyards and mills.</p></article></body></html>")
+    linked = (
+        "<html><body><article>" + paragraphs("story") + "<p>The river rises in the <a href='/alps'>Alps</a> "
+        "and flows through Lyon to the sea past vineyards and mills.</p></article></body></html>"
+    )
     unlinked = linked.replace("<a href='/alps'>Alps</a>", "Alps")
     before, after = Fingerprinter().fingerprint(linked), Fingerprinter().fingerprint(unlinked)
     assert (before.content, before.structure) == (after.content, after.structure)
@@ -74,8 +85,18 @@ def test_unlinking_a_word_of_a_sentence_leaves_the_fingerprint_as_it_was() -> No
     assert link_share(before.sketch) > link_share(after.sketch) == 0.0
 
 
-@pytest.mark.parametrize("named", ["class='advertisement'", "aria-label='Advertisement'", "id='ad-slot-3'",
-                                   "data-ad-slot='123'", "class='sponsored-box'", "class='promo'", "role='ad'"])
+@pytest.mark.parametrize(
+    "named",
+    [
+        "class='advertisement'",
+        "aria-label='Advertisement'",
+        "id='ad-slot-3'",
+        "data-ad-slot='123'",
+        "class='sponsored-box'",
+        "class='promo'",
+        "role='ad'",
+    ],
+)
 def test_an_element_named_as_an_ad_is_never_own_text_however_leniently_read(named: str) -> None:
     ad = f"<div {named}><p>Special offer buy these wonderful shoes today at the lowest price ever seen</p></div>"
     long_page = f"<html><body><article>{paragraphs('story')}{ad}</article></body></html>"
@@ -114,8 +135,28 @@ def test_word_lists_find_what_their_regular_expressions_find() -> None:
         names.update(map(str, load(gzip.decompress(path.read_bytes()), 1 << 24).root.xpath("//@class | //@id")))
     assert len(names) > 500
     names |= {name.upper() for name in names} | {name.title() for name in names}
-    names |= {"", "ſidebar", "MENU", "Header-Kontakt", "Cömment-list", "ad", "-AD-", "lead", "read", "main-ſponsor",
-              "hid", "box hid", "HID box", "a hid b", "hid\n", "x hid\n", "hıd", "xhid", "hidden", "Hid-den"}
+    names |= {
+        "",
+        "ſidebar",
+        "MENU",
+        "Header-Kontakt",
+        "Cömment-list",
+        "ad",
+        "-AD-",
+        "lead",
+        "read",
+        "main-ſponsor",
+        "hid",
+        "box hid",
+        "HID box",
+        "a hid b",
+        "hid\n",
+        "x hid\n",
+        "hıd",
+        "xhid",
+        "hidden",
+        "Hid-den",
+    }
     for listed in (UNLIKELY_NAMES, MAYBE_CONTENT_NAMES, AD_HINTS, POSITIVE_NAMES, NEGATIVE_NAMES):
         pattern = re.compile(listed.pattern.pattern, re.IGNORECASE)
         found = {name for name in names if listed.search(name)}
@@ -134,8 +175,7 @@ def test_blocks_split_at_block_elements_not_inline_ones() -> None:
     assert [block.text for block in page.blocks] == ["one two three", "four"]
 
 
-@pytest.mark.parametrize("hide", ["hidden", "aria-hidden='true'", "style='display: none'",
-                                  "style='visibility:hidden'"])
+@pytest.mark.parametrize("hide", ["hidden", "aria-hidden='true'", "style='display: none'", "style='visibility:hidden'"])
 def test_hidden_text_never_counts_even_when_the_visible_text_is_short(hide: str) -> None:
     html = (
         f"<html><body><p>Only a few words are shown on this page.</p>"
@@ -172,8 +212,7 @@ def test_the_main_content_is_read_whatever_furniture_surrounds_it(wrapper: str) 
 
 def test_furniture_inside_the_main_content_is_left_out() -> None:
     html = (
-        "<html><body><article>" + paragraphs("story", 4) +
-        "<aside>" + paragraphs("pullquote", 1) + "</aside>"
+        "<html><body><article>" + paragraphs("story", 4) + "<aside>" + paragraphs("pullquote", 1) + "</aside>"
         "<div class='related-links'>" + paragraphs("related", 2) + "</div></article></body></html>"
     )
     text = own_text(html)
@@ -188,7 +227,11 @@ def test_short_blocks_are_left_out_when_the_page_has_long_ones() -> None:
 
 def test_words_drop_numbers_and_single_letters() -> None:
     assert list(words("On 2024-05-01, 1,234 readers saw a COVID-19 update")) == [
-        "on", "readers", "saw", "covid", "update",
+        "on",
+        "readers",
+        "saw",
+        "covid",
+        "update",
     ]
 
 
@@ -198,28 +241,52 @@ def test_words_are_split_where_the_regular_expression_split_them() -> None:
     every = "".join(chr(code) for code in range(0x110000) if not 0xD800 <= code < 0xE000)
     kept = "".join(re.findall(r"[^\W_]", every))
     assert "".join(alnum_runs(every)) == kept and len(kept) > 100_000
-    samples = ["", "_", "a_b c", "Ünïcödé wörds, 2024-05-01!", "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e",
-               "x\u00b2 \u2460\u2461 \u0661\u0662", "emoji\U0001f600between", "tab\there\u00a0nbsp", kept[::997]]
+    samples = [
+        "",
+        "_",
+        "a_b c",
+        "Ünïcödé wörds, 2024-05-01!",
+        "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e",
+        "x\u00b2 \u2460\u2461 \u0661\u0662",
+        "emoji\U0001f600between",
+        "tab\there\u00a0nbsp",
+        kept[::997],
+    ]
     for text in samples:
         assert alnum_runs(text) == re.findall(r"[^\W_]+", text), text
 
 
 def test_chinese_is_segmented_with_jieba() -> None:
     assert list(words("今天北京天气晴朗，市民纷纷走出家门")) == [
-        "今天", "北京", "天气晴朗", "市民", "纷纷", "走出", "家门",
+        "今天",
+        "北京",
+        "天气晴朗",
+        "市民",
+        "纷纷",
+        "走出",
+        "家门",
     ]
 
 
 def test_mixed_page_has_chinese_and_english_words() -> None:
     assert list(words("Python 是一种广泛使用的编程语言 designed by Guido")) == [
-        "python", "一种", "广泛", "使用", "编程语言", "designed", "by", "guido",
+        "python",
+        "一种",
+        "广泛",
+        "使用",
+        "编程语言",
+        "designed",
+        "by",
+        "guido",
     ]
 
 
 def test_common_words_weigh_less_than_rare_ones() -> None:
-    features = content_features([
-        "the the the parliament the the the parliament the the ok ok".split(),
-    ])
+    features = content_features(
+        [
+            ["the", "the", "the", "parliament", "the", "the", "the", "parliament", "the", "the", "ok", "ok"],
+        ]
+    )
     assert features["parliament"] / 2 > features["the"] / 8
 
 
@@ -291,8 +358,9 @@ print("rjieba" in sys.modules, _idf_table.cache_info().currsize)
 fingerprinter.fingerprint(CHINESE_ARTICLE)
 print("rjieba" in sys.modules, _idf_table.cache_info().currsize)
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]
+    )
     assert done.stdout.split() == ["False", "1", "True", "2"]
 
 
@@ -301,7 +369,9 @@ def test_characters_that_show_nothing_inside_words_are_read_as_nothing(invisible
     """A hyphenating or re-saving tool adds soft hyphens and zero-width characters inside words: a reader
     sees the same words, and so does the fingerprint."""
     text = "The lighthouse keepers maintained extraordinary vigilance throughout winter storms, naïvely hopeful."
-    hyphenated = text.replace("lighthouse", f"light{invisible}house").replace("extraordinary", f"extra{invisible}ordi{invisible}nary")
+    hyphenated = text.replace("lighthouse", f"light{invisible}house").replace(
+        "extraordinary", f"extra{invisible}ordi{invisible}nary"
+    )
     assert words(hyphenated) == words(text)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -67,7 +66,9 @@ def test_a_dropped_item_leaves_no_reference_cycle_holding_its_response(site: tup
     collections then cost the crawl ~0.15 ms a page.  The filter's drops carry no traceback out."""
     root, base_url = site
     paths = write_known_duplicates(root)
-    result = crawl([base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, keep_garbage=True)
+    result = crawl(
+        [base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, keep_garbage=True
+    )
     assert_expected_drops(result, paths, base_url)
     assert not {"SimhashDuplicate", "HtmlResponse", "traceback"} & set(result["garbage"])
 
@@ -86,8 +87,13 @@ def test_the_objects_a_crawl_starts_with_are_frozen_out_of_full_collections_only
     # (frozen objects that are freed, by reference counting, leave the frozen generation: fewer as the crawl goes)
     assert 10_000 < frozen["frozen"]["during"] <= frozen["stats"]["simhash_dedup/gc_frozen"]  # Scrapy's own, at least
     assert frozen["frozen"]["after"] == 0
-    by_default = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
-                              "SIMHASH_DEDUP_PATH": str(tmp_path / "by-default.sqlite")})
+    by_default = crawl(
+        urls,
+        {
+            "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
+            "SIMHASH_DEDUP_PATH": str(tmp_path / "by-default.sqlite"),
+        },
+    )
     assert_expected_drops(by_default, paths, base_url)
     assert by_default["frozen"] == {"during": 0, "after": 0}
     assert "simhash_dedup/gc_frozen" not in by_default["stats"]
@@ -102,12 +108,12 @@ def test_crawl_with_only_the_pipeline_enabled(site: tuple[Path, str], crawl: Cal
     assert "Dropped: near-duplicate of" in result["log"]
 
 
-def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(
-    site: tuple[Path, str], crawl: Callable
-) -> None:
+def test_crawl_with_the_addon_and_a_spider_that_yields_no_html(site: tuple[Path, str], crawl: Callable) -> None:
     root, base_url = site
     paths = write_known_duplicates(root)
-    result = crawl([base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, yield_html=False)
+    result = crawl(
+        [base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}, yield_html=False
+    )
     assert_expected_drops(result, paths, base_url)
 
 
@@ -120,8 +126,11 @@ def test_the_addon_puts_only_the_canonical_url_in_items_so_exports_and_logs_hold
     root, base_url = site
     paths = write_known_duplicates(root)
     feed = tmp_path / "items.jsonl"
-    settings = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "LOG_LEVEL": "DEBUG",
-                "FEEDS": {str(feed): {"format": "jsonlines"}}}
+    settings = {
+        "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
+        "LOG_LEVEL": "DEBUG",
+        "FEEDS": {str(feed): {"format": "jsonlines"}},
+    }
     result = crawl([base_url + p for p in paths], settings, yield_html=False)
     assert_expected_drops(result, paths, base_url)
     exported = [json.loads(line) for line in feed.read_text().splitlines()]
@@ -140,10 +149,14 @@ def test_every_item_of_a_page_follows_the_page_s_verdict(
     3 items are all kept or all dropped with the same reason."""
     root, base_url = site
     paths = write_known_duplicates(root)
-    settings = {**(PIPELINE_ONLY if route == "item field" else {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}),
-                "SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_SKIP_LINKS": route != "add-on without link guard"}
-    result = crawl([base_url + p for p in paths], settings, yield_html=route == "item field", repeat=3,
-                   all_at_once=True)
+    settings = {
+        **(PIPELINE_ONLY if route == "item field" else {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}),
+        "SIMHASH_DEDUP_BACKEND": backend,
+        "SIMHASH_DEDUP_SKIP_LINKS": route != "add-on without link guard",
+    }
+    result = crawl(
+        [base_url + p for p in paths], settings, yield_html=route == "item field", repeat=3, all_at_once=True
+    )
     kept = Counter(url.split("#")[0] for url in result["kept"])
     dropped: dict[str, set[tuple[str, str]]] = {}
     for drop in result["dropped"]:
@@ -159,7 +172,9 @@ def test_every_item_of_a_page_follows_the_page_s_verdict(
 def same_site_pairs() -> list[Path]:
     """Pages of every same-site pair of different articles in the shared sets."""
     return [
-        path for _, _, group in site_groups(SHARED_DATA) for path in group
+        path
+        for _, _, group in site_groups(SHARED_DATA)
+        for path in group
         if f"{path.parent.name}/{path.name}" not in SAME_ARTICLE_TWICE
     ]
 
@@ -173,9 +188,7 @@ SAME_ARTICLE_TWICE = {
 
 @pytest.mark.heavy
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
-def test_crawl_keeps_every_different_article_of_the_shared_sets(
-    site: tuple[Path, str], crawl: Callable
-) -> None:
+def test_crawl_keeps_every_different_article_of_the_shared_sets(site: tuple[Path, str], crawl: Callable) -> None:
     root, base_url = site
     paths = []
     for page in same_site_pairs():
@@ -194,18 +207,42 @@ def test_crawl_keeps_every_different_article_of_the_shared_sets(
 
 #: Readability's hand-made fixtures that reuse one sample article (003-metadata-preferred's) under their own titles
 #: ("RTL Test", "Base URL test"...): one body, several names.
-SAMPLE_ARTICLE_FIXTURES = (
-    "004-metadata-space-separated-properties base-url base-url-base-element base-url-base-element-relative "
-    "basic-tags-cleaning comment-inside-script-parsing embedded-videos metadata-content-missing normalize-spaces "
-    "parsely-metadata remove-extra-brs remove-extra-paragraphs remove-script-tags replace-brs replace-font-tags "
-    "rtl-1 rtl-2 rtl-3 rtl-4 social-buttons style-tags-removal svg-parsing title-and-h1-discrepancy title-en-dash"
-).split()
+SAMPLE_ARTICLE_FIXTURES = [
+    "004-metadata-space-separated-properties",
+    "base-url",
+    "base-url-base-element",
+    "base-url-base-element-relative",
+    "basic-tags-cleaning",
+    "comment-inside-script-parsing",
+    "embedded-videos",
+    "metadata-content-missing",
+    "normalize-spaces",
+    "parsely-metadata",
+    "remove-extra-brs",
+    "remove-extra-paragraphs",
+    "remove-script-tags",
+    "replace-brs",
+    "replace-font-tags",
+    "rtl-1",
+    "rtl-2",
+    "rtl-3",
+    "rtl-4",
+    "social-buttons",
+    "style-tags-removal",
+    "svg-parsing",
+    "title-and-h1-discrepancy",
+    "title-en-dash",
+]
 #: Those of them that name the sample article as 003-metadata-preferred does (or not at all), and the one saved
 #: three times under one name.
-SAMPLE_ARTICLE_SAME_NAME = {"004-metadata-space-separated-properties": "003-metadata-preferred",
-                            "metadata-content-missing": "003-metadata-preferred",
-                            "parsely-metadata": "003-metadata-preferred",
-                            "rtl-2": "rtl-1", "rtl-3": "rtl-1", "rtl-4": "rtl-1"}
+SAMPLE_ARTICLE_SAME_NAME = {
+    "004-metadata-space-separated-properties": "003-metadata-preferred",
+    "metadata-content-missing": "003-metadata-preferred",
+    "parsely-metadata": "003-metadata-preferred",
+    "rtl-2": "rtl-1",
+    "rtl-3": "rtl-1",
+    "rtl-4": "rtl-1",
+}
 #: Pages of those sets that are one page saved twice: the later one is a duplicate by right.
 SAVED_TWICE = {
     "html/coolhunting.com2.html": "html/coolhunting.com1.html",  # byte-identical
@@ -247,8 +284,9 @@ def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tup
     fixtures = {f"{name}/source.html" for name in ("003-metadata-preferred", *SAMPLE_ARTICLE_FIXTURES)}
     assert {path: kept for path, kept in originals_dropped.items() if path not in fixtures} == SAVED_TWICE
     assert {originals_dropped[path] for path in fixtures & set(originals_dropped)} <= fixtures
-    assert {f"{name}/source.html": f"{kept}/source.html" for name, kept in SAMPLE_ARTICLE_SAME_NAME.items()}.items() \
-        <= originals_dropped.items()
+    assert {
+        f"{name}/source.html": f"{kept}/source.html" for name, kept in SAMPLE_ARTICLE_SAME_NAME.items()
+    }.items() <= originals_dropped.items()
     uncomparable = {"html/google_meta_refresh.html", "html/readwrite.com1.html"}  # no visible word at all
     assert {path for path in dropped if path.startswith("copies/")} == {
         f"copies/{path}" for path in originals if path not in uncomparable
@@ -261,8 +299,11 @@ def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tup
 def test_sites_built_inside_one_form_keep_every_article(site: tuple[Path, str], crawl: Callable) -> None:
     """Every page re-templated as ASP.NET does: the body inside one <form>, a 40-word notice outside it."""
     root, base_url = site
-    pages = {f"{page.parent.name}/{page.name}": wrap_in_form(page.read_bytes(), language)
-             for _, language, group in site_groups(SHARED_DATA) for page in group}
+    pages = {
+        f"{page.parent.name}/{page.name}": wrap_in_form(page.read_bytes(), language)
+        for _, language, group in site_groups(SHARED_DATA)
+        for page in group
+    }
     paths = serve(root, pages) + serve(root, {f"copies/{path}": body for path, body in pages.items()})
     result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
     dropped = {short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"]}
@@ -275,8 +316,8 @@ def test_hidden_text_never_gets_another_page_dropped(site: tuple[Path, str], cra
     """Pages that show a few words and hold an article's text hidden, then the article itself."""
     root, base_url = site
     victim = real_page("newspaper-theatlanticcities.com1")
-    body = victim[victim.index(b"<body"):victim.rindex(b"</body>")]
-    body = body[body.index(b">") + 1:]
+    body = victim[victim.index(b"<body") : victim.rindex(b"</body>")]
+    body = body[body.index(b">") + 1 :]
     shown = "<p>Welcome to our page about travel, penguins and health, with news every single day of the week.</p>"
     pages = {
         f"hidden/{n}.html": f"<html><body>{shown}<div {hide}>".encode() + body + b"</div></body></html>"
@@ -302,9 +343,17 @@ def test_a_crawl_says_what_it_kept_and_dropped_and_warns_of_a_site_dropped_as_ne
         (root / f"copy-{n}.html").write_bytes(article)
     near = [f"{base_url}article.html", *(f"{base_url}near-{n}.html" for n in range(24))]
     copies = [f"{base_url}article.html", *(f"{base_url}copy-{n}.html" for n in range(24))]
-    results, log = crawls([{"urls": urls, "yield_html": False, "spider_name": name,
-                            "settings": {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}}
-                           for name, urls in (("near", near), ("copies", copies))])
+    results, log = crawls(
+        [
+            {
+                "urls": urls,
+                "yield_html": False,
+                "spider_name": name,
+                "settings": {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}},
+            }
+            for name, urls in (("near", near), ("copies", copies))
+        ]
+    )
     assert [len(result["kept"]) for result in results] == [1, 1]
     assert log.count("simhash_dedup: 1 pages kept, 24 dropped as near-duplicates (content 24)") == 2
     warnings = [line for line in log.splitlines() if "WARNING" in line and "simhash_dedup" in line]

@@ -6,13 +6,13 @@ import time
 
 import redis
 
-from scrapy_simhash_dedup.matching.decision_log import BORDERLINE, DROPPED, Decision, Reviewer
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
+from scrapy_simhash_dedup.matching.decision_log import BORDERLINE, DROPPED, Decision, Reviewer
+from scrapy_simhash_dedup.matching.policy import BODY, Policy, dropped
+from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_log
 from scrapy_simhash_dedup.stores.redis.store import RedisStore
-from scrapy_simhash_dedup.matching.policy import BODY, Policy, dropped
-from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.stores.sqlite.readers import read_log
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
 
@@ -28,8 +28,19 @@ def page(content: int, words: list[str], text: str = "") -> Fingerprint:
 
 
 def decision(n: int, text: str | None = "a b c") -> Decision:
-    return Decision(float(n), DROPPED, f"https://a.test/{n}", "https://a.test/0", "content", 1, 0, 0.9, 0.65,
-                    packed(text), packed(text))
+    return Decision(
+        float(n),
+        DROPPED,
+        f"https://a.test/{n}",
+        "https://a.test/0",
+        "content",
+        1,
+        0,
+        0.9,
+        0.65,
+        packed(text),
+        packed(text),
+    )
 
 
 def test_a_near_candidate_that_fails_the_sketch_is_a_borderline_keep():
@@ -53,7 +64,9 @@ def test_a_long_text_beyond_the_search_distance_is_no_candidate_at_all():
     store = MemoryStore(policy)
     words = [f"w{n}" for n in range(300)]
     assert store.check_and_add("https://a.test/0", page(0, words)) is None
-    assert store.check_and_add("https://a.test/near", page((1 << (policy.content_distance + 1)) - 1, words)).reason == BODY
+    assert (
+        store.check_and_add("https://a.test/near", page((1 << (policy.content_distance + 1)) - 1, words)).reason == BODY
+    )
     store = MemoryStore(policy)
     far = (1 << (policy.search_distance + 1)) - 1  # search_distance + 1 bits away
     assert store.check_and_add("https://a.test/1", page(0, words)) is None
@@ -72,8 +85,9 @@ def test_the_reviewer_gives_both_texts_of_a_pair_while_it_holds_them():
     entry = reviewer.dropped("https://a.test/copy", page(1, words, "the copy"), match)
     assert (entry.outcome, entry.text, entry.kept_url) == (DROPPED, "the copy", "https://a.test/1")
     assert entry.kept_text is None  # only the most recent kept page's text is held (recent=1)
-    entry = reviewer.decision(BORDERLINE, "https://a.test/x", None, match.__class__("https://a.test/2", "similarity",
-                                                                                  5, 0, 0.1, 0.65, False))
+    entry = reviewer.decision(
+        BORDERLINE, "https://a.test/x", None, match.__class__("https://a.test/2", "similarity", 5, 0, 0.1, 0.65, False)
+    )
     assert entry.kept_text == "second kept" and entry.text is None
 
 

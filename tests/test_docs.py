@@ -92,7 +92,10 @@ def test_the_docs_build_with_no_warning(tmp_path: Path) -> None:
     out of every table of contents, a docstring autodoc cannot read."""
     built = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS), str(tmp_path)],
-        capture_output=True, text=True, cwd=PROJECT, timeout=600,
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        timeout=600,
     )
     assert built.returncode == 0, built.stdout + built.stderr
     cli = (tmp_path / "reference" / "cli.html").read_text(encoding="utf-8")
@@ -104,16 +107,23 @@ def test_the_docs_build_with_no_warning(tmp_path: Path) -> None:
 def command_options() -> dict[str, list[str]]:
     """Each sub-command of ``simhash-dedup`` and its options, from the parser."""
     commands = next(action for action in parser()._actions if action.choices and isinstance(action.choices, dict))
-    return {name: [option for action in command._actions for option in action.option_strings]
-            for name, command in commands.choices.items()}
+    return {
+        name: [option for action in command._actions for option in action.option_strings]
+        for name, command in commands.choices.items()
+    }
 
 
 # -- settings ---------------------------------------------------------------------------------------------------
 
+
 def settings_in_code() -> set[str]:
     """Every ``SIMHASH_DEDUP_*`` name the package's source uses, but the old names of renamed settings."""
-    names = {name for path in SOURCE.rglob("*") if path.suffix in (".py", ".pyx", ".pxi", ".lua")
-             for name in SETTING_NAME.findall(path.read_text(encoding="utf-8"))}
+    names = {
+        name
+        for path in SOURCE.rglob("*")
+        if path.suffix in (".py", ".pyx", ".pxi", ".lua")
+        for name in SETTING_NAME.findall(path.read_text(encoding="utf-8"))
+    }
     return names - set(RENAMED.values())
 
 
@@ -123,9 +133,14 @@ def literal_defaults() -> dict[str, Any]:
     defaults: dict[str, Any] = {}
     for path in SOURCE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in IMPLICIT_DEFAULTS and node.args and isinstance(node.args[0], ast.Constant)
-                    and SETTING_NAME.fullmatch(str(node.args[0].value))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in IMPLICIT_DEFAULTS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and SETTING_NAME.fullmatch(str(node.args[0].value))
+            ):
                 if len(node.args) == 1:
                     defaults[node.args[0].value] = IMPLICIT_DEFAULTS[node.func.attr]
                 elif isinstance(node.args[1], ast.Constant):
@@ -136,7 +151,9 @@ def literal_defaults() -> dict[str, Any]:
 def test_every_setting_of_the_code_has_an_entry_and_every_entry_is_a_setting() -> None:
     documented = set(entries(DOCS / "reference" / "settings.md", "setting"))
     code = settings_in_code()
-    assert not code - documented, f"settings without an entry in docs/reference/settings.md: {sorted(code - documented)}"
+    assert not code - documented, (
+        f"settings without an entry in docs/reference/settings.md: {sorted(code - documented)}"
+    )
     assert not documented - code, f"entries for settings the code does not read: {sorted(documented - code)}"
 
 
@@ -163,8 +180,9 @@ def test_the_defaults_in_the_reference_are_the_code_s() -> None:
             assert value == direct[name], f"{name}: the reference says {value!r}, the code {direct[name]!r}"
         else:
             assert f'"{name}"' in read_by_settings, f"{name}: read neither directly nor by DedupSettings"
-            assert DedupSettings.from_settings(Settings({name: value})) == unset, \
+            assert DedupSettings.from_settings(Settings({name: value})) == unset, (
                 f"{name}: the reference says {value!r}, which is not the code's default"
+            )
     assert in_words == {"SIMHASH_DEDUP_WORKERS"}  # the only default not a value: the number of cores but one
 
 
@@ -177,13 +195,18 @@ def test_every_setting_named_in_the_readme_and_the_docs_exists() -> None:
 
 # -- stats ------------------------------------------------------------------------------------------------------
 
+
 def fingerprint_outcomes() -> set[str]:
     """What ``fingerprinter.outcomes`` counts a page as: why it was not fingerprinted (the outcome names of
     ``fingerprint.document``), or a short text and the parts it has too few features for."""
     problems = {value for name, value in vars(document).items() if name.isupper() and isinstance(value, str)}
     fingerprints = [Fingerprint(None, None, problem) for problem in problems]
-    fingerprints += [Fingerprint(content, structure, short=short)
-                     for content in (None, 1) for structure in (None, 1) for short in (False, True)]
+    fingerprints += [
+        Fingerprint(content, structure, short=short)
+        for content in (None, 1)
+        for structure in (None, 1)
+        for short in (False, True)
+    ]
     return {outcome for fingerprint in fingerprints for outcome in outcomes(fingerprint)}
 
 
@@ -214,8 +237,10 @@ def drop_reasons() -> set[str]:
 def canonical_sources() -> set[str]:
     """How a canonical URL is chosen (``Canonical.source``), which the code does not list: a page that declares
     none, one on its host, one on another host."""
-    return {CanonicalUrls(None).choose("https://a.test/story?sid=1", declared).source
-            for declared in (None, "/story", "https://elsewhere.test/story")}
+    return {
+        CanonicalUrls(None).choose("https://a.test/story?sid=1", declared).source
+        for declared in (None, "/story", "https://elsewhere.test/story")
+    }
 
 
 #: The counts whose names are made at run time, by the literal part before the variable: what they can be.
@@ -257,8 +282,9 @@ def stats_in_code() -> set[str]:
             if node.func.attr == "add" and receiver.split(".")[-1] == "counts":
                 patterns = stat_patterns(node.args[0])
             elif node.func.attr in ("set_value", "inc_value") and receiver.endswith("stats"):
-                patterns = [(text.removeprefix(f"{STATS_PREFIX}/"), variable)
-                            for text, variable in stat_patterns(node.args[0])]
+                patterns = [
+                    (text.removeprefix(f"{STATS_PREFIX}/"), variable) for text, variable in stat_patterns(node.args[0])
+                ]
             else:
                 continue
             for text, variable in patterns:
@@ -287,11 +313,14 @@ def test_a_renamed_stat_is_named_in_its_new_name_s_entry() -> None:
 
 # -- the examples -----------------------------------------------------------------------------------------------
 
+
 def settings_block(code: str) -> bool:
     """Plain assignments to upper-case names (comments aside): a ``settings.py`` excerpt."""
-    return all(isinstance(statement, ast.Assign)
-               and all(isinstance(target, ast.Name) and target.id.isupper() for target in statement.targets)
-               for statement in ast.parse(code).body)
+    return all(
+        isinstance(statement, ast.Assign)
+        and all(isinstance(target, ast.Name) and target.id.isupper() for target in statement.targets)
+        for statement in ast.parse(code).body
+    )
 
 
 PYTHON = [block for block in BLOCKS if block.language == "python"]
@@ -309,7 +338,7 @@ def test_the_examples_are_found() -> None:
 @pytest.mark.parametrize("block", [block for block in PYTHON if settings_block(block.code)], ids=lambda b: b.where)
 def test_a_settings_example_is_accepted_as_a_crawl_reads_it(block: Block) -> None:
     namespace: dict[str, Any] = {}
-    exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 (the documentation's own example)
+    exec(compile(block.code, block.where, "exec"), namespace)
     values = {name: value for name, value in namespace.items() if name.isupper()}
     unknown = {name for name in values if name.startswith("SIMHASH_DEDUP_")} - settings_in_code()
     assert not unknown, f"{block.where}: not settings of the plugin: {sorted(unknown)}"
@@ -320,13 +349,14 @@ def test_a_settings_example_is_accepted_as_a_crawl_reads_it(block: Block) -> Non
 
 
 @pytest.mark.parametrize("block", [block for block in PYTHON if not settings_block(block.code)], ids=lambda b: b.where)
-def test_a_python_example_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_python_example_runs(
+    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "page.html").write_bytes(real_page("newspaper-theatlanticcities.com1"))
     (tmp_path / "a.html").write_bytes(real_page("newspaper-theatlanticcities.com1"))
     (tmp_path / "b.html").write_bytes(real_page("newspaper-theatlanticcities.com2"))
     monkeypatch.chdir(tmp_path)
-    exec(compile(block.code, block.where, "exec"), {"__name__": "__main__"})  # noqa: S102
+    exec(compile(block.code, block.where, "exec"), {"__name__": "__main__"})
     if "print(" in block.code:
         assert capsys.readouterr().out.strip(), f"{block.where} printed nothing"
 

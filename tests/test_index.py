@@ -35,9 +35,7 @@ def assert_exact(index: SimhashIndex, fingerprints: np.ndarray, step: int) -> No
 
 
 def every_layout() -> list[tuple[int, object]]:
-    return [
-        (k, layout) for k in (0, 3, 6, 8) for layout in layout_options(k) if sum(layout.probes()) <= 5_000
-    ]
+    return [(k, layout) for k in (0, 3, 6, 8) for layout in layout_options(k) if sum(layout.probes()) <= 5_000]
 
 
 @pytest.mark.parametrize(("max_distance", "layout"), every_layout())

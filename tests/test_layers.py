@@ -18,8 +18,19 @@ from .conftest import PROJECT
 PACKAGE = "scrapy_simhash_dedup"
 SOURCE = PROJECT / "pipelines"
 #: Lowest first; a tuple is one layer of independent parts.
-LAYERS: list[tuple[str, ...]] = [("extras", "output", "version"), ("fingerprint",), ("matching",), ("stores", "workers"), ("guards",), ("crawl",),
-                                 ("batch",), ("spark",), ("report",), ("cli",), ("__main__", "__init__")]
+LAYERS: list[tuple[str, ...]] = [
+    ("extras", "output", "version"),
+    ("fingerprint",),
+    ("matching",),
+    ("stores", "workers"),
+    ("guards",),
+    ("crawl",),
+    ("batch",),
+    ("spark",),
+    ("report",),
+    ("cli",),
+    ("__main__", "__init__"),
+]
 #: Above every layer: the package's face and the entry points.
 ABOVE = {PACKAGE, f"{PACKAGE}.__main__", f"{PACKAGE}.spark.submit"}
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
@@ -68,8 +79,11 @@ def violations() -> list[str]:
 
 
 def test_every_module_imports_only_its_own_layer_and_those_below() -> None:
-    assert set(RANK) >= {path.name if path.is_dir() else path.stem for path in SOURCE.iterdir()
-                         if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").is_file())}
+    assert set(RANK) >= {
+        path.name if path.is_dir() else path.stem
+        for path in SOURCE.iterdir()
+        if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").is_file())
+    }
     assert violations() == []
 
 
@@ -81,5 +95,7 @@ def test_an_import_of_a_higher_layer_is_found(tmp_path: Path, monkeypatch) -> No
     (source / "fingerprint" / "leak.py").write_text("def f():\n    from ..crawl.settings import DedupSettings\n")
     (source / "crawl" / "settings.py").write_text("from ..fingerprint.leak import f\n")
     monkeypatch.setattr(__import__(__name__, fromlist=["SOURCE"]), "SOURCE", source)
-    assert violations() == [f"{PACKAGE}.fingerprint.leak imports {PACKAGE}.crawl.settings",
-                            f"{PACKAGE}.fingerprint.leak imports {PACKAGE}.crawl.settings.DedupSettings"]
+    assert violations() == [
+        f"{PACKAGE}.fingerprint.leak imports {PACKAGE}.crawl.settings",
+        f"{PACKAGE}.fingerprint.leak imports {PACKAGE}.crawl.settings.DedupSettings",
+    ]

@@ -46,13 +46,23 @@ def start_crawl(
     tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None, repeat: int = 1
 ) -> subprocess.Popen:
     config = tmp / f"crawl-{time.monotonic_ns()}.json"
-    config.write_text(json.dumps({
-        "urls": urls, "settings": settings, "kept_log": str(tmp / "kept.log"), "spider_args": spider_args or {},
-        "repeat": repeat,
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "urls": urls,
+                "settings": settings,
+                "kept_log": str(tmp / "kept.log"),
+                "spider_args": spider_args or {},
+                "repeat": repeat,
+            }
+        )
+    )
     return subprocess.Popen(
         [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp / "result.json")],
-        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -77,7 +87,9 @@ def test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate(
     root, base_url = site
     urls = [base_url + path for path in write_clusters(root)]
     settings = {
-        "JOBDIR": str(tmp_path / "job"), "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1,
+        "JOBDIR": str(tmp_path / "job"),
+        "DOWNLOAD_DELAY": 0.2,
+        "CONCURRENT_REQUESTS": 1,
         "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
         "SIMHASH_DEDUP_COMMIT_EVERY": 1,  # kill -9 may then lose only the item in flight
     }
@@ -104,9 +116,12 @@ def test_a_page_whose_item_a_later_pipeline_drops_is_not_remembered(site: tuple[
     paths = write_clusters(root)
     originals = [base_url + p for p in paths[:ARTICLES]]
     copies = [base_url + p for p in paths[ARTICLES:]]
-    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300, "tests.crawl_runner.DropSomeItems": 400},
-                "TEST_DROP_AT": "/a3.html", "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
-                "SIMHASH_DEDUP_COMMIT_EVERY": 1}
+    settings = {
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300, "tests.crawl_runner.DropSomeItems": 400},
+        "TEST_DROP_AT": "/a3.html",
+        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
+        "SIMHASH_DEDUP_COMMIT_EVERY": 1,
+    }
     first = crawl_to_end(tmp_path, originals, settings)
     assert len(first["kept"]) == ARTICLES - 1
     second = crawl_to_end(tmp_path, copies, {**settings, "TEST_DROP_AT": "nothing"})
@@ -130,8 +145,11 @@ def test_a_crawl_killed_at_random_moments_loses_no_page(
         work.mkdir()
         outputs = [work / "first.jsonl", work / "again.jsonl"]
         settings = {
-            "DOWNLOAD_DELAY": 0.05, "CONCURRENT_REQUESTS": 1, "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
-            "SIMHASH_DEDUP_PATH": str(work / "seen.sqlite"), "SIMHASH_DEDUP_COMMIT_EVERY": commit_every,
+            "DOWNLOAD_DELAY": 0.05,
+            "CONCURRENT_REQUESTS": 1,
+            "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+            "SIMHASH_DEDUP_PATH": str(work / "seen.sqlite"),
+            "SIMHASH_DEDUP_COMMIT_EVERY": commit_every,
         }
         feed = {"format": "jsonlines", "fields": ["url"]}  # small items: Scrapy's export holds many in memory
         first = start_crawl(work, urls, {**settings, "FEEDS": {str(outputs[0]): feed}})
@@ -141,15 +159,18 @@ def test_a_crawl_killed_at_random_moments_loses_no_page(
         again = start_crawl(work, urls, {**settings, "FEEDS": {str(outputs[1]): feed}})
         _, err = again.communicate(timeout=120)
         assert again.returncode == 0, err[-3000:]
-        exported = [json.loads(line)["url"] for output in outputs if output.exists()
-                    for line in output.read_text().splitlines() if line.endswith("}")]  # a killed write: cut off
+        exported = [
+            json.loads(line)["url"]
+            for output in outputs
+            if output.exists()
+            for line in output.read_text().splitlines()
+            if line.endswith("}")
+        ]  # a killed write: cut off
         clusters = {Path(url).stem[1:] for url in exported}
         assert clusters == {str(n) for n in range(ARTICLES)}, f"try {attempt}: clusters lost"
 
 
-def crawl_to_end(
-    tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None, repeat: int = 1
-) -> dict:
+def crawl_to_end(tmp: Path, urls: list[str], settings: dict, spider_args: dict | None = None, repeat: int = 1) -> dict:
     process = start_crawl(tmp, urls, settings, spider_args, repeat)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 0, err[-3000:]
@@ -162,8 +183,10 @@ def test_second_run_remembers_the_first_unless_reset(site: tuple[Path, str], tmp
     originals = [base_url + p for p in paths[:ARTICLES]]
     copies = [base_url + p for p in paths[ARTICLES:]]
     (tmp_path / "data").mkdir()
-    project_store = {"SIMHASH_DEDUP_PATH": str(tmp_path / "data" / "seen.sqlite"),
-                     "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
+    project_store = {
+        "SIMHASH_DEDUP_PATH": str(tmp_path / "data" / "seen.sqlite"),
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+    }
     first = crawl_to_end(tmp_path, originals, project_store)
     assert len(first["kept"]) == ARTICLES
 
@@ -188,7 +211,7 @@ def test_the_default_store_is_the_last_crawl_s_unless_asked_to_remember(site: tu
     project.mkdir()
     pipeline = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     stores = project / ".scrapy" / "simhash_dedup"
-    for run in range(2):
+    for _ in range(2):
         result, _ = run_in_project(project, tmp_path, urls[:ARTICLES], pipeline)
         assert len(result["kept"]) == ARTICLES and result["stats"]["simhash_dedup/remembered"] == 0
     assert [p.name for p in stores.glob("*.sqlite")] == ["in_order.last-crawl.sqlite"]
@@ -211,20 +234,28 @@ def run_in_project(project: Path, tmp: Path, urls: list[str], settings: dict, **
     path.write_text(json.dumps({"urls": urls, "settings": settings, **config}))
     done = subprocess.run(
         [sys.executable, "-m", "tests.crawl_runner", str(path), str(tmp / "result.json")],
-        cwd=project, env={**os.environ, "PYTHONPATH": str(PROJECT)}, capture_output=True, text=True, timeout=120,
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((tmp / "result.json").read_text()), done.stderr
 
 
 def files_outside_data_dir(project: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(project)): path.read_bytes() for path in project.rglob("*")
-            if path.is_file() and ".scrapy" not in path.parts and path.name != "scrapy.cfg"}
+    return {
+        str(path.relative_to(project)): path.read_bytes()
+        for path in project.rglob("*")
+        if path.is_file() and ".scrapy" not in path.parts and path.name != "scrapy.cfg"
+    }
 
 
 @pytest.mark.parametrize("name", ["../../x", "../precious", "a/b", "C:\\x", ".."])
-def test_a_spider_name_never_puts_the_store_outside_the_data_dir(site: tuple[Path, str], tmp_path: Path,
-                                                                    name: str) -> None:
+def test_a_spider_name_never_puts_the_store_outside_the_data_dir(
+    site: tuple[Path, str], tmp_path: Path, name: str
+) -> None:
     """Spider names become safe file names, and a reset deletes only the spider's own store."""
     root, base_url = site
     paths = write_clusters(root)
@@ -237,8 +268,14 @@ def test_a_spider_name_never_puts_the_store_outside_the_data_dir(site: tuple[Pat
     before = files_outside_data_dir(world)
     settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
     for reset in ("0", "1"):
-        result, _ = run_in_project(project, tmp_path, [base_url + paths[0]], settings, spider_name=name,
-                                   spider_args={"simhash_dedup_reset": reset})
+        result, _ = run_in_project(
+            project,
+            tmp_path,
+            [base_url + paths[0]],
+            settings,
+            spider_name=name,
+            spider_args={"simhash_dedup_reset": reset},
+        )
         assert len(result["kept"]) == 1
     assert files_outside_data_dir(world) == before
     assert (project / ".scrapy" / "x.sqlite").read_bytes() == b"someone else's data"
@@ -273,8 +310,16 @@ def test_a_store_that_cannot_be_opened_refuses_the_crawl_before_anything_is_writ
     (project / "out.jsonl").write_text('{"url": "an item another crawl exported"}\n')
     lock = StoreLock(store) if problem == "in use" else None  # as a running crawl holds it
     try:
-        done = scrapy(project, "crawl", "site", "-a", f"url={base_url}a0.html", "-O", "out.jsonl",
-                      *(["-a", "simhash_dedup_reset=1"] if "reset" in problem else []))
+        done = scrapy(
+            project,
+            "crawl",
+            "site",
+            "-a",
+            f"url={base_url}a0.html",
+            "-O",
+            "out.jsonl",
+            *(["-a", "simhash_dedup_reset=1"] if "reset" in problem else []),
+        )
     finally:
         if lock:
             lock.close()
@@ -305,7 +350,12 @@ def test_a_reopened_file_still_tells_short_pages_apart(tmp_path: Path) -> None:
     assert reopened.check_and_add("https://a.test/long", Fingerprint(0x5EED, 3, sketch=sketch)) is None
     match = reopened.check_and_add("https://a.test/copy", visible_words)
     assert match is not None and (match.url, match.reason) == ("https://a.test/0", "exact_text")
-    assert reopened.check_and_add("https://a.test/stub", Fingerprint(0xFFFF_FFFF_0000_0000, 2, sketch=other_sketch, short=True)) is None
+    assert (
+        reopened.check_and_add(
+            "https://a.test/stub", Fingerprint(0xFFFF_FFFF_0000_0000, 2, sketch=other_sketch, short=True)
+        )
+        is None
+    )
     match = reopened.check_and_add("https://a.test/stub-copy", stub)
     assert match is not None and (match.url, match.reason) == ("https://a.test/1", "exact_text")
     reopened.close()
@@ -322,14 +372,20 @@ def test_a_page_changed_since_the_last_crawl_is_dropped_or_passed_as_an_update(
     paths = write_clusters(root)
     originals = [base_url + p for p in paths[:ARTICLES]]
     feed = tmp_path / "items.jsonl"
-    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_PERSIST": True,
-                "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), "SIMHASH_DEDUP_UPDATES": updates,
-                "FEEDS": {str(feed): {"format": "jsonlines", "fields": ["url", "simhash_dedup_update"],
-                                      "overwrite": True}}}
+    settings = {
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+        "SIMHASH_DEDUP_PERSIST": True,
+        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
+        "SIMHASH_DEDUP_UPDATES": updates,
+        "FEEDS": {str(feed): {"format": "jsonlines", "fields": ["url", "simhash_dedup_update"], "overwrite": True}},
+    }
     assert len(crawl_to_end(tmp_path, originals, settings)["kept"]) == ARTICLES
     edited = root / "a0.html"
-    edited.write_text(edited.read_text().replace(
-        "</h1>", "</h1><p>Correction: an earlier version of this article gave the wrong date for the meeting.</p>"))
+    edited.write_text(
+        edited.read_text().replace(
+            "</h1>", "</h1><p>Correction: an earlier version of this article gave the wrong date for the meeting.</p>"
+        )
+    )
     again = crawl_to_end(tmp_path, [*originals, base_url + "c0.html"], settings)
     assert again["kept"] == ([originals[0]] if updates else [])
     assert len(again["dropped"]) == ARTICLES + (0 if updates else 1)

@@ -11,26 +11,32 @@ from typing import Any
 import attrs
 import pytest
 import scrapy
+from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import Clock
 
-from itemadapter import ItemAdapter
-
 from bench.hostile import PAGES as HOSTILE
 from scrapy_simhash_dedup import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
+from scrapy_simhash_dedup.crawl.startup import StartRefused
 from scrapy_simhash_dedup.fingerprint.content import PageText, own_blocks
 from scrapy_simhash_dedup.fingerprint.document import decode, load
-from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
-from scrapy_simhash_dedup.crawl.startup import StartRefused
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
-from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, THIN_NAMED_SIMILARITY, Policy
+from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
 from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
+from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, THIN_NAMED_SIMILARITY, Policy
 from scrapy_simhash_dedup.workers.cache import RecentPages
 
-from .pages import (CHINESE_ARTICLE, PNG_BYTES, REWORDED_SEUSS, author_stubs, deeply_nested, real_page,
-                    with_date_and_counters)
+from .pages import (
+    CHINESE_ARTICLE,
+    PNG_BYTES,
+    REWORDED_SEUSS,
+    author_stubs,
+    deeply_nested,
+    real_page,
+    with_date_and_counters,
+)
 
 ARTICLE = real_page("newspaper-syracuse.com1")
 OTHER_ARTICLE = real_page("newspaper-syracuse.com2")
@@ -119,8 +125,10 @@ def same_text_other_template(html: bytes) -> str:
     _, *blocks = own_blocks(root)
     heading = PageText.parse(html, 0.45, 10**6).name().split("\n")[1]
     rows = "".join(f"<tr><th>{n}</th><td><span>{' '.join(block)}</span></td></tr>" for n, block in enumerate(blocks))
-    return (f"<html><head><meta charset='utf-8'><title>{root.findtext('.//title')}</title></head>"
-            f"<body><h1>{heading}</h1><table>{rows}</table></body></html>")
+    return (
+        f"<html><head><meta charset='utf-8'><title>{root.findtext('.//title')}</title></head>"
+        f"<body><h1>{heading}</h1><table>{rows}</table></body></html>"
+    )
 
 
 RELAID = same_text_other_template(LONG_ARTICLE)
@@ -215,8 +223,9 @@ def test_a_short_text_reworded_is_its_copy_only_under_the_same_name() -> None:
     assert reworded != ARTICLE
     first, second = (Fingerprinter().fingerprint(html) for html in (ARTICLE, reworded))
     assert THIN_NAMED_SIMILARITY <= similarity(first.sketch, second.sketch) < Policy().min_similarity
-    sibling = re.sub(rb"<title>[^<]*</title>", b"<title>Kwanzaa crafts at the Beauchamp Branch Library</title>",
-                     reworded, count=1)
+    sibling = re.sub(
+        rb"<title>[^<]*</title>", b"<title>Kwanzaa crafts at the Beauchamp Branch Library</title>", reworded, count=1
+    )
     assert sibling != reworded
     pipeline = make_pipeline()
     process(pipeline, {"url": "a", "html": ARTICLE})
@@ -340,12 +349,19 @@ def test_wrong_settings_fail_at_start_naming_the_setting(settings: dict[str, Any
 
 def test_settings_given_as_text_are_read() -> None:
     """``scrapy crawl -s NAME=VALUE`` gives strings."""
-    pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE="5", SIMHASH_DEDUP_MIN_SIMILARITY="0.7",
-                             SIMHASH_DEDUP_REMOVE_HTML="1", SIMHASH_DEDUP_DROP_LOG_LEVEL="debug",
-                             SIMHASH_DEDUP_WORKERS="0")
+    pipeline = make_pipeline(
+        SIMHASH_DEDUP_CONTENT_DISTANCE="5",
+        SIMHASH_DEDUP_MIN_SIMILARITY="0.7",
+        SIMHASH_DEDUP_REMOVE_HTML="1",
+        SIMHASH_DEDUP_DROP_LOG_LEVEL="debug",
+        SIMHASH_DEDUP_WORKERS="0",
+    )
     assert (pipeline.settings.policy.content_distance, pipeline.settings.policy.min_similarity) == (5, 0.7)
     assert (pipeline.settings.remove_html, pipeline.settings.drop_log_level, pipeline.settings.workers) == (
-        True, "DEBUG", 0)
+        True,
+        "DEBUG",
+        0,
+    )
 
 
 def test_drop_log_level_setting() -> None:
@@ -375,8 +391,19 @@ def gbk_article() -> bytes:
         (HOSTILE["2,000,000 one-letter paragraphs"](), "too_many_elements"),
         ("<html><body><img src='a.png'><br></body></html>", "too_few_features/content"),
     ],
-    ids=["empty str", "empty bytes", "blank", "png", "not text", "20 MB", "17.8 MB str", "1 M Han characters",
-         "1 M elements", "2 M paragraphs", "no visible word"],
+    ids=[
+        "empty str",
+        "empty bytes",
+        "blank",
+        "png",
+        "not text",
+        "20 MB",
+        "17.8 MB str",
+        "1 M Han characters",
+        "1 M elements",
+        "2 M paragraphs",
+        "no visible word",
+    ],
 )
 def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.LogCaptureFixture) -> None:
     pipeline = make_pipeline()
@@ -404,7 +431,7 @@ def test_the_bounds_on_work_are_settings() -> None:
 
 
 def test_a_string_is_measured_in_utf8_bytes_without_encoding() -> None:
-    texts = ["", "abc", "é" * 5, "中文" * 3, "\U0001F600", "a\udc80b", ARTICLE.decode(), CHINESE_ARTICLE]
+    texts = ["", "abc", "é" * 5, "中文" * 3, "\U0001f600", "a\udc80b", ARTICLE.decode(), CHINESE_ARTICLE]
     assert [utf8_length(text) for text in texts] == [len(text.encode("utf-8", "surrogatepass")) for text in texts]
 
 
@@ -470,10 +497,12 @@ def test_short_pages_are_duplicates_only_when_they_show_the_same_words() -> None
 
 
 #: A stub: a title and two sentences, under the short-page line (30 distinct words) with own text.
-STUB = ("<html><head><title>Harbour lighthouse</title></head><body><article>"
-        "<p>The harbour lighthouse stands on a granite ledge at the northern entrance of the bay.</p>"
-        "<p>Its keepers lived in a cottage beside the tower until the lamp was automated in {}.{}</p>"
-        "</article></body></html>")
+STUB = (
+    "<html><head><title>Harbour lighthouse</title></head><body><article>"
+    "<p>The harbour lighthouse stands on a granite ledge at the northern entrance of the bay.</p>"
+    "<p>Its keepers lived in a cottage beside the tower until the lamp was automated in {}.{}</p>"
+    "</article></body></html>"
+)
 
 
 def test_a_page_just_under_the_short_line_and_its_copy_with_a_few_words_more_meet() -> None:
@@ -499,7 +528,9 @@ def test_two_short_pages_with_own_text_are_duplicates_only_when_their_words_are(
 
 def test_small_texts_are_compared_a_few_bits_further_at_the_same_similarity() -> None:
     policy = Policy()
-    small, large = (Fingerprinter().fingerprint(html).sketch for html in (STUB.format(1962, ""), real_page("gne-sina-1")))
+    small, large = (
+        Fingerprinter().fingerprint(html).sketch for html in (STUB.format(1962, ""), real_page("gne-sina-1"))
+    )
     assert sketch_size(small) < SMALL_TEXT_SHINGLES <= sketch_size(large)
     assert policy.evidence(policy.content_distance, small, small) == (1.0, policy.min_similarity)
     assert policy.evidence(policy.search_distance, small, small) == (1.0, policy.min_similarity)
@@ -556,8 +587,11 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
     pipeline = make_pipeline()
     fingerprinted = []
     fingerprint = pipeline.fingerprinter.fingerprint
-    monkeypatch.setattr(pipeline.fingerprinter, "fingerprint",
-                        lambda html, url="", content_type=None: fingerprinted.append(url) or fingerprint(html, url))
+    monkeypatch.setattr(
+        pipeline.fingerprinter,
+        "fingerprint",
+        lambda html, url="", content_type=None: fingerprinted.append(url) or fingerprint(html, url),
+    )
     process(pipeline, {"url": "a", "html": ARTICLE})
     for url in ("a?sid=1", "a?sid=2"):
         with pytest.raises(SimhashDuplicate):
@@ -630,8 +664,11 @@ def test_rows_are_deduplicated_by_their_own_html_in_an_item_field() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_HTML_FIELD="row_html")
 
     def row(page: int, product: str, price: str) -> dict[str, str]:
-        return {"url": f"https://shop.test/list?page={page}", "product": product,
-                "row_html": f"<li><a href='/p/{product}'>{product} wireless mouse, black</a> <b>{price} EUR</b></li>"}
+        return {
+            "url": f"https://shop.test/list?page={page}",
+            "product": product,
+            "row_html": f"<li><a href='/p/{product}'>{product} wireless mouse, black</a> <b>{price} EUR</b></li>",
+        }
 
     for item in (row(1, "M100", "12.90"), row(1, "M200", "19.90"), row(1, "M300", "24.90")):
         assert process_as_is(pipeline, item)

@@ -42,21 +42,27 @@ ITEMS_PER_PAGE = 3
 def build_site(root: Path) -> list[str]:
     """The site's pages under ``root``; their paths.  Links to pages left out become ``#``."""
     with tarfile.open(DEMO_SITE) as archive:
+
         def page(language: str, name: str) -> str:
             return archive.extractfile(f"html/{language}/{name}").read().decode("utf-8")
 
         index = page("en-US", "index.html")
-        chapters = [name for name in dict.fromkeys(re.findall(r'href="([a-z][^"#:/]*\.html)', index))
-                    if name != "index.html"][:CHAPTERS]
+        chapters = [
+            name for name in dict.fromkeys(re.findall(r'href="([a-z][^"#:/]*\.html)', index)) if name != "index.html"
+        ][:CHAPTERS]
         keep = {"index.html", *chapters}
 
         def local(html: str) -> str:
-            return re.sub(r'href="([a-z][^"#:/]*\.html)[^"]*"',
-                          lambda m: m.group(0) if m.group(1) in keep else 'href="#"', html)
+            return re.sub(
+                r'href="([a-z][^"#:/]*\.html)[^"]*"', lambda m: m.group(0) if m.group(1) in keep else 'href="#"', html
+            )
 
         paths = ["index.html"]
-        (root / "index.html").write_text("<html><head><title>The handbook</title></head><body><ul>" + "".join(
-            f'<li><a href="{folder}/">{folder}</a></li>' for folder in FOLDERS) + "</ul></body></html>")
+        (root / "index.html").write_text(
+            "<html><head><title>The handbook</title></head><body><ul>"
+            + "".join(f'<li><a href="{folder}/">{folder}</a></li>' for folder in FOLDERS)
+            + "</ul></body></html>"
+        )
         for folder, source in FOLDERS.items():
             (root / folder).mkdir()
             (root / folder / "index.html").write_text(local(index))
@@ -83,8 +89,18 @@ def project(tmp_path: Path) -> Path:
 
 def crawl(project: Path, url: str, output: str, *settings: str, per_page: int = 1) -> dict:
     """``scrapy crawl site -a url=URL -O OUTPUT -s NAME=VALUE...``: the exported items, the stats, the log."""
-    done = scrapy(project, "crawl", "site", "-a", f"url={url}", "-a", f"per_page={per_page}", "-O", output,
-                  *(part for setting in settings for part in ("-s", setting)))
+    done = scrapy(
+        project,
+        "crawl",
+        "site",
+        "-a",
+        f"url={url}",
+        "-a",
+        f"per_page={per_page}",
+        "-O",
+        output,
+        *(part for setting in settings for part in ("-s", setting)),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ERROR" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
     items = [json.loads(line) for line in (project / output).read_text().splitlines()]
@@ -111,7 +127,7 @@ def test_a_spider_yielding_several_items_per_page_keeps_all_of_a_kept_page_and_n
     assert stats["simhash_dedup/checked"] == stats["simhash_dedup/pages_kept"] + stats["simhash_dedup/pages_dropped"]
     assert "simhash_dedup/no_html" not in stats, "the page comes from the response: no item field needed"
     dropped = re.findall(r"near-duplicate of \S+ \(.*?\): (\S+)", result["log"])
-    assert Counter(dropped) == {url: ITEMS_PER_PAGE for url in set(dropped)}, "every item of a dropped page"
+    assert Counter(dropped) == dict.fromkeys(set(dropped), ITEMS_PER_PAGE), "every item of a dropped page"
     assert not set(dropped) & set(per_page)
 
 
@@ -124,8 +140,14 @@ def test_the_link_guard_loses_no_page_that_a_crawl_without_it_would_keep(
     _, base_url = languages
     guarded = crawl(project, base_url, "guarded.jsonl", "SIMHASH_DEDUP_PERSIST=True")
     assert guarded["stats"]["simhash_dedup/links_skipped"] > 0
-    unguarded = crawl(project, base_url, "unguarded.jsonl", "SIMHASH_DEDUP_PERSIST=True",
-                      "SIMHASH_DEDUP_SKIP_LINKS=False", "SIMHASH_DEDUP_URL_RULES=False")
+    unguarded = crawl(
+        project,
+        base_url,
+        "unguarded.jsonl",
+        "SIMHASH_DEDUP_PERSIST=True",
+        "SIMHASH_DEDUP_SKIP_LINKS=False",
+        "SIMHASH_DEDUP_URL_RULES=False",
+    )
     assert unguarded["items"] == [], "pages the guarded crawl never reached"
     assert unguarded["stats"]["simhash_dedup/pages_dropped"] == unguarded["stats"]["simhash_dedup/checked"] > 0
     alone = crawl(project, base_url, "alone.jsonl", "SIMHASH_DEDUP_SKIP_LINKS=False", "SIMHASH_DEDUP_URL_RULES=False")
@@ -137,8 +159,11 @@ def test_a_rerun_with_the_same_store_finds_every_page_added_since(languages: tup
     root, base_url = languages
     first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True")
     assert first["items"]
-    added = {"da-DK/news.html": "newspaper-syracuse.com1", "da-DK/more-news.html": "gne-sina-1",
-             "ko-KR/news.html": "newspaper-theatlanticcities.com1"}
+    added = {
+        "da-DK/news.html": "newspaper-syracuse.com1",
+        "da-DK/more-news.html": "gne-sina-1",
+        "ko-KR/news.html": "newspaper-theatlanticcities.com1",
+    }
     for path, page in added.items():
         (root / path).write_bytes(real_page(page))
         index = root / path.split("/")[0] / "index.html"  # linked from the folder's near-duplicate index
@@ -156,8 +181,9 @@ def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate
     _, base_url = languages
     first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
     rerun = crawl(project, base_url, "rerun.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
-    loud = crawl(project, base_url, "loud.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG",
-                 "SIMHASH_DEDUP_DEBUG=True")
+    loud = crawl(
+        project, base_url, "loud.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG", "SIMHASH_DEDUP_DEBUG=True"
+    )
 
     def links_not_followed(run: dict) -> list[str]:
         return [line for line in run["log"].splitlines() if "link not followed" in line]
@@ -165,8 +191,10 @@ def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate
     def drops(run: dict) -> dict[str, list[str]]:
         """The log's drop lines: of a page by its own URL (a re-run's) or by another's."""
         lines = re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)(.*)", run["log"])
-        return {"rerun": [own + note for kept, own, note in lines if kept == own],
-                "other": [own for kept, own, _ in lines if kept != own]}
+        return {
+            "rerun": [own + note for kept, own, note in lines if kept == own],
+            "other": [own for kept, own, _ in lines if kept != own],
+        }
 
     assert first["stats"]["simhash_dedup/links_skipped"] > 1
     (line,) = links_not_followed(first)
@@ -199,8 +227,18 @@ def test_a_second_crawl_at_once_is_refused_and_touches_nothing(languages: tuple[
     crawl's file holds every item it scraped."""
     _, base_url = languages
     log = project / "first.log"
-    command = scrapy_command("crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl", "-s", "DOWNLOAD_DELAY=0.05",
-                             "-s", "CONCURRENT_REQUESTS=1")
+    command = scrapy_command(
+        "crawl",
+        "site",
+        "-a",
+        f"url={base_url}",
+        "-O",
+        "out.jsonl",
+        "-s",
+        "DOWNLOAD_DELAY=0.05",
+        "-s",
+        "CONCURRENT_REQUESTS=1",
+    )
     with log.open("w") as stderr:
         first = subprocess.Popen(command, cwd=project, stderr=stderr, env=environment())
         deadline = time.monotonic() + 60
@@ -232,8 +270,9 @@ def test_a_project_with_its_own_pipelines_py_is_deduplicated_as_usual(
 
 def test_a_wrong_setting_is_one_error_line_and_exit_status_1(project: Path, languages: tuple[Path, str]) -> None:
     _, base_url = languages
-    done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl",
-                  "-s", "SIMHASH_DEDUP_MODE=sometimes")
+    done = scrapy(
+        project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl", "-s", "SIMHASH_DEDUP_MODE=sometimes"
+    )
     assert done.returncode == REFUSED_EXIT_STATUS
     errors = [line for line in done.stderr.splitlines() if " ERROR: " in line or " CRITICAL: " in line]
     assert len(errors) == 1
@@ -246,9 +285,12 @@ def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path,
     ``<meta charset>``.  The article's print view (declared UTF-8) is then a near-duplicate of it (read as
     gb2312, as Scrapy's ``response.text`` reads it, the article would be other words and both were kept)."""
     root, base_url = site
-    (root / "index.html").write_text('<html><body><a href="article.html">a</a> <a href="print.html">p</a></body></html>')
+    (root / "index.html").write_text(
+        '<html><body><a href="article.html">a</a> <a href="print.html">p</a></body></html>'
+    )
     article = CHINESE_ARTICLE.replace("<head>", '<head><meta charset="gb2312">').replace(
-        "<body>", '<body><nav><a href="/">首页</a> <a href="/news">新闻</a> <a href="/sport">体育</a></nav>')
+        "<body>", '<body><nav><a href="/">首页</a> <a href="/news">新闻</a> <a href="/sport">体育</a></nav>'
+    )
     (root / "article.html").write_bytes(article.encode("utf-8"))
     (root / "print.html").write_bytes(CHINESE_ARTICLE.replace("<head>", '<head><meta charset="utf-8">').encode("utf-8"))
     result = crawl(project, base_url + "index.html", "out.jsonl", "CONCURRENT_REQUESTS=1")
@@ -279,7 +321,9 @@ def test_the_readme_s_redis_settings_deduplicate_items_without_html(
 
 def test_items_without_html_and_no_add_on_get_one_warning(languages: tuple[Path, str], tmp_path: Path) -> None:
     _, base_url = languages
-    project = make_project(tmp_path / "pipeline", 'ADDONS = {}\nITEM_PIPELINES = {"scrapy_simhash_dedup.SimhashDedupPipeline": 200}\n')
+    project = make_project(
+        tmp_path / "pipeline", 'ADDONS = {}\nITEM_PIPELINES = {"scrapy_simhash_dedup.SimhashDedupPipeline": 200}\n'
+    )
     done = scrapy(project, "crawl", "site", "-a", f"url={base_url}", "-O", "out.jsonl")
     assert done.returncode == 0, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if "simhash_dedup" in line and " WARNING: " in line]

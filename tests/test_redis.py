@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import json
 import multiprocessing
 import random
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,8 +52,12 @@ def clusters(count: int, size: int, seed: int) -> list[list[tuple[str, Fingerpri
         pages = []
         for n in range(size):
             flips = sum(1 << b for b in pick.sample(range(64), pick.randint(0, 3)))
-            pages.append((f"https://example.com/{seed}/{c}/{n}",
-                          Fingerprint(content ^ flips, structure ^ (n & 1), sketch=sketch)))
+            pages.append(
+                (
+                    f"https://example.com/{seed}/{c}/{n}",
+                    Fingerprint(content ^ flips, structure ^ (n & 1), sketch=sketch),
+                )
+            )
         result.append(pages)
     return result
 
@@ -65,8 +68,10 @@ def mixed_pages(seed: int) -> list[tuple[str, Fingerprint]]:
     cluster_pages = [page for cluster in clusters(40, 4, seed) for page in cluster]
     pages = list(cluster_pages)
     pages += [(f"https://example.com/lone/{n}", Fingerprint(None, 12345 + n, sketch=None)) for n in range(5)]
-    pages += [(f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=plain_sketch(["nostructure"])))
-              for n in range(5)]
+    pages += [
+        (f"https://example.com/nostructure/{n}", Fingerprint(999 << n, None, sketch=plain_sketch(["nostructure"])))
+        for n in range(5)
+    ]
     for n, (_, near) in enumerate(cluster_pages[:24:4]):
         short = Fingerprint(near.content ^ (n % 2), near.structure, sketch=near.sketch, short=True)
         pages += [(f"https://example.com/short/{n}/{copy}", short) for copy in range(2)]
@@ -100,7 +105,7 @@ def test_same_decisions_as_the_memory_store(redis_url: str, mode: Mode) -> None:
 
 
 def test_a_match_names_the_kept_page(redis_url: str) -> None:
-    (original, copy), = clusters(1, 2, seed=5)
+    ((original, copy),) = clusters(1, 2, seed=5)
     store = new_store(redis_url, "names")
     remove_redis_store(store.client, "names")
     assert store.check_and_add(*original) is None
@@ -116,9 +121,13 @@ def test_sketches_come_back_from_redis_as_they_went_in(redis_url: str) -> None:
     matched through the script and through a replica that read them from Redis, as in memory."""
     article = real_page("newspaper-syracuse.com1")
     menu = "<html><body><ul><li><a href='/a'>Home</a></li><li><a href='/b'>About us</a></li></ul></body></html>"
-    pairs = [(Fingerprinter().fingerprint(article),
-              Fingerprinter().fingerprint(with_date_and_counters(article, "December 26, 2013", 1204, 12))),
-             (Fingerprinter().fingerprint(menu), Fingerprinter().fingerprint(menu.replace("<ul>", "<ul class='x'>")))]
+    pairs = [
+        (
+            Fingerprinter().fingerprint(article),
+            Fingerprinter().fingerprint(with_date_and_counters(article, "December 26, 2013", 1204, 12)),
+        ),
+        (Fingerprinter().fingerprint(menu), Fingerprinter().fingerprint(menu.replace("<ul>", "<ul class='x'>"))),
+    ]
     assert not has_own_text(pairs[1][0].sketch) and pairs[1][0].sketch is not None and pairs[1][0].short
     memory, store = MemoryStore(Policy()), new_store(redis_url, "sketches")
     remove_redis_store(store.client, "sketches")
@@ -152,8 +161,10 @@ def test_race_keeps_exactly_one_page_per_cluster(redis_url: str) -> None:
         remove_redis_store(client, f"race-{repetition}")
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=race_worker, args=(redis_url, seed, repetitions, barrier, results))
-               for seed in range(processes)]
+    workers = [
+        context.Process(target=race_worker, args=(redis_url, seed, repetitions, barrier, results))
+        for seed in range(processes)
+    ]
     for worker in workers:
         worker.start()
     kept_by_worker = dict(results.get(timeout=300) for _ in workers)
@@ -170,7 +181,7 @@ def test_race_keeps_exactly_one_page_per_cluster(redis_url: str) -> None:
 
 
 def test_pages_count_as_seen_for_the_expiry_only(redis_url: str) -> None:
-    (first, second, third), = clusters(1, 3, seed=8)
+    ((first, second, third),) = clusters(1, 3, seed=8)
     writer, reader = new_store(redis_url, "expiry", expire_seconds=1), new_store(redis_url, "expiry", expire_seconds=1)
     remove_redis_store(writer.client, "expiry")
     assert writer.check_and_add(*first) is None
@@ -200,7 +211,7 @@ def test_a_store_redis_lost_is_written_back_by_one_replica(redis_url: str) -> No
     pages = clusters(6, 2, seed=13)
     first, second, late = new_store(redis_url, "lost"), new_store(redis_url, "lost"), new_store(redis_url, "lost")
     remove_redis_store(first.client, "lost")
-    for (original, _) in pages[:4]:
+    for original, _ in pages[:4]:
         assert first.check_and_add(*original) is None
     assert second.check_and_add(*pages[4][0]) is None  # its replica: the five originals
     second.client.flushall()  # a restart without persistence
@@ -209,7 +220,7 @@ def test_a_store_redis_lost_is_written_back_by_one_replica(redis_url: str) -> No
     assert first.check_and_add(*clusters(1, 1, seed=14)[0][0]) is None  # its write-back loses: it reloads
     assert first.client.hget("lost:meta", "count") == b"7"
     for checker in (first, second, late):
-        for original, copy in pages:
+        for _, copy in pages:
             match = checker.check_and_add(*copy)
             assert match is not None and match.duplicate
     assert second.check_and_add(*pages[4][1]).url == pages[4][0][0]  # the URL its writer knew
@@ -227,7 +238,7 @@ def test_another_fingerprint_scheme_is_refused(redis_url: str) -> None:
 
 def test_unreachable_redis_raises_store_unavailable() -> None:
     store = RedisStore(Policy(), redis.Redis(port=free_port(), socket_connect_timeout=1), "down", SCHEME)
-    (page,), = clusters(1, 1, seed=1)
+    ((page,),) = clusters(1, 1, seed=1)
     with pytest.raises(StoreUnavailable):
         store.check_and_add(*page)
     with pytest.raises(StoreUnavailable, match="retrying soon"):  # no new connection attempt at once
@@ -255,8 +266,12 @@ def test_every_item_of_a_page_follows_its_verdict(site: tuple[Path, str], tmp_pa
     all 5 items of a kept page are kept, all 5 of a near-duplicate page dropped."""
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]  # the originals, then their copies
-    settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": "together",
-                "SIMHASH_DEDUP_RESET": True}
+    settings = {
+        **PIPELINE,
+        "SIMHASH_DEDUP_REDIS_URL": redis_url,
+        "SIMHASH_DEDUP_REDIS_KEY": "together",
+        "SIMHASH_DEDUP_RESET": True,
+    }
     result = crawl_to_end(tmp_path, urls, settings, repeat=5)
     items = [f"{url}#{n}" if n else url for url in urls for n in range(5)]
     assert sorted(result["kept"]) == sorted(items[: 5 * ARTICLES])
@@ -272,8 +287,12 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]
     server = RedisServer(tmp_path / "redis")  # never started: the port is closed
-    settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_FAIL_MODE": fail_mode,
-                "SIMHASH_DEDUP_REDIS_TIMEOUT": 1}
+    settings = {
+        **PIPELINE,
+        "SIMHASH_DEDUP_REDIS_URL": server.url,
+        "SIMHASH_DEDUP_FAIL_MODE": fail_mode,
+        "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+    }
     process = start_crawl(tmp_path, urls, settings)
     _, log = process.communicate(timeout=120)
     assert process.returncode == 0, log[-3000:]
@@ -283,7 +302,8 @@ def test_redis_down_fail_open_and_fail_closed(site: tuple[Path, str], tmp_path: 
     if fail_mode == "open":  # every page checked against the pages this crawler kept meanwhile
         assert sorted(Path(url).name for url in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
         assert sorted(Path(d["duplicate_of"]).name for d in result["dropped"]) == sorted(
-            f"a{n}.html" for n in range(ARTICLES))
+            f"a{n}.html" for n in range(ARTICLES)
+        )
         assert stats["finish_reason"] == "finished"
         assert stats["simhash_dedup/checked_locally"] == len(urls)
         assert stats["simhash_dedup/store_errors"] >= len(urls)  # the open, then every page
@@ -307,8 +327,14 @@ def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
     server = RedisServer(tmp_path / "redis")
     server.start()
     try:
-        settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
-                    "SIMHASH_DEDUP_FAIL_MODE": "closed", "DOWNLOAD_DELAY": 0.2, "CONCURRENT_REQUESTS": 1}
+        settings = {
+            **PIPELINE,
+            "SIMHASH_DEDUP_REDIS_URL": server.url,
+            "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+            "SIMHASH_DEDUP_FAIL_MODE": "closed",
+            "DOWNLOAD_DELAY": 0.2,
+            "CONCURRENT_REQUESTS": 1,
+        }
         process = start_crawl(tmp_path, urls, settings, repeat=5)
         wait_for_kept(tmp_path, 3 * 5)  # three pages kept
         server.stop()
@@ -325,8 +351,10 @@ def test_fail_closed_lets_no_unchecked_item_through_when_redis_dies_mid_crawl(
     unchecked = [d["url"] for d in result["dropped"] if d.get("unchecked")]
     assert not kept_pages.keys() & {url.split("#")[0] for url in unchecked}
     assert unchecked and stats["simhash_dedup/dropped_unchecked"] == len(unchecked)
-    assert all(f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url.split('#')[0]}"
-               in log for url in unchecked)  # the page's URL
+    assert all(
+        f"not checked: the store is unreachable and SIMHASH_DEDUP_FAIL_MODE is 'closed': {url.split('#')[0]}" in log
+        for url in unchecked
+    )  # the page's URL
 
 
 @pytest.mark.parametrize("outage", ["restarted with its data", "restarted empty", "down to the end"])
@@ -341,8 +369,14 @@ def test_a_redis_outage_in_the_middle_of_a_crawl_lets_no_copy_through(
     server = RedisServer(tmp_path / "redis", durable=outage == "restarted with its data")
     server.start()
     try:
-        settings = {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": server.url, "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
-                    "SIMHASH_DEDUP_REDIS_KEY": "outage", "DOWNLOAD_DELAY": 0.3, "CONCURRENT_REQUESTS": 1}
+        settings = {
+            **PIPELINE,
+            "SIMHASH_DEDUP_REDIS_URL": server.url,
+            "SIMHASH_DEDUP_REDIS_TIMEOUT": 1,
+            "SIMHASH_DEDUP_REDIS_KEY": "outage",
+            "DOWNLOAD_DELAY": 0.3,
+            "CONCURRENT_REQUESTS": 1,
+        }
         process = start_crawl(tmp_path, urls, settings)
         wait_for_kept(tmp_path, 3)
         server.stop()
@@ -359,7 +393,8 @@ def test_a_redis_outage_in_the_middle_of_a_crawl_lets_no_copy_through(
     assert "Traceback" not in log
     assert sorted(Path(u).name for u in result["kept"]) == sorted(f"a{n}.html" for n in range(ARTICLES))
     assert sorted(Path(d["duplicate_of"]).name for d in result["dropped"]) == sorted(
-        f"a{n}.html" for n in range(ARTICLES))
+        f"a{n}.html" for n in range(ARTICLES)
+    )
     assert result["stats"]["simhash_dedup/checked_locally"] >= 1
     if count is not None:
         assert int(count) == ARTICLES
@@ -476,8 +511,9 @@ def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
     client = redis.Redis.from_url(redis_url)
     remove_redis_store(client, "old")
     client.hset("old:meta", mapping={"epoch": "e", "count": 0, "scheme": DedupSettings().scheme})  # no layout
-    process = start_crawl(tmp_path, urls, {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url,
-                                           "SIMHASH_DEDUP_REDIS_KEY": "old"})
+    process = start_crawl(
+        tmp_path, urls, {**PIPELINE, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": "old"}
+    )
     _, log = process.communicate(timeout=120)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["stats"]["finish_reason"] == CLOSE_REASON and result["kept"] == [] and "Traceback" not in log

@@ -24,8 +24,14 @@ from .user_project import environment, make_project
 NOTICES = ("LICENSE", "THIRD_PARTY_NOTICES.md", "LICENSE.xxhash")
 #: The libraries only an extra brings.
 EXTRAS_ONLY = {"matplotlib", "fastwarc", "tqdm", "redis", "hiredis", "pyspark", "pyarrow"}
-ARTICLES = ("newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
-            "newspaper-theatlanticcities.com2", "postgresql-doc-sql-commit", "postgresql-doc-sql-end")
+ARTICLES = (
+    "newspaper-syracuse.com1",
+    "newspaper-syracuse.com2",
+    "newspaper-theatlanticcities.com1",
+    "newspaper-theatlanticcities.com2",
+    "postgresql-doc-sql-commit",
+    "postgresql-doc-sql-end",
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +41,16 @@ def user_environment(tmp_path_factory: pytest.TempPathFactory, dist: Path) -> It
     venv = tmp_path_factory.mktemp("user") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     (wheel,) = dist.glob("*.whl")
-    install = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-               str(wheel), "scrapy"]
+    install = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        str(wheel),
+        "scrapy",
+    ]
     done = subprocess.run(install, capture_output=True, text=True, env=without_compiler(venv))
     assert done.returncode == 0, done.stderr[-3000:]
     yield venv
@@ -56,13 +70,17 @@ def test_the_sdist_and_the_wheel_hold_the_licence_and_the_notices(dist: Path) ->
     with tarfile.open(sdist) as archive:
         in_sdist = {Path(name).name for name in archive.getnames()}
     assert set(NOTICES) <= in_wheel and set(NOTICES) <= in_sdist
-    metadata = zipfile.ZipFile(wheel).read(next(n for n in zipfile.ZipFile(wheel).namelist()
-                                                if n.endswith(".dist-info/METADATA"))).decode()
+    metadata = (
+        zipfile.ZipFile(wheel)
+        .read(next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA")))
+        .decode()
+    )
     assert "License-Expression: MIT" in metadata and "License-File: THIRD_PARTY_NOTICES.md" in metadata
 
 
 def test_the_wheel_installs_without_a_compiler_and_a_new_project_drops_the_copies(
-        user_environment: Path, tmp_path: Path) -> None:
+    user_environment: Path, tmp_path: Path
+) -> None:
     """``pip install dist/*.whl scrapy``, ``scrapy startproject``, the README's add-on line, a spider that follows
     every link: each article is kept once, its copies under other URLs dropped."""
     root = tmp_path / "site"
@@ -74,14 +92,31 @@ def test_the_wheel_installs_without_a_compiler_and_a_new_project_drops_the_copie
             links.append(f"<a href='{n}{copy}.html'>{n}{copy}</a>")
     (root / "index.html").write_text(f"<html><body><p>{' '.join(links)}</p></body></html>")
     env = without_compiler(user_environment)
-    done = subprocess.run([str(user_environment / "bin" / "scrapy"), "startproject", "trial", str(tmp_path / "p")],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [str(user_environment / "bin" / "scrapy"), "startproject", "trial", str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     project = make_project(tmp_path / "user")  # the layout startproject made, with the README's line and a spider
     with serve_directory(root) as base_url:
-        done = subprocess.run([str(user_environment / "bin" / "scrapy"), "crawl", "site", "-a",
-                               f"url={base_url}index.html", "-O", "items.jsonl"], cwd=project, capture_output=True,
-                              text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [
+                str(user_environment / "bin" / "scrapy"),
+                "crawl",
+                "site",
+                "-a",
+                f"url={base_url}index.html",
+                "-O",
+                "items.jsonl",
+            ],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     urls = [json.loads(line)["url"] for line in (project / "items.jsonl").read_text().splitlines()]
     pages = [url.rsplit("/", 1)[1].removesuffix(".html").removesuffix("-copy") for url in urls if "index" not in url]
@@ -90,14 +125,21 @@ def test_the_wheel_installs_without_a_compiler_and_a_new_project_drops_the_copie
 
 
 def test_the_core_install_pulls_no_extra_and_a_missing_extra_says_which_in_one_line(
-        user_environment: Path, tmp_path: Path) -> None:
+    user_environment: Path, tmp_path: Path
+) -> None:
     """Without extras: no library of theirs installed; the Redis backend refuses to start and the report refuses
     to draw, each in one line naming the ``pip install`` that fixes it; batch mode over HTML files works."""
     env = without_compiler(user_environment)
     assert not installed(user_environment) & EXTRAS_ONLY, installed(user_environment) & EXTRAS_ONLY
     project = make_project(tmp_path / "redis", 'SIMHASH_DEDUP_BACKEND = "redis"\n')
-    done = subprocess.run([str(user_environment / "bin" / "scrapy"), "crawl", "site", "-a", "url=http://127.0.0.1:9/"],
-                          cwd=project, capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [str(user_environment / "bin" / "scrapy"), "crawl", "site", "-a", "url=http://127.0.0.1:9/"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode != 0
     told = [line for line in done.stderr.splitlines() if "pip install 'scrapy-simhash-dedup[redis]'" in line]
     assert len(told) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -105,8 +147,8 @@ def test_the_core_install_pulls_no_extra_and_a_missing_extra_says_which_in_one_l
     report = simhash_dedup(user_environment, "report", str(outcomes), "-o", str(tmp_path / "report.html"))
     assert report.returncode != 0 and not (tmp_path / "report.html").exists()
     assert report.stderr.strip().splitlines() == [
-        "simhash-dedup: the report needs matplotlib, which is not installed: "
-        "pip install 'scrapy-simhash-dedup[report]'"], report.stderr
+        "simhash-dedup: the report needs matplotlib, which is not installed: pip install 'scrapy-simhash-dedup[report]'"
+    ], report.stderr
 
 
 def test_each_extra_installs_and_works(user_environment: Path, dist: Path, tmp_path: Path, redis_url: str) -> None:
@@ -114,9 +156,20 @@ def test_each_extra_installs_and_works(user_environment: Path, dist: Path, tmp_p
     report (``[spark]`` brings PySpark and Java's world: its own tests run it from this checkout)."""
     (wheel,) = dist.glob("*.whl")
     env = without_compiler(user_environment)
-    done = subprocess.run([str(user_environment / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                           "--disable-pip-version-check", f"{wheel}[redis,warc,report]"], capture_output=True,
-                          text=True, env=env)
+    done = subprocess.run(
+        [
+            str(user_environment / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"{wheel}[redis,warc,report]",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert {"redis", "fastwarc", "matplotlib", "tqdm"} <= installed(user_environment)
     root = tmp_path / "site"
@@ -124,18 +177,38 @@ def test_each_extra_installs_and_works(user_environment: Path, dist: Path, tmp_p
     (root / "a.html").write_bytes(real_page(ARTICLES[0]))
     (root / "b.html").write_bytes(real_page(ARTICLES[0]))
     (root / "index.html").write_text("<html><body><a href='a.html'>a</a> <a href='b.html'>b</a></body></html>")
-    project = make_project(tmp_path / "redis", f'SIMHASH_DEDUP_BACKEND = "redis"\nSIMHASH_DEDUP_REDIS_URL = "{redis_url}"\n')
+    project = make_project(
+        tmp_path / "redis", f'SIMHASH_DEDUP_BACKEND = "redis"\nSIMHASH_DEDUP_REDIS_URL = "{redis_url}"\n'
+    )
     with serve_directory(root) as base_url:
-        crawled = subprocess.run([str(user_environment / "bin" / "scrapy"), "crawl", "site", "-a",
-                                  f"url={base_url}index.html"], cwd=project, capture_output=True, text=True, env=env,
-                                 timeout=300)
+        crawled = subprocess.run(
+            [str(user_environment / "bin" / "scrapy"), "crawl", "site", "-a", f"url={base_url}index.html"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert crawled.returncode == 0 and "'simhash_dedup/pages_dropped': 1," in crawled.stderr, crawled.stderr[-3000:]
     warc = tmp_path / "pages.warc.gz"
-    write_warc(warc, [(f"https://a.test/{n}", real_page(name), "text/html; charset=utf-8")
-                      for n, name in enumerate([*ARTICLES, ARTICLES[0]])])
+    write_warc(
+        warc,
+        [
+            (f"https://a.test/{n}", real_page(name), "text/html; charset=utf-8")
+            for n, name in enumerate([*ARTICLES, ARTICLES[0]])
+        ],
+    )
     kept = tmp_path / "kept.jsonl"
-    done = simhash_dedup(user_environment, "dedup", str(warc), "-o", str(kept), "--outcomes",
-                         str(tmp_path / "warc-outcomes.jsonl"), "--no-progress")
+    done = simhash_dedup(
+        user_environment,
+        "dedup",
+        str(warc),
+        "-o",
+        str(kept),
+        "--outcomes",
+        str(tmp_path / "warc-outcomes.jsonl"),
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(kept.read_text().splitlines()) == len(ARTICLES)
     outcomes = batch_run(user_environment, tmp_path)
@@ -144,14 +217,24 @@ def test_each_extra_installs_and_works(user_environment: Path, dist: Path, tmp_p
 
 
 def installed(venv: Path) -> set[str]:
-    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
-                            capture_output=True, text=True, env=without_compiler(venv), check=True)
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        env=without_compiler(venv),
+        check=True,
+    )
     return {package["name"].lower() for package in json.loads(listed.stdout)}
 
 
 def simhash_dedup(venv: Path, *arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / "simhash-dedup"), *arguments], capture_output=True, text=True,
-                          env=without_compiler(venv), timeout=300)
+    return subprocess.run(
+        [str(venv / "bin" / "simhash-dedup"), *arguments],
+        capture_output=True,
+        text=True,
+        env=without_compiler(venv),
+        timeout=300,
+    )
 
 
 def batch_run(venv: Path, tmp_path: Path) -> Path:

@@ -21,14 +21,19 @@ ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 PIPELINE = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 #: How a page reaches the filter: the add-on (the response's body and Content-Type), or an item field holding
 #: ``response.text`` or ``response.body``.
-ROUTES = {"add-on": (ADDON, {"yield_html": False}), "item str": (PIPELINE, {"html_as": "text"}),
-          "item bytes": (PIPELINE, {"html_as": "bytes"})}
+ROUTES = {
+    "add-on": (ADDON, {"yield_html": False}),
+    "item str": (PIPELINE, {"html_as": "text"}),
+    "item bytes": (PIPELINE, {"html_as": "bytes"}),
+}
 
 
 def two_page_site(root: Path) -> None:
     """An index with one paragraph and a link to a page of 0 bytes (a ``200 OK`` with an empty body)."""
-    (root / "index.html").write_text("<html><head><title>Index</title></head><body><p>One paragraph of text, "
-                                     "and a link.</p><a href='empty.html'>empty</a></body></html>")
+    (root / "index.html").write_text(
+        "<html><head><title>Index</title></head><body><p>One paragraph of text, "
+        "and a link.</p><a href='empty.html'>empty</a></body></html>"
+    )
     (root / "empty.html").write_bytes(b"")
 
 
@@ -57,9 +62,16 @@ def test_an_empty_page_is_kept_and_counted_by_every_route_and_any_number_of_work
     store = {"SIMHASH_DEDUP_BACKEND": backend}
     if backend == "redis":
         store |= {"SIMHASH_DEDUP_REDIS_URL": request.getfixturevalue("redis_url"), "SIMHASH_DEDUP_RESET": True}
-    configs = [{"urls": urls, "settings": {**route_settings, **store, "SIMHASH_DEDUP_WORKERS": workers},
-                "spider_name": f"{route.replace(' ', '_')}-{workers}", **options}
-               for route, (route_settings, options) in ROUTES.items() for workers in (0, 1, 2)]
+    configs = [
+        {
+            "urls": urls,
+            "settings": {**route_settings, **store, "SIMHASH_DEDUP_WORKERS": workers},
+            "spider_name": f"{route.replace(' ', '_')}-{workers}",
+            **options,
+        }
+        for route, (route_settings, options) in ROUTES.items()
+        for workers in (0, 1, 2)
+    ]
     results, log = crawls(configs, timeout=STALLED)
     for config, result in zip(configs, results):
         name = config["spider_name"]
@@ -67,7 +79,10 @@ def test_an_empty_page_is_kept_and_counted_by_every_route_and_any_number_of_work
         assert result["dropped"] == [], name
         stats = result["stats"]
         assert (stats["simhash_dedup/checked"], stats["simhash_dedup/empty_html"], stats["simhash_dedup/kept"]) == (
-            2, 1, 2), name
+            2,
+            1,
+            2,
+        ), name
         assert "simhash_dedup/errors" not in stats and stats["finish_reason"] == "finished", name
     assert "Traceback" not in log, log[-3000:]
 
@@ -99,9 +114,15 @@ def test_bad_pages_through_the_addon_are_kept_counted_and_logged_once(site: tupl
     for name, (body, _) in BAD_PAGES.items():
         (root / name).write_bytes(body)
     urls = [base_url + name for name in BAD_PAGES]
-    configs = [{"urls": urls, "yield_html": False, "spider_name": f"bad-{workers}",
-                "settings": {**ADDON, "SIMHASH_DEDUP_WORKERS": workers, "SIMHASH_DEDUP_BACKEND": "memory"}}
-               for workers in (0, 1, 2)]
+    configs = [
+        {
+            "urls": urls,
+            "yield_html": False,
+            "spider_name": f"bad-{workers}",
+            "settings": {**ADDON, "SIMHASH_DEDUP_WORKERS": workers, "SIMHASH_DEDUP_BACKEND": "memory"},
+        }
+        for workers in (0, 1, 2)
+    ]
     results, log = crawls(configs, timeout=STALLED)
     expected: dict[str, int] = {}
     for _, outcome in BAD_PAGES.values():

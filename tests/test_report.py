@@ -18,8 +18,13 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # `make test` instal
 
 def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp_path: Path):
     output = tmp_path / "demo-output"
-    done = subprocess.run([sys.executable, "-m", "crawler.demo", "--output", str(output)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "crawler.demo", "--output", str(output)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = output / "report.html"
     assert f"report: {report.resolve()}" in done.stdout
@@ -43,8 +48,9 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
         assert not [name for name in counts if name.startswith("items_")], "one item a page: its pages' counts only"
         plots = page.locator("figure svg")
         assert plots.count() == 2
-        legends = [re.findall(r"dropped \(([\d,]+)(?:; ([\d,]+) more, [^)]*)?\)", plots.nth(n).inner_html())
-                   for n in range(2)]
+        legends = [
+            re.findall(r"dropped \(([\d,]+)(?:; ([\d,]+) more, [^)]*)?\)", plots.nth(n).inner_html()) for n in range(2)
+        ]
         totals = [sum(int(count.replace(",", "")) for count in legend[0] if count) for legend in legends]
         assert totals[0] == totals[1] == dropped, "both histograms account for every drop"
         for n in range(2):
@@ -66,8 +72,11 @@ def test_both_histograms_account_for_every_pair_and_say_why_some_have_no_similar
     from scrapy_simhash_dedup.matching.decision_log import Decision
     from scrapy_simhash_dedup.report.plots import distance_histogram, similarity_histogram
 
-    decisions = [Decision(0.0, "dropped", "https://a.test/copy", "https://a.test/page", "content", 2, 1, 0.9, 0.65),
-                 Decision(0.0, "dropped", "https://a.test/stub2", "https://a.test/stub", "exact_text", 0, 0, None, None)]
+    decisions = [
+        Decision(0.0, "dropped", "https://a.test/copy", "https://a.test/page", "content", 2, 1, 0.9, 0.65),
+        Decision(0.0, "dropped", "https://a.test/stub2", "https://a.test/stub", "exact_text", 0, 0, None, None),
+    ]
     assert "<!-- dropped (2) -->" in distance_histogram(decisions, 8)
-    assert "<!-- dropped (1; 1 more, no similarity: exact-text matches of short pages) -->" in \
-        similarity_histogram(decisions, 0.65)
+    assert "<!-- dropped (1; 1 more, no similarity: exact-text matches of short pages) -->" in similarity_histogram(
+        decisions, 0.65
+    )

@@ -43,8 +43,9 @@ def test_a_templated_page_recrawled_at_its_address_with_a_sentence_changed_is_th
     page = real_page(API_PAGE)
     pipeline = make_pipeline()
     assert process(pipeline, {"url": "https://docs.example/empty.html", "html": page})
-    assert process(pipeline, {"url": "https://docs.example/other.html", "html": edited(page)}), \
+    assert process(pipeline, {"url": "https://docs.example/other.html", "html": edited(page)}), (
         "at another address, the edited page is a stranger: its own text alone decides, and keeps it"
+    )
     with pytest.raises(SimhashDuplicate, match="near-duplicate of https://docs.example/empty.html") as raised:
         process(pipeline, {"url": "https://docs.example/empty.html#top", "html": edited(page)})
     match = raised.value.match
@@ -77,9 +78,12 @@ def test_another_document_at_the_same_address_is_kept() -> None:
 
 def test_dedup_and_spark_decide_a_recrawl_as_the_crawl_does(tmp_path) -> None:
     page = real_page(API_PAGE)
-    records = [("https://docs.example/empty.html", page), ("https://docs.example/empty.html", edited(page)),
-               ("https://news.example/", real_page("newspaper-syracuse.com1")),
-               ("https://news.example/", real_page("newspaper-syracuse.com2"))]
+    records = [
+        ("https://docs.example/empty.html", page),
+        ("https://docs.example/empty.html", edited(page)),
+        ("https://news.example/", real_page("newspaper-syracuse.com1")),
+        ("https://news.example/", real_page("newspaper-syracuse.com2")),
+    ]
     archive = tmp_path / "pages.warc.gz"
     write_warc(archive, [(url, html, "text/html") for url, html in records])
     kept = io.StringIO()
@@ -96,21 +100,38 @@ def test_dedup_and_spark_decide_a_recrawl_as_the_crawl_does(tmp_path) -> None:
         spark.stop()
     import pyarrow.dataset
 
-    rows = sorted(pyarrow.dataset.dataset(tmp_path / "out" / "kept", format="parquet").to_table().to_pylist(),
-                  key=lambda row: row["order"])
+    rows = sorted(
+        pyarrow.dataset.dataset(tmp_path / "out" / "kept", format="parquet").to_table().to_pylist(),
+        key=lambda row: row["order"],
+    )
     assert [row["url"] for row in rows] == [records[n][0] for n in expected]
     decisions = pyarrow.dataset.dataset(tmp_path / "out" / "decisions", format="parquet").to_table().to_pylist()
     assert [row["reason"] for row in decisions if row["outcome"] == "dropped"] == [ADDRESS]
 
 
 #: Andorra's parishes and Liechtenstein's municipalities (ISO 3166-2), for a wiki's family of list articles.
-ANDORRA = [("AD-07", "Andorra la Vella", "Parish"), ("AD-02", "Canillo", "Parish"), ("AD-03", "Encamp", "Parish"),
-           ("AD-08", "Escaldes-Engordany", "Parish"), ("AD-04", "La Massana", "Parish"), ("AD-05", "Ordino", "Parish"),
-           ("AD-06", "Sant Julià de Lòria", "Parish")]
-LIECHTENSTEIN = [("LI-01", "Balzers", "Commune"), ("LI-02", "Eschen", "Commune"), ("LI-03", "Gamprin", "Commune"),
-                 ("LI-04", "Mauren", "Commune"), ("LI-05", "Planken", "Commune"), ("LI-06", "Ruggell", "Commune"),
-                 ("LI-07", "Schaan", "Commune"), ("LI-08", "Schellenberg", "Commune"), ("LI-09", "Triesen", "Commune"),
-                 ("LI-10", "Triesenberg", "Commune"), ("LI-11", "Vaduz", "Commune")]
+ANDORRA = [
+    ("AD-07", "Andorra la Vella", "Parish"),
+    ("AD-02", "Canillo", "Parish"),
+    ("AD-03", "Encamp", "Parish"),
+    ("AD-08", "Escaldes-Engordany", "Parish"),
+    ("AD-04", "La Massana", "Parish"),
+    ("AD-05", "Ordino", "Parish"),
+    ("AD-06", "Sant Julià de Lòria", "Parish"),
+]
+LIECHTENSTEIN = [
+    ("LI-01", "Balzers", "Commune"),
+    ("LI-02", "Eschen", "Commune"),
+    ("LI-03", "Gamprin", "Commune"),
+    ("LI-04", "Mauren", "Commune"),
+    ("LI-05", "Planken", "Commune"),
+    ("LI-06", "Ruggell", "Commune"),
+    ("LI-07", "Schaan", "Commune"),
+    ("LI-08", "Schellenberg", "Commune"),
+    ("LI-09", "Triesen", "Commune"),
+    ("LI-10", "Triesenberg", "Commune"),
+    ("LI-11", "Vaduz", "Commune"),
+]
 
 
 def test_the_same_article_in_another_site_s_chrome_is_the_same_document() -> None:
@@ -132,7 +153,8 @@ def test_the_same_headline_under_another_site_s_name_and_banner_is_the_same_arti
     both differ from the article's, its title's lead (the headline) does not."""
     article = real_page("newspaper-theatlanticcities.com1")
     elsewhere = article.replace(b"- CityLab</title>", b"| The Daily Planet</title>", 1).replace(
-        b"<body", b'<div class="brand"><h1>The Daily Planet</h1></div><body', 1)
+        b"<body", b'<div class="brand"><h1>The Daily Planet</h1></div><body', 1
+    )
     a, b = (Fingerprinter().fingerprint(html).sketch for html in (article, elsewhere))
     assert a is not None and b is not None and not named_the_same(a, b) and named_alike(a, b)
     pipeline = make_pipeline()
@@ -148,8 +170,10 @@ def test_list_articles_of_one_wiki_family_are_other_documents() -> None:
     from bench.built_sites import list_page, stub_page
 
     chrome = real_page("readability-wikipedia-new-zealand")
-    andorra, liechtenstein = (list_page(chrome, "en", country, places)
-                              for country, places in (("Andorra", ANDORRA), ("Liechtenstein", LIECHTENSTEIN)))
+    andorra, liechtenstein = (
+        list_page(chrome, "en", country, places)
+        for country, places in (("Andorra", ANDORRA), ("Liechtenstein", LIECHTENSTEIN))
+    )
     canillo, encamp = (stub_page(chrome, "en", "Andorra", place, place[1], None) for place in ANDORRA[1:3])
     pipeline = make_pipeline()
     for url, page in (("List_AD", andorra), ("List_LI", liechtenstein), ("AD-02", canillo), ("AD-03", encamp)):

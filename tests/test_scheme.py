@@ -17,8 +17,8 @@ import jieba
 
 from scrapy_simhash_dedup import SCHEME_VERSION
 from scrapy_simhash_dedup.fingerprint.content import _HAN, PageText, tokens
-from scrapy_simhash_dedup.fingerprint.textloops import IdfTable
 from scrapy_simhash_dedup.fingerprint.document import load
+from scrapy_simhash_dedup.fingerprint.textloops import IdfTable
 from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 
 from .pages import SHARED_DATA

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import time
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from scrapy.settings import Settings
 
 from crawler.local_site import serve_directory
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
@@ -24,7 +25,6 @@ from scrapy_simhash_dedup.stores.memory import MemoryStore
 from scrapy_simhash_dedup.stores.redis.connect import connect, redis_store
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.sqlite.store import SqliteStore
-from scrapy.settings import Settings
 
 from . import test_batch
 from .test_persistence import ARTICLES, write_clusters
@@ -32,15 +32,24 @@ from .test_redis import clusters
 
 PIPELINE = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 #: Hosts of four sites: two hosts of example.com, a registrable domain under a two-label suffix, an address.
-HOSTS = ["a.example.com", "b.example.com", "example.org", "shop.example.co.uk", "www.example.co.uk",
-         "127.0.0.1:8080"]
+HOSTS = ["a.example.com", "b.example.com", "example.org", "shop.example.co.uk", "www.example.co.uk", "127.0.0.1:8080"]
 
 
 def test_a_site_is_the_registrable_domain_by_the_public_suffix_list() -> None:
-    site = {url: site_key(url, Scope.SITE) for url in [
-        "https://docs.python.org/3/", "https://WWW.Python.org:443/about", "http://news.bbc.co.uk/a",
-        "https://alice.github.io/x", "https://bob.github.io/y", "http://127.0.0.1:8080/a", "http://localhost/",
-        "http://[::1]:8000/", "http://[bad/"]}
+    site = {
+        url: site_key(url, Scope.SITE)
+        for url in [
+            "https://docs.python.org/3/",
+            "https://WWW.Python.org:443/about",
+            "http://news.bbc.co.uk/a",
+            "https://alice.github.io/x",
+            "https://bob.github.io/y",
+            "http://127.0.0.1:8080/a",
+            "http://localhost/",
+            "http://[::1]:8000/",
+            "http://[bad/",
+        ]
+    }
     assert site["https://docs.python.org/3/"] == site["https://WWW.Python.org:443/about"] == "python.org"
     assert site["http://news.bbc.co.uk/a"] == "bbc.co.uk"
     assert site["https://alice.github.io/x"] == "alice.github.io" != site["https://bob.github.io/y"]  # private suffix
@@ -122,8 +131,12 @@ def test_a_redis_store_in_site_scope_decides_as_one_filter_per_site(redis_url: s
     again = redis_store(Policy(), connect(redis_url), "scope-single", "test", Scope.SITE, None)
     assert all(dropped(match) for match in again.check_and_add_many(pages[:100]))  # every page is in Redis
     keys = {key.decode() for key in again.client.scan_iter(match="scope-single:*")}
-    assert {"scope-single:{example.com}:meta", "scope-single:{example.org}:meta", "scope-single:{127.0.0.1}:meta",
-            "scope-single:{example.co.uk}:meta"} <= keys
+    assert {
+        "scope-single:{example.com}:meta",
+        "scope-single:{example.org}:meta",
+        "scope-single:{127.0.0.1}:meta",
+        "scope-single:{example.co.uk}:meta",
+    } <= keys
 
 
 def test_a_redis_key_with_braces_is_refused_in_site_scope(redis_url: str) -> None:
@@ -159,8 +172,11 @@ def article_pages(tmp_path: Path) -> list[tuple[str, str]]:
     """The originals and their copies of ``write_clusters`` on three sites, sites interleaved."""
     write_clusters(tmp_path)
     names = [f"a{n}.html" for n in range(ARTICLES)] + [f"c{n}.html" for n in range(ARTICLES)]
-    return [(f"http://{host}/{name}", (tmp_path / name).read_text()) for name in names
-            for host in ("news.example.com", "www.example.com", "example.org")]
+    return [
+        (f"http://{host}/{name}", (tmp_path / name).read_text())
+        for name in names
+        for host in ("news.example.com", "www.example.com", "example.org")
+    ]
 
 
 def test_batch_mode_in_site_scope_keeps_what_a_run_per_site_keeps(tmp_path: Path) -> None:
@@ -170,7 +186,9 @@ def test_batch_mode_in_site_scope_keeps_what_a_run_per_site_keeps(tmp_path: Path
     assert len(crawl_scope) == ARTICLES  # a page's copies on the other sites dropped
     per_site = set()
     for site in ("example.com", "example.org"):
-        mine = write_pages(tmp_path / f"{site}.jsonl", [page for page in pages if site_key(page[0], Scope.SITE) == site])
+        mine = write_pages(
+            tmp_path / f"{site}.jsonl", [page for page in pages if site_key(page[0], Scope.SITE) == site]
+        )
         per_site |= dedup(mine, "-o", tmp_path / f"{site}-kept.jsonl")
     for store in ([], ["--store", tmp_path / "site.sqlite", "--memory-mb", "0.01"]):
         assert dedup(every, "--scope", "site", *store, "-o", tmp_path / "site.jsonl") == per_site
@@ -180,10 +198,16 @@ def test_batch_mode_in_site_scope_keeps_what_a_run_per_site_keeps(tmp_path: Path
 def crawl_result(tmp_path: Path, name: str, urls: list[str], settings: dict) -> dict:
     """A real crawl of ``urls`` in order (one request at a time) through ``tests.crawl_runner``."""
     config, result = tmp_path / f"{name}.json", tmp_path / f"{name}-result.json"
-    config.write_text(json.dumps({"urls": urls, "settings": {**PIPELINE, "CONCURRENT_REQUESTS": 1, **settings},
-                                  "yield_html": True}))
-    done = subprocess.run([sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
-                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    config.write_text(
+        json.dumps({"urls": urls, "settings": {**PIPELINE, "CONCURRENT_REQUESTS": 1, **settings}, "yield_html": True})
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_runner", str(config), str(result)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(result.read_text())
 
@@ -199,18 +223,33 @@ def test_a_crawl_of_several_sites_keeps_what_a_crawl_of_each_site_keeps(tmp_path
     with ExitStack() as served:
         bases = [served.enter_context(serve_directory(root, host)) for host in SITES]
         urls = [base + name for name in names for base in bases]  # the sites interleaved
-        settings = {"SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_SCOPE": "site",
-                    "SIMHASH_DEDUP_PATH": str(tmp_path / "site.sqlite")}
+        settings = {
+            "SIMHASH_DEDUP_BACKEND": backend,
+            "SIMHASH_DEDUP_SCOPE": "site",
+            "SIMHASH_DEDUP_PATH": str(tmp_path / "site.sqlite"),
+        }
         together = crawl_result(tmp_path, "together", urls, settings)
-        alone = [crawl_result(tmp_path, f"alone-{n}", [url for url in urls if url.startswith(base)],
-                              {"SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_PATH": str(tmp_path / f"{n}.sqlite")})
-                 for n, base in enumerate(bases)]
-        crawl_scope = crawl_result(tmp_path, "crawl-scope", urls, {"SIMHASH_DEDUP_BACKEND": backend,
-                                                                  "SIMHASH_DEDUP_PATH": str(tmp_path / "c.sqlite")})
+        alone = [
+            crawl_result(
+                tmp_path,
+                f"alone-{n}",
+                [url for url in urls if url.startswith(base)],
+                {"SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_PATH": str(tmp_path / f"{n}.sqlite")},
+            )
+            for n, base in enumerate(bases)
+        ]
+        crawl_scope = crawl_result(
+            tmp_path,
+            "crawl-scope",
+            urls,
+            {"SIMHASH_DEDUP_BACKEND": backend, "SIMHASH_DEDUP_PATH": str(tmp_path / "c.sqlite")},
+        )
     assert sorted(together["kept"]) == sorted(url for result in alone for url in result["kept"])
     assert len(together["kept"]) == len(SITES) * ARTICLES and all("/a" in url for url in together["kept"])
-    assert all(dropped["duplicate_of"].split("/")[2].split(":")[0] == dropped["url"].split("/")[2].split(":")[0]
-               for dropped in together["dropped"])  # each copy dropped for a page of its own site
+    assert all(
+        dropped["duplicate_of"].split("/")[2].split(":")[0] == dropped["url"].split("/")[2].split(":")[0]
+        for dropped in together["dropped"]
+    )  # each copy dropped for a page of its own site
     assert len(crawl_scope["kept"]) == ARTICLES  # crawl scope, as before: one page of each article in all
 
 
@@ -218,8 +257,9 @@ def test_idle_sites_keep_the_sites_in_use_and_the_pinned_ones() -> None:
     from scrapy_simhash_dedup.matching.scoped import IdleSites
 
     opened: list[str] = []
-    sites = IdleSites(lambda site: opened.append(site) or site, lambda held: 100, budget=250,
-                      pinned=lambda site: site == "p")
+    sites = IdleSites(
+        lambda site: opened.append(site) or site, lambda held: 100, budget=250, pinned=lambda site: site == "p"
+    )
     sites.hold(["p"])
     sites.hold(["a", "b", "c"])  # 400 bytes: over the budget, but all in use, and "p" pinned
     assert set(sites.held) == {"p", "a", "b", "c"}
@@ -234,8 +274,11 @@ def test_a_sqlite_site_let_go_with_a_page_not_confirmed_reads_it_back(tmp_path: 
     """A kept page whose item is not through the pipelines yet is not in the file: its site, let go and read
     back, still holds it (its copy is dropped), and it is written once confirmed."""
     first, copy = clusters(1, 2, seed=9)[0]
-    others = [(url.replace("https://example.com", f"http://site{n}.com"), page)
-              for n, cluster in enumerate(clusters(60, 1, seed=10)) for url, page in cluster]
+    others = [
+        (url.replace("https://example.com", f"http://site{n}.com"), page)
+        for n, cluster in enumerate(clusters(60, 1, seed=10))
+        for url, page in cluster
+    ]
     store = SqliteStore(Policy(), tmp_path / "s.sqlite", "test", commit_every=1, scope=Scope.SITE, budget=20_000)
     assert store.check_and_add(*first) is None
     row = len(store) - 1
@@ -258,14 +301,15 @@ def test_a_reset_in_site_scope_is_not_undone_by_a_crawler_still_running(redis_ur
     kept_by(running, pages[:120], batch=20)
     remove_redis_store(connect(redis_url), "scope-reset")
     kept_by(running, pages[120:140], batch=20)
-    counts = sum(int(connect(redis_url).hget(key, "count") or 0)
-                 for key in connect(redis_url).scan_iter(match="scope-reset:*:meta"))
+    counts = sum(
+        int(connect(redis_url).hget(key, "count") or 0)
+        for key in connect(redis_url).scan_iter(match="scope-reset:*:meta")
+    )
     assert 0 < counts <= 20  # the pages checked after the reset only: no replica written back
     assert len(set(kept_by(MemoryStore(Policy(), Scope.SITE), pages[:120]))) > 20
 
 
-def test_a_page_this_crawl_kept_is_not_taken_for_an_earlier_crawls_when_its_site_is_read_again(
-        redis_url: str) -> None:
+def test_a_page_this_crawl_kept_is_not_taken_for_an_earlier_crawls_when_its_site_is_read_again(redis_url: str) -> None:
     earlier = redis_store(Policy(), connect(redis_url), "scope-remembered", "test", Scope.SITE, None)
     earlier.open()
     (old, old_copy), (new, new_copy) = clusters(2, 2, seed=11)
@@ -275,8 +319,14 @@ def test_a_page_this_crawl_kept_is_not_taken_for_an_earlier_crawls_when_its_site
     store = redis_store(Policy(), connect(redis_url), "scope-remembered", "test", Scope.SITE, 20_000)
     store.open()
     assert store.check_and_add(*new) is None
-    kept_by(store, [(url.replace("https://example.com", f"http://s{n}.net"), page)
-                    for n, cluster in enumerate(clusters(40, 1, seed=12)) for url, page in cluster])
+    kept_by(
+        store,
+        [
+            (url.replace("https://example.com", f"http://s{n}.net"), page)
+            for n, cluster in enumerate(clusters(40, 1, seed=12))
+            for url, page in cluster
+        ],
+    )
     assert "example.com" not in store.sites.held  # let go, read again below
     assert store.check_and_add(*new_copy).remembered is False
     assert store.check_and_add(*old_copy).remembered is True

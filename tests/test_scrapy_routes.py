@@ -13,7 +13,8 @@ import scrapy
 from packaging.version import Version
 
 from .conftest import PROJECT
-from .user_project import make_project, scrapy as scrapy_command_in
+from .user_project import make_project
+from .user_project import scrapy as scrapy_command_in
 
 
 def scrapy_version(project: Path) -> str:
@@ -24,22 +25,28 @@ def scrapy_version(project: Path) -> str:
 
 
 def test_the_feed_exports_files_and_the_filters_pipeline_are_where_the_filter_looks(
-        site: tuple[Path, str], crawl: Callable, tmp_path: Path) -> None:
+    site: tuple[Path, str], crawl: Callable, tmp_path: Path
+) -> None:
     root, base_url = site
     for name, words in (("a", "apples and pears "), ("b", "rivers and hills "), ("c", "trains and boats ")):
         (root / f"{name}.html").write_text(f"<html><body><h1>{name}</h1><p>{words * 50}</p></body></html>")
-    settings = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
-                "ITEM_PIPELINES": {"tests.crawl_runner.RecordScrapyRoutes": 100},
-                "FEEDS": {str(tmp_path / "items.jsonl"): {"format": "jsonlines"},
-                          str(tmp_path / "items.csv"): {"format": "csv"}}}
+    settings = {
+        "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
+        "ITEM_PIPELINES": {"tests.crawl_runner.RecordScrapyRoutes": 100},
+        "FEEDS": {
+            str(tmp_path / "items.jsonl"): {"format": "jsonlines"},
+            str(tmp_path / "items.csv"): {"format": "csv"},
+        },
+    }
     result = crawl([f"{base_url}{name}.html" for name in "abc"], settings, yield_html=False)
     # the files open at the first item's export: the last item sees them
     assert result["stats"]["test/feed_streams"] >= 2, "one file per feed (Scrapy's FeedExporter slots)"
     assert result["stats"]["test/pipeline_found"] is True, "engine.scraper.itemproc.middlewares"
 
 
-def test_the_crawls_run_on_the_scrapy_make_test_asks_for(site: tuple[Path, str], crawl: Callable,
-                                                         tmp_path: Path) -> None:
+def test_the_crawls_run_on_the_scrapy_make_test_asks_for(
+    site: tuple[Path, str], crawl: Callable, tmp_path: Path
+) -> None:
     """``make test`` runs the crawl tests twice: on the Scrapy ``requirements.txt`` pins, then on the lowest
     ``pyproject.toml`` declares (named by ``SIMHASH_DEDUP_TEST_SCRAPY``, first on ``PYTHONPATH``).  This process,
     a crawl's process and a user's ``scrapy`` command all run the one asked for."""

@@ -14,8 +14,9 @@ from scrapy_simhash_dedup.crawl.settings import DedupSettings
 
 
 def test_the_log_size_is_read_under_its_old_name_with_a_warning() -> None:
-    with pytest.warns(ScrapyDeprecationWarning,
-                      match="SIMHASH_DEDUP_DECISIONS is deprecated, use SIMHASH_DEDUP_LOG_SIZE"):
+    with pytest.warns(
+        ScrapyDeprecationWarning, match="SIMHASH_DEDUP_DECISIONS is deprecated, use SIMHASH_DEDUP_LOG_SIZE"
+    ):
         old = DedupSettings.from_settings(Settings({"SIMHASH_DEDUP_DECISIONS": 7}))
     assert old.decisions == 7
     assert DedupSettings.from_settings(Settings({"SIMHASH_DEDUP_LOG_SIZE": 9})).decisions == 9
@@ -23,8 +24,13 @@ def test_the_log_size_is_read_under_its_old_name_with_a_warning() -> None:
     assert DedupSettings.from_settings(both).decisions == 9  # the new name wins
 
 
-@pytest.mark.parametrize(("old", "new"), [("SimhashDedupPageMiddleware", SimhashDedupSpiderMiddleware),
-                                          ("SimhashDedupRequestMiddleware", SimhashDedupDownloaderMiddleware)])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("SimhashDedupPageMiddleware", SimhashDedupSpiderMiddleware),
+        ("SimhashDedupRequestMiddleware", SimhashDedupDownloaderMiddleware),
+    ],
+)
 def test_a_middleware_under_its_old_name_is_the_new_one_with_a_warning(old: str, new: type) -> None:
     crawler = get_crawler(settings_dict={"SIMHASH_DEDUP_WORKERS": 0})
     deprecated = load_object(f"scrapy_simhash_dedup.{old}")
@@ -56,8 +62,13 @@ def test_a_run_recorded_under_the_old_stat_names_reads_under_the_new() -> None:
     from scrapy_simhash_dedup.crawl.counts import current_names, with_old_names
 
     recorded_before = {"checked": 3, "kept": 2, "dropped": 1, "dropped/content": 1, "pages_kept": 2}
-    assert current_names(recorded_before) == {"checked": 3, "items_kept": 2, "items_dropped": 1,
-                                              "items_dropped/content": 1, "pages_kept": 2}
+    assert current_names(recorded_before) == {
+        "checked": 3,
+        "items_kept": 2,
+        "items_dropped": 1,
+        "items_dropped/content": 1,
+        "pages_kept": 2,
+    }
     recorded_now = with_old_names({"items_kept": 5, "items_dropped/both": 2})
     assert recorded_now == {"items_kept": 5, "kept": 5, "items_dropped/both": 2, "dropped/both": 2}
     assert current_names(recorded_now) == {"items_kept": 5, "items_dropped/both": 2}

@@ -48,8 +48,7 @@ def test_known_answer_vector(text: str, expected: int) -> None:
 
 def test_known_answer_distances() -> None:
     a, b, c = (
-        simhash(mfonda_features(t), fnv1_64)
-        for t in ("this is a test phrase", "this is a test phrass", "foo bar")
+        simhash(mfonda_features(t), fnv1_64) for t in ("this is a test phrase", "this is a test phrass", "foo bar")
     )
     assert hamming(a, b) == 2
     assert hamming(a, c) == 29
@@ -95,6 +94,9 @@ def test_fingerprints_equal_across_processes_and_hash_seeds() -> None:
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run(
             [sys.executable, "-c", FINGERPRINT_SCRIPT, root, *PAGES],
-            env=env, capture_output=True, text=True, check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         assert json.loads(out.stdout) == here

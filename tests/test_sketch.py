@@ -10,9 +10,19 @@ import pytest
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.fingerprint.content import PageText
 from scrapy_simhash_dedup.fingerprint.document import load
-from scrapy_simhash_dedup.fingerprint.sketch import (SKETCH_BITS, SKETCH_BYTES, fixed_width, from_fixed_width,
-                                                     link_share, own_share, same_name, shingle_sketch, similarity,
-                                                     sketch_size, visible_similarity)
+from scrapy_simhash_dedup.fingerprint.sketch import (
+    SKETCH_BITS,
+    SKETCH_BYTES,
+    fixed_width,
+    from_fixed_width,
+    link_share,
+    own_share,
+    same_name,
+    shingle_sketch,
+    similarity,
+    sketch_size,
+    visible_similarity,
+)
 
 from .pages import real_page
 
@@ -64,8 +74,11 @@ def test_a_page_s_sketch_holds_its_own_text_its_name_its_visible_text_and_its_li
     assert not same_name(sketch, retitled) and similarity(sketch, retitled) > 0.9
     elsewhere = Fingerprinter().fingerprint(html.replace(b"- CityLab</title>", b"| The Daily Planet</title>", 1)).sketch
     assert same_name(sketch, elsewhere), "the same article under another site's name is named as it was"
-    no_name = Fingerprinter().fingerprint(
-        b"<html><body><p>" + b" ".join(b"word%d" % n for n in range(80)) + b"</p></body></html>").sketch
+    no_name = (
+        Fingerprinter()
+        .fingerprint(b"<html><body><p>" + b" ".join(b"word%d" % n for n in range(80)) + b"</p></body></html>")
+        .sketch
+    )
     assert same_name(sketch, no_name)  # a page without title or heading says nothing against it
     other = Fingerprinter().fingerprint(real_page("newspaper-theatlanticcities.com2")).sketch
     assert visible_similarity(sketch, other) > similarity(sketch, other)  # the site's furniture is shared

@@ -26,13 +26,13 @@ import pytest
 
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import read_warc, write_warc
+from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
+from scrapy_simhash_dedup.fingerprint.simhash import hamming
 from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.matching.scope import Scope, site_key
 from scrapy_simhash_dedup.report.aliases import alias_rows
 from scrapy_simhash_dedup.report.log import load_log
-from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.fingerprint.simhash import hamming
 from scrapy_simhash_dedup.spark import JobOptions, run, session
 from scrapy_simhash_dedup.spark.inputs import Fields
 from scrapy_simhash_dedup.stores.memory import MemoryStore
@@ -106,8 +106,9 @@ def test_warc_files_as_wget_writes_them_are_read_as_dedup_reads_them(spark, hand
     assert expected and all(source.startswith(f"{first}@") and url.startswith(base_url) for url, source in expected)
     assert [(row["url"], row["source"]) for row in table(tmp_path / "out", "kept")] == expected
     assert happened["status/404"] > 0
-    assert {name: count for name, count in result.happened.items() if name.startswith(("status/", "revisit"))} \
-        == {name: count for name, count in happened.items() if name.startswith(("status/", "revisit"))}
+    assert {name: count for name, count in result.happened.items() if name.startswith(("status/", "revisit"))} == {
+        name: count for name, count in happened.items() if name.startswith(("status/", "revisit"))
+    }
 
 
 def shared_with_copies(path: Path, every: int = 1) -> Path:
@@ -115,8 +116,10 @@ def shared_with_copies(path: Path, every: int = 1) -> Path:
     every 11th, as WARC.gz."""
     pages = [(f"https://shared.example/{name}", html) for name, html in shared_pages()][::every]
     copies = [(f"{url}?copy", html) for url, html in pages[::9]]
-    edited = [(f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
-              for url, html in pages[::11]]
+    edited = [
+        (f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
+        for url, html in pages[::11]
+    ]
     write_warc(path, ((url, html, "text/html") for url, html in pages + copies + edited))
     return path
 
@@ -141,7 +144,9 @@ def chain_pages() -> tuple[bytes, bytes, bytes]:
         return " ".join(rng.choice(vocabulary) for _ in range(12)).capitalize() + "."
 
     def page(sentences: list[str]) -> bytes:
-        return ("<html><body><article>" + "".join(f"<p>{s}</p>" for s in sentences) + "</article></body></html>").encode()
+        return (
+            "<html><body><article>" + "".join(f"<p>{s}</p>" for s in sentences) + "</article></body></html>"
+        ).encode()
 
     fingerprinter, policy = Fingerprinter(), Policy()
 
@@ -164,8 +169,14 @@ def chain_pages() -> tuple[bytes, bytes, bytes]:
 def test_a_chain_keeps_its_ends_as_a_crawl_does_not_its_first_page_alone(spark, tmp_path):
     a, b, c = chain_pages()
     archive = tmp_path / "chain.warc.gz"
-    write_warc(archive, [("https://x.example/a", a, "text/html"), ("https://x.example/b", b, "text/html"),
-                         ("https://x.example/c", c, "text/html")])
+    write_warc(
+        archive,
+        [
+            ("https://x.example/a", a, "text/html"),
+            ("https://x.example/b", b, "text/html"),
+            ("https://x.example/c", c, "text/html"),
+        ],
+    )
     for options, folder in ((JobOptions(), "local"), (AT_SCALE, "rounds")):
         run(spark, [archive], tmp_path / folder, DedupSettings(), options)
         assert spark_kept(tmp_path / folder) == ["https://x.example/a", "https://x.example/c"]  # components: a alone
@@ -194,7 +205,9 @@ def test_a_run_against_an_earlier_one_keeps_what_one_run_over_both_keeps(spark, 
     record["scheme"] = -1
     run_file.write_text(json.dumps(record))
     with pytest.raises(ValueError, match="scheme -1"):
-        run(spark, [second], tmp_path / "month2-again", DedupSettings(), JobOptions(against=(str(tmp_path / "month1"),)))
+        run(
+            spark, [second], tmp_path / "month2-again", DedupSettings(), JobOptions(against=(str(tmp_path / "month1"),))
+        )
 
 
 def read_records(archive: Path) -> Iterator[tuple[str, bytes, str]]:
@@ -205,15 +218,23 @@ def read_records(archive: Path) -> Iterator[tuple[str, bytes, str]]:
 def test_bad_inputs_are_named_and_counted_and_the_rest_is_processed(spark, tmp_path):
     pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 40)]
     good = tmp_path / "good.warc.gz"
-    write_warc(good, [(url, html, "text/html") for url, html in pages[:20]]
-               + [("https://x.example/empty", b"", "text/html"), ("https://x.example/binary", bytes(range(256)) * 40, "text/html"),
-                  ("https://x.example/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(500), "image/png")])
+    write_warc(
+        good,
+        [(url, html, "text/html") for url, html in pages[:20]]
+        + [
+            ("https://x.example/empty", b"", "text/html"),
+            ("https://x.example/binary", bytes(range(256)) * 40, "text/html"),
+            ("https://x.example/logo.png", b"\x89PNG\r\n\x1a\n" + bytes(500), "image/png"),
+        ],
+    )
     truncated = tmp_path / "truncated.warc.gz"
     write_warc(truncated, [(url, html, "text/html") for url, html in pages[20:30]])
     truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size * 2 // 3])
     feed = tmp_path / "feed.jsonl"
-    feed.write_text("".join(json.dumps({"url": url, "html": html.decode("utf-8", "replace")}) + "\n"
-                            for url, html in pages[30:35]) + "{not json\n")
+    feed.write_text(
+        "".join(json.dumps({"url": url, "html": html.decode("utf-8", "replace")}) + "\n" for url, html in pages[30:35])
+        + "{not json\n"
+    )
     parquet = tmp_path / "pages.parquet"
     pq.write_table(pa.table({"url": [url for url, _ in pages[35:]], "html": [html for _, html in pages[35:]]}), parquet)
     missing, unknown, empty = tmp_path / "gone.warc.gz", tmp_path / "notes.txt", tmp_path / "empty.warc.gz"
@@ -241,8 +262,16 @@ def test_bad_inputs_are_named_and_counted_and_the_rest_is_processed(spark, tmp_p
 def test_parquet_with_an_order_column_is_decided_in_that_order(spark, tmp_path):
     original, copy = next(iter((html, html) for _, html in islice(shared_pages(), 5, 6)))
     parquet = tmp_path / "pages.parquet"
-    pq.write_table(pa.table({"url": ["https://x.example/second", "https://x.example/first"],
-                             "html": [copy, original], "fetched": [20, 10]}), parquet)
+    pq.write_table(
+        pa.table(
+            {
+                "url": ["https://x.example/second", "https://x.example/first"],
+                "html": [copy, original],
+                "fetched": [20, 10],
+            }
+        ),
+        parquet,
+    )
     run(spark, [parquet], tmp_path / "by-order", DedupSettings(), JobOptions(fields=Fields(order="fetched")))
     assert spark_kept(tmp_path / "by-order") == ["https://x.example/first"]
     run(spark, [parquet], tmp_path / "by-row", DedupSettings())
@@ -255,7 +284,17 @@ def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
     pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 30)]
     archive = tmp_path / "in.warc.gz"
     write_warc(archive, [(url, html, "text/html") for url, html in pages + [(f"{u}?again", h) for u, h in pages[:10]]])
-    command = [sys.executable, "-m", "scrapy_simhash_dedup", "spark", str(archive), "-o", str(tmp_path / "out"), "--master", "local[2]"]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy_simhash_dedup",
+        "spark",
+        str(archive),
+        "-o",
+        str(tmp_path / "out"),
+        "--master",
+        "local[2]",
+    ]
     cache = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300, env=cache)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -264,10 +303,16 @@ def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
     assert "NativeCodeLoader" in (tmp_path / "out" / "spark.log").read_text(), "Spark's WARN lines are in its log"
     assert len(list((tmp_path / "cache" / "scrapy-simhash-dedup").glob("spark-classes-*.jsa"))) == 1
     again = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300, env=cache)
-    assert again.returncode == 2 and again.stderr.splitlines() == [f"simhash-dedup: {tmp_path / 'out'} is not empty; "
-                                                                   "give a new folder for the output"]
-    report = subprocess.run([sys.executable, "-m", "scrapy_simhash_dedup", "report", str(tmp_path / "out"), "-o", str(tmp_path / "r.html")],
-                            cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and again.stderr.splitlines() == [
+        f"simhash-dedup: {tmp_path / 'out'} is not empty; give a new folder for the output"
+    ]
+    report = subprocess.run(
+        [sys.executable, "-m", "scrapy_simhash_dedup", "report", str(tmp_path / "out"), "-o", str(tmp_path / "r.html")],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "r.html").read_text()
     assert all(f"{url}?again" in html for url, _ in pages[:10]), "every dropped copy is in the report"
@@ -278,11 +323,26 @@ def test_an_interrupted_run_says_one_line_and_leaves_no_output(tmp_path):
     no folder, no log left behind; the run started with the class archive an earlier run saved, if any."""
     feed = tmp_path / "feed.jsonl"
     os.mkfifo(feed)
-    command = [sys.executable, "-m", "scrapy_simhash_dedup", "spark", str(feed), "-o", str(tmp_path / "out"),
-               "--master", "local[2]"]
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy_simhash_dedup",
+        "spark",
+        str(feed),
+        "-o",
+        str(tmp_path / "out"),
+        "--master",
+        "local[2]",
+    ]
     logs_before = set(Path(tempfile.gettempdir()).glob("simhash-dedup-spark-*.log"))
-    running = subprocess.Popen(command, cwd=PROJECT, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL))
+    running = subprocess.Popen(
+        command,
+        cwd=PROJECT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL),
+    )
     with feed.open("w") as writing:  # opens once a task of the job reads it
         writing.write(json.dumps({"url": "https://a.test/1", "html": "<html><body><p>One page</p></body></html>"}))
         writing.flush()
@@ -290,8 +350,9 @@ def test_an_interrupted_run_says_one_line_and_leaves_no_output(tmp_path):
         running.wait(timeout=120)  # the feed still open: the job cannot end on its own
     stderr = running.stderr.read()
     assert running.returncode == 130, stderr
-    assert stderr.splitlines() == [f"simhash-dedup: interrupted; nothing written to {tmp_path / 'out'} "
-                                   "(a new run starts over)"], stderr
+    assert stderr.splitlines() == [
+        f"simhash-dedup: interrupted; nothing written to {tmp_path / 'out'} (a new run starts over)"
+    ], stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["feed.jsonl"]
     assert set(Path(tempfile.gettempdir()).glob("simhash-dedup-spark-*.log")) == logs_before
 
@@ -328,12 +389,18 @@ def test_kept_pages_carry_the_canonical_urls_and_aliases_that_dedup_gives_them(s
 def test_site_scope_keeps_what_dedup_keeps_per_site_in_shards_and_rounds(spark, tmp_path):
     """Pages on two sites, a third of them copied byte for byte to the other site, edited copies on their own:
     in site scope the copies on the other site are kept (one filter per site), in shards and rounds too."""
-    pages = [(f"https://{('docs.example.com', 'www.example.org')[n % 2]}/{name}", html)
-             for n, (name, html) in enumerate(list(shared_pages())[::4])]
-    copies = [(url.replace("example.com", "example.net").replace("example.org", "example.com"), html)
-              for url, html in pages[::3]]
-    edited = [(f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
-              for url, html in pages[::7]]
+    pages = [
+        (f"https://{('docs.example.com', 'www.example.org')[n % 2]}/{name}", html)
+        for n, (name, html) in enumerate(list(shared_pages())[::4])
+    ]
+    copies = [
+        (url.replace("example.com", "example.net").replace("example.org", "example.com"), html)
+        for url, html in pages[::3]
+    ]
+    edited = [
+        (f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
+        for url, html in pages[::7]
+    ]
     archive = tmp_path / "sites.warc.gz"
     write_warc(archive, ((url, html, "text/html") for url, html in pages + copies + edited))
     site = DedupSettings(scope=Scope.SITE)
@@ -343,8 +410,10 @@ def test_site_scope_keeps_what_dedup_keeps_per_site_in_shards_and_rounds(spark, 
     per_site = set()
     for name in ("example.com", "example.org", "example.net"):
         mine = tmp_path / f"{name}.warc.gz"
-        write_warc(mine, ((url, html, "text/html") for url, html in pages + copies + edited
-                          if site_key(url, Scope.SITE) == name))
+        write_warc(
+            mine,
+            ((url, html, "text/html") for url, html in pages + copies + edited if site_key(url, Scope.SITE) == name),
+        )
         per_site |= set(batch_kept([mine]))
     assert set(expected) == per_site and len(per_site) > len(batch_kept([archive]))
     assert any(url in per_site for url, _ in copies)  # a copy on another site is that site's page

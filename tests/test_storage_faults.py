@@ -38,8 +38,13 @@ def run(tmp: Path, urls: list[str], settings: dict[str, Any], **config: Any) -> 
     path.write_text(json.dumps({"urls": urls, "settings": settings, **config}))
     result = tmp / "result.json"
     result.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-m", "tests.crawl_runner", str(path), str(result)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_runner", str(path), str(result)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return (json.loads(result.read_text()) if result.exists() else {}), done.stderr, done.returncode
 
 
@@ -68,7 +73,8 @@ def test_writes_failing_at_random_points_lose_nothing_and_re_deliver_nothing(
     assert sorted(first["kept"]) == sorted(base_url + f"a{n}.html" for n in range(ARTICLES))
     assert first["stats"].get("simhash_dedup/store_write_failures", 0) >= 1
     assert "cannot be written (database or disk is full)" in log and "pages_not_remembered" not in json.dumps(
-        first["stats"])
+        first["stats"]
+    )
     again, log, status = run(tmp_path, urls, settings)
     assert status == 0 and problems(log) == []
     assert again["kept"] == [] and len(again["dropped"]) == len(urls)
@@ -114,8 +120,9 @@ def wedge(store: Path) -> None:
     connection.close()
 
 
-def test_a_store_left_inconsistent_opens_clean_and_check_repairs_it(site: tuple[Path, str], tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_store_left_inconsistent_opens_clean_and_check_repairs_it(
+    site: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Kept rows without their page and a page without its row: `check --dry-run` reports them (exit 1), a crawl
     opens the file with one warning and drops them (their pages are checked as new: the originals are kept again,
     no copy), and `check` then finds the store sound."""
@@ -186,15 +193,20 @@ def test_a_full_disk_is_one_warning_and_a_re_run_delivers_only_what_was_not_reme
     assert status == 0 and third["kept"] == []
 
 
-def test_a_full_disk_with_fail_mode_closed_stops_the_crawl(site: tuple[Path, str], tmp_path: Path,
-                                                           small_disk: Path) -> None:
+def test_a_full_disk_with_fail_mode_closed_stops_the_crawl(
+    site: tuple[Path, str], tmp_path: Path, small_disk: Path
+) -> None:
     """Fail closed: the first write that fails stops the crawl; every item it exported was checked."""
     root, base_url = site
     for n in range(60):
         (root / f"p{n}.html").write_text(article_page(n))
     urls = [f"{base_url}p{n}.html" for n in range(60)]
-    settings = {**WRITE_EACH, "SIMHASH_DEDUP_PATH": str(small_disk / "seen.sqlite"),
-                "SIMHASH_DEDUP_REVIEW_TEXTS": 1000, "SIMHASH_DEDUP_FAIL_MODE": "closed"}
+    settings = {
+        **WRITE_EACH,
+        "SIMHASH_DEDUP_PATH": str(small_disk / "seen.sqlite"),
+        "SIMHASH_DEDUP_REVIEW_TEXTS": 1000,
+        "SIMHASH_DEDUP_FAIL_MODE": "closed",
+    }
     result, log, status = run(tmp_path, urls, settings)
     assert status == 0 and problems(log) == [], log[-3000:]
     assert result["stats"]["finish_reason"] == "simhash_dedup_store_unavailable"
@@ -209,14 +221,19 @@ def article_page(n: int) -> str:
 
 
 @pytest.mark.parametrize("shape", ["folder missing", "under a file", "a folder", "not a store"])
-def test_a_path_that_cannot_be_a_store_is_one_line_before_any_request(site: tuple[Path, str], tmp_path: Path,
-                                                                       shape: str) -> None:
+def test_a_path_that_cannot_be_a_store_is_one_line_before_any_request(
+    site: tuple[Path, str], tmp_path: Path, shape: str
+) -> None:
     """``scrapy crawl`` as a user runs it: one ERROR line naming the setting and the path, the refused exit
     status, no traceback, no request."""
     root, base_url = site
     write_clusters(root)
-    path = {"folder missing": tmp_path / "nowhere" / "seen.sqlite", "under a file": tmp_path / "file" / "seen.sqlite",
-            "a folder": tmp_path / "folder", "not a store": tmp_path / "notes.sqlite"}[shape]
+    path = {
+        "folder missing": tmp_path / "nowhere" / "seen.sqlite",
+        "under a file": tmp_path / "file" / "seen.sqlite",
+        "a folder": tmp_path / "folder",
+        "not a store": tmp_path / "notes.sqlite",
+    }[shape]
     if shape == "under a file":
         (tmp_path / "file").write_text("a file, not a folder")
     elif shape == "a folder":

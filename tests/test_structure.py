@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import lxml.etree
+import pytest
 
 from scrapy_simhash_dedup import Fingerprinter, hamming
 from scrapy_simhash_dedup.fingerprint import treewalk
@@ -59,9 +58,15 @@ def test_the_walk_is_iterative_at_any_depth() -> None:
 
 
 def test_same_template_is_near_and_other_sites_are_far() -> None:
-    fp = {n: Fingerprinter().fingerprint(real_page(n)).structure for n in (
-        "newspaper-syracuse.com1", "newspaper-syracuse.com2", "gne-sina-1", "newspaper-theatlanticcities.com1",
-    )}
+    fp = {
+        n: Fingerprinter().fingerprint(real_page(n)).structure
+        for n in (
+            "newspaper-syracuse.com1",
+            "newspaper-syracuse.com2",
+            "gne-sina-1",
+            "newspaper-theatlanticcities.com1",
+        )
+    }
     assert hamming(fp["newspaper-syracuse.com1"], fp["newspaper-syracuse.com2"]) <= 3
     assert hamming(fp["newspaper-syracuse.com1"], fp["gne-sina-1"]) > 3
     assert hamming(fp["newspaper-syracuse.com1"], fp["newspaper-theatlanticcities.com1"]) > 3
@@ -77,11 +82,29 @@ def _reading(found: tuple | None) -> tuple | None:
         return None
     title, blocks, nodes, structure, elements, text_chars, link_chars, canonical = found
     block_fields = ("text", "link_text", "prose", "own", "owner", "tag_furniture", "named_furniture", "ad", "leaf")
-    node_fields = ("tag", "class_", "id_", "parent", "tag_furniture", "named_furniture", "ad", "chars", "link_chars",
-                   "end", "leaf")
-    return (title, [tuple(getattr(b, f) for f in block_fields) for b in blocks],
-            [tuple(getattr(n, f) for f in node_fields) for n in nodes], structure, elements, text_chars, link_chars,
-            canonical)
+    node_fields = (
+        "tag",
+        "class_",
+        "id_",
+        "parent",
+        "tag_furniture",
+        "named_furniture",
+        "ad",
+        "chars",
+        "link_chars",
+        "end",
+        "leaf",
+    )
+    return (
+        title,
+        [tuple(getattr(b, f) for f in block_fields) for b in blocks],
+        [tuple(getattr(n, f) for f in node_fields) for n in nodes],
+        structure,
+        elements,
+        text_chars,
+        link_chars,
+        canonical,
+    )
 
 
 def _both_readings(html: bytes | str, max_elements: int = 200_000) -> tuple[tuple | None, tuple | None]:
@@ -97,7 +120,7 @@ def test_the_parser_s_events_read_every_shared_page_as_its_tree_reads() -> None:
     elements, structure and canonical link as the walk of the tree, on every shared page."""
     assert treewalk.PARSER_LINKED
     pages = differ = 0
-    for name, html in shared_pages(SHARED_DATA):
+    for _, html in shared_pages(SHARED_DATA):
         if prepared(html, 1 << 30).utf8 is None:
             continue
         pages += 1
@@ -108,20 +131,23 @@ def test_the_parser_s_events_read_every_shared_page_as_its_tree_reads() -> None:
     assert differ == 0
 
 
-@pytest.mark.parametrize("html", [
-    "<html><body><p>a</p></body></html><p>after the root</p><div>more</div>",  # a second root, never read
-    "<!DOCTYPE html><html><head><title>t</title></head><body>x</body></html><p>b</p>",
-    "just text, no element",  # implied html, body, p
-    "<title>one</title><title>two</title><p>" + "word " * 40,  # the first title only
-    "<p>a<!-- a comment -->b <?pi x?>c</p>",  # removed by the parser: one run of text
-    "<html><head><base href='/b/'><link rel='canonical' href='c'></head><body><p>x</p></body></html>",
-    "<div hidden>unseen<p>inside</p></div>tail <a href=x>link <b>bold</b></a> &amp; &#x41; &nosuch; end",
-    "<p>" + "word " * 2_000 + "a NUL\x00 after the first 8 KB</p>",  # (before them: not HTML)
-    "<table><tr><td>cell<td>cell</table><ul><li>one<li>two</ul><p>open <p>second",
-    "<script>if (a < b) { document.write('<p>x</p>') }</script><style>p{}</style><textarea><b>raw</b></textarea>",
-    "<svg><title>not the page's</title></svg><select><option>o</option></select><br><img alt=x>after",
-    "<div " + " ".join(f"a{n}='{n}'" for n in range(500)) + " class='sidebar'><p>names</p></div>",
-])
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<html><body><p>a</p></body></html><p>after the root</p><div>more</div>",  # a second root, never read
+        "<!DOCTYPE html><html><head><title>t</title></head><body>x</body></html><p>b</p>",
+        "just text, no element",  # implied html, body, p
+        "<title>one</title><title>two</title><p>" + "word " * 40,  # the first title only
+        "<p>a<!-- a comment -->b <?pi x?>c</p>",  # removed by the parser: one run of text
+        "<html><head><base href='/b/'><link rel='canonical' href='c'></head><body><p>x</p></body></html>",
+        "<div hidden>unseen<p>inside</p></div>tail <a href=x>link <b>bold</b></a> &amp; &#x41; &nosuch; end",
+        "<p>" + "word " * 2_000 + "a NUL\x00 after the first 8 KB</p>",  # (before them: not HTML)
+        "<table><tr><td>cell<td>cell</table><ul><li>one<li>two</ul><p>open <p>second",
+        "<script>if (a < b) { document.write('<p>x</p>') }</script><style>p{}</style><textarea><b>raw</b></textarea>",
+        "<svg><title>not the page's</title></svg><select><option>o</option></select><br><img alt=x>after",
+        "<div " + " ".join(f"a{n}='{n}'" for n in range(500)) + " class='sidebar'><p>names</p></div>",
+    ],
+)
 def test_the_parser_s_events_and_the_tree_agree_on_odd_markup(html: str) -> None:
     from_events, from_tree = _both_readings(html)
     assert from_events == from_tree

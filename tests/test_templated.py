@@ -10,8 +10,8 @@ import pytest
 
 from bench.real_sites import OTHER_DOCUMENT, SAME_DOCUMENT, judged, shingles, visible_words
 from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
-from scrapy_simhash_dedup.matching.policy import NAMED_APART_SIMILARITY, Policy
 from scrapy_simhash_dedup.fingerprint.sketch import same_name, similarity
+from scrapy_simhash_dedup.matching.policy import NAMED_APART_SIMILARITY, Policy
 
 from .conftest import DEMO_SITE
 from .pages import real_page
@@ -52,7 +52,10 @@ def test_what_keeps_sibling_pages_apart_is_their_names_and_what_they_show() -> N
         assert not same_name(a, b), shape
         found, needed = policy.evidence(0, a, b)
         assert needed == NAMED_APART_SIMILARITY and found < needed, shape
-    own = [similarity(*(fingerprinter.fingerprint(real_page(name)).sketch for name in names)) for names in SIBLINGS.values()]
+    own = [
+        similarity(*(fingerprinter.fingerprint(real_page(name)).sketch for name in names))
+        for names in SIBLINGS.values()
+    ]
     assert max(own) >= policy.min_similarity  # the own texts of at least one pair agree on what decided before
 
 

@@ -22,10 +22,20 @@ def own_pages(base_url: str, site: TrapSite) -> list[tuple[str, str]]:
 def test_the_links_of_near_duplicates_are_skipped_and_the_same_links_from_kept_pages_followed(trap_site, tmp_path):
     base_url, site = trap_site
     store = tmp_path / "seen.sqlite"
-    unguarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False,
-                                       "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite")}, cap=400)
-    guarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": False,
-                                     "SIMHASH_DEDUP_PATH": str(store)}, cap=400)
+    unguarded = crawl_site(
+        base_url + "/",
+        {
+            "SIMHASH_DEDUP_SKIP_LINKS": False,
+            "SIMHASH_DEDUP_URL_RULES": False,
+            "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite"),
+        },
+        cap=400,
+    )
+    guarded = crawl_site(
+        base_url + "/",
+        {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": False, "SIMHASH_DEDUP_PATH": str(store)},
+        cap=400,
+    )
     assert unguarded["stats"]["finish_reason"] == "closespider_pagecount", "without a guard the traps never end"
     assert guarded["stats"]["finish_reason"] == "finished"
     assert guarded["stats"]["downloader/request_count"] < unguarded["stats"]["downloader/request_count"] / 2
@@ -45,10 +55,24 @@ def test_a_calendar_whose_months_are_in_the_path_and_named_apart_ends_on_its_own
     from tests.conftest import trap_articles
 
     with serve_trap_site(trap_articles(), calendar="path") as (base_url, site):
-        unguarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": False, "SIMHASH_DEDUP_URL_RULES": False,
-                                                "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite")}, cap=400)
-        guarded = crawl_site(base_url + "/", {"SIMHASH_DEDUP_SKIP_LINKS": True, "SIMHASH_DEDUP_URL_RULES": True,
-                                              "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite")}, cap=400)
+        unguarded = crawl_site(
+            base_url + "/",
+            {
+                "SIMHASH_DEDUP_SKIP_LINKS": False,
+                "SIMHASH_DEDUP_URL_RULES": False,
+                "SIMHASH_DEDUP_PATH": str(tmp_path / "unguarded.sqlite"),
+            },
+            cap=400,
+        )
+        guarded = crawl_site(
+            base_url + "/",
+            {
+                "SIMHASH_DEDUP_SKIP_LINKS": True,
+                "SIMHASH_DEDUP_URL_RULES": True,
+                "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
+            },
+            cap=400,
+        )
         own = own_pages(base_url, site)
     assert unguarded["stats"]["finish_reason"] == "closespider_pagecount", "without a guard the calendar never ends"
     assert guarded["stats"]["finish_reason"] == "finished"
@@ -84,12 +108,17 @@ def test_a_rule_is_withdrawn_after_a_counterexample(trap_site, crawl, tmp_path):
     base_url, _ = trap_site
     months = ["2026-01", "2026-02", "2026-03", "2026-04", "2026-06"]
     store = tmp_path / "seen.sqlite"
-    result = crawl([f"{base_url}/calendar?month={m}" for m in months],
-                            {**GUARDED, "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_PATH": str(store)})
+    result = crawl(
+        [f"{base_url}/calendar?month={m}" for m in months],
+        {**GUARDED, "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_PATH": str(store)},
+    )
     assert len(result["dropped"]) == 3 and len(result["kept"]) == 2
     assert "URL rule trusted after 3 pairs" in result["log"] and "URL rule withdrawn" in result["log"]
     (month,) = [r for r in read_rules(store)[0] if r.name == "month"]
-    assert month.support == 3 and month.refuted_by == f"{base_url}/calendar?month=2026-01 {base_url}/calendar?month=2026-06"
+    assert (
+        month.support == 3
+        and month.refuted_by == f"{base_url}/calendar?month=2026-01 {base_url}/calendar?month=2026-06"
+    )
     assert result["stats"]["simhash_dedup/rules"] == 0
 
 
@@ -98,15 +127,17 @@ def test_rules_and_skips_are_kept_in_redis(trap_site, redis_url):
     key = "traps:simhash_dedup"
     client = redis.Redis.from_url(redis_url)
     remove_redis_store(client, key)
-    result = crawl_site(base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key},
-                   cap=2000)
+    result = crawl_site(
+        base_url + "/", {**GUARDED, "SIMHASH_DEDUP_REDIS_URL": redis_url, "SIMHASH_DEDUP_REDIS_KEY": key}, cap=2000
+    )
     assert result["stats"]["finish_reason"] == "finished"
     assert lost(own_pages(base_url, site), result["kept"]) == []
     rules, skips = read_redis_rules(client, key)
     assert ("param", "sid") in {(r.kind, r.name) for r in rules if r.support >= 3 and r.refuted_by is None}
     assert {skip.kind for skip in skips} == {"link", "request"}
-    assert len(skips) == (result["stats"]["simhash_dedup/links_skipped"]
-                          + result["stats"]["simhash_dedup/requests_skipped"])
+    assert len(skips) == (
+        result["stats"]["simhash_dedup/links_skipped"] + result["stats"]["simhash_dedup/requests_skipped"]
+    )
 
 
 def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_path):
@@ -176,11 +207,17 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
     from scrapy_simhash_dedup.guards.linkguard import url_shape
 
-    assert url_shape("http://a.test/cs-CZ/sect.apt.html") == url_shape("http://a.test/cs-CZ/index.html") == \
-        "a.test/cs-CZ/?"
+    assert (
+        url_shape("http://a.test/cs-CZ/sect.apt.html")
+        == url_shape("http://a.test/cs-CZ/index.html")
+        == "a.test/cs-CZ/?"
+    )
     assert url_shape("http://a.test/en-US/sect.apt.html") != url_shape("http://a.test/cs-CZ/sect.apt.html")
-    assert url_shape("http://a.test/calendar?month=2026-01") == url_shape("http://a.test/calendar?month=2031-12") == \
-        "a.test/?month"
+    assert (
+        url_shape("http://a.test/calendar?month=2026-01")
+        == url_shape("http://a.test/calendar?month=2031-12")
+        == "a.test/?month"
+    )
     assert url_shape("http://a.test/2024/05/story") == url_shape("http://a.test/2019/other") == "a.test/N/?"
     assert url_shape("http://a.test/mirror/mirror/mirror/a") == url_shape("http://a.test/mirror/a") == "a.test/mirror/?"
     assert url_shape("http://a.test/a?sid=1&b=2") == url_shape("http://a.test/b?b=3&sid=9") == "a.test/?b&sid"

@@ -31,17 +31,24 @@ def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(dis
     (wheel,) = dist.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names if ".dist-info/" not in name} == {"scrapy_simhash_dedup"}
-    packages = {str(path.parent.relative_to(PROJECT / "pipelines")) for path in (PROJECT / "pipelines").rglob("__init__.py")}
-    assert {str(Path(name).parent.relative_to("scrapy_simhash_dedup")) for name in names
-            if name.endswith("/__init__.py")} == packages, "every sub-package of the checkout is in the wheel"
+    packages = {
+        str(path.parent.relative_to(PROJECT / "pipelines")) for path in (PROJECT / "pipelines").rglob("__init__.py")
+    }
+    assert {
+        str(Path(name).parent.relative_to("scrapy_simhash_dedup")) for name in names if name.endswith("/__init__.py")
+    } == packages, "every sub-package of the checkout is in the wheel"
     compiled = sorted(name for name in names if name.endswith(".so"))
     assert sorted(Path(name).name.split(".")[0] for name in compiled) == ["indexloops", "textloops", "treewalk"]
     unpacked = tmp_path / "unpacked"
     zipfile.ZipFile(wheel).extractall(unpacked)
     page = tmp_path / "page.html"
     page.write_bytes(real_page("newspaper-syracuse.com1"))
-    done = subprocess.run([sys.executable, "-c", FINGERPRINT_FROM_THE_WHEEL, str(unpacked), str(page)],
-                          cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FINGERPRINT_FROM_THE_WHEEL, str(unpacked), str(page)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     expected = Fingerprinter().fingerprint(page.read_bytes())
     assert json.loads(done.stdout) == [expected.content, expected.structure, expected.sketch.hex()]
@@ -49,8 +56,12 @@ def test_the_built_wheel_holds_one_package_that_fingerprints_as_the_checkout(dis
 
 def test_nothing_imports_the_plugin_by_its_folder_name() -> None:
     """``pipelines`` is a folder of the checkout, not a name the plugin has: no code, setting or command uses it."""
-    by_folder_name = re.compile(r"^\s*(from|import) pipelines\b|[\"']pipelines\.(?!py\b)[A-Za-z]|-m\s+pipelines\b",
-                                re.M)
-    sources = [path for folder in ("pipelines", "tests", "bench", "tools", "crawler")
-               for path in (PROJECT / folder).rglob("*.py")] + [PROJECT / "README.md", PROJECT / "setup.py"]
+    by_folder_name = re.compile(
+        r"^\s*(from|import) pipelines\b|[\"']pipelines\.(?!py\b)[A-Za-z]|-m\s+pipelines\b", re.M
+    )
+    sources = [
+        path
+        for folder in ("pipelines", "tests", "bench", "tools", "crawler")
+        for path in (PROJECT / folder).rglob("*.py")
+    ] + [PROJECT / "README.md", PROJECT / "setup.py"]
     assert sources and not [str(path) for path in sources if by_folder_name.search(path.read_text())]

@@ -12,9 +12,9 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -23,17 +23,31 @@ from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.workers import process as worker_process
 from scrapy_simhash_dedup.workers.cache import RecentPages
 from scrapy_simhash_dedup.workers.connection import UnsentBytes
-from scrapy_simhash_dedup.workers.process import (READY, FingerprinterOptions, FingerprintFailed, answer_message,
-                                                  page_frames, page_messages, read_answer, read_message, read_page,
-                                                  take_frame)
+from scrapy_simhash_dedup.workers.process import (
+    READY,
+    FingerprinterOptions,
+    FingerprintFailed,
+    answer_message,
+    page_frames,
+    page_messages,
+    read_answer,
+    read_message,
+    read_page,
+    take_frame,
+)
 from scrapy_simhash_dedup.workers.start import start_worker_process
 
 from .pages import CHINESE_ARTICLE, real_page, with_date_and_counters
 
 PAGES = [real_page("newspaper-syracuse.com1"), real_page("gne-163-1"), CHINESE_ARTICLE.encode(), b"", b"\x00PNG"]
 #: Strings of every width Python stores characters in (1, 2 and 4 bytes), and a lone surrogate.
-TEXTS = [real_page("newspaper-syracuse.com1").decode(), CHINESE_ARTICLE, CHINESE_ARTICLE + "\U0001F600",
-         "<p>café \udc80 " + "word " * 60 + "</p>", ""]
+TEXTS = [
+    real_page("newspaper-syracuse.com1").decode(),
+    CHINESE_ARTICLE,
+    CHINESE_ARTICLE + "\U0001f600",
+    "<p>café \udc80 " + "word " * 60 + "</p>",
+    "",
+]
 
 
 def test_a_worker_process_fingerprints_as_the_crawler_would() -> None:
@@ -66,8 +80,9 @@ plugin = [name.split(".")[1] for name in sys.modules if name.startswith("scrapy_
 print(sorted({name for name in sys.modules if name.split(".")[0] in ("numpy", "scrapy", "twisted", "redis")}
              | {name for name in plugin if name in ("crawl", "guards", "stores")}))
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                          cwd=Path(__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]
+    )
     assert done.stdout.split() == ["[]"]
 
 
@@ -77,8 +92,10 @@ def test_a_page_reaches_a_worker_as_it_left_the_crawler() -> None:
     for html in PAGES + TEXTS:
         crawl, worker = socket.socketpair()
         with crawl, Connection(worker.detach()) as connection:
-            sender = threading.Thread(target=crawl.sendall,
-                                      args=(b"".join(page_frames(html, "https://a.test/", "text/html; charset=gb2312")),))
+            sender = threading.Thread(
+                target=crawl.sendall,
+                args=(b"".join(page_frames(html, "https://a.test/", "text/html; charset=gb2312")),),
+            )
             sender.start()
             got = read_page(connection)
             sender.join()
@@ -118,8 +135,9 @@ class CutWrites:
     (``"full"``: it would block, as a full socket does; once they are used up, what the socket takes), or one
     byte each with ``one_byte``."""
 
-    def __init__(self, sock: socket.socket, takes: list[int | str], one_byte: bool = False,
-                 most_calls: int = 10_000) -> None:
+    def __init__(
+        self, sock: socket.socket, takes: list[int | str], one_byte: bool = False, most_calls: int = 10_000
+    ) -> None:
         self.sock, self.takes, self.one_byte, self.most_calls = sock, iter(takes), one_byte, most_calls
         self.calls = 0
 
@@ -208,7 +226,9 @@ def test_a_frame_no_worker_sends_is_refused_not_looped_on() -> None:
             take_frame(bytearray(struct.pack("!i", size) + b"rest"))
     received = bytearray(b"".join(page_frames(b"<p>x</p>", "https://a.test/")) + b"\x00\x00")
     assert [take_frame(received), take_frame(received), take_frame(received)] == [
-        *page_messages(b"<p>x</p>", "https://a.test/"), None]
+        *page_messages(b"<p>x</p>", "https://a.test/"),
+        None,
+    ]
     assert received == b"\x00\x00"  # the start of a frame still coming
 
 
@@ -254,13 +274,23 @@ READ_HUGE_PAGES = {"SIMHASH_DEDUP_MAX_TEXT_CHARS": 100_000_000}
 
 def huge_page() -> str:
     """6 MB of paragraphs: with ``READ_HUGE_PAGES``, a worker takes ~0.4 s over it."""
-    return "<html><body>" + "".join(
-        f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>" for n in range(18_000)
-    ) + "</body></html>"
+    return (
+        "<html><body>"
+        + "".join(
+            f"<p>paragraph {n} " + " ".join(f"word{(n * 31 + i) % 50_000}" for i in range(40)) + "</p>"
+            for n in range(18_000)
+        )
+        + "</body></html>"
+    )
 
 
-CLUSTERS = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "newspaper-theatlanticcities.com1",
-            "gne-163-1", "gne-sina-1"]
+CLUSTERS = [
+    "newspaper-syracuse.com1",
+    "newspaper-syracuse.com2",
+    "newspaper-theatlanticcities.com1",
+    "gne-163-1",
+    "gne-sina-1",
+]
 
 
 def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Path, str], crawl: Callable) -> None:
@@ -275,11 +305,14 @@ def test_near_duplicates_fetched_concurrently_are_never_both_kept(site: tuple[Pa
                 page if n % 2 else with_date_and_counters(page, f"2024-05-{n + 1:02d}", 1000 + n, n)
             )
             urls.append(f"{base_url}{cluster}-{n}.html")
-    settings = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "CONCURRENT_REQUESTS": 32,
-                "SIMHASH_DEDUP_WORKERS": 2}
+    settings = {
+        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+        "CONCURRENT_REQUESTS": 32,
+        "SIMHASH_DEDUP_WORKERS": 2,
+    }
     result = crawl(urls, settings, all_at_once=True)
     cluster_of = {url: url.rsplit("/", 1)[1].rsplit("-", 1)[0] for url in urls}
-    assert Counter(cluster_of[url] for url in result["kept"]) == {cluster: 1 for cluster in CLUSTERS}
+    assert Counter(cluster_of[url] for url in result["kept"]) == dict.fromkeys(CLUSTERS, 1)
     assert len(result["dropped"]) == len(urls) - len(CLUSTERS)
     assert all(cluster_of[drop["url"]] == cluster_of[drop["duplicate_of"]] for drop in result["dropped"])
     assert all(drop["duplicate_of"] in result["kept"] for drop in result["dropped"])
@@ -305,8 +338,13 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
     worker process too (none is ``SIMHASH_DEDUP_WORKERS = 0``)."""
     urls = article_and_huge_pages(*site)
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
-        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": workers, **READ_HUGE_PAGES,
+        "ITEM_PIPELINES": {
+            "tests.crawl_runner.KillFingerprintWorkers": 100,
+            "scrapy_simhash_dedup.SimhashDedupPipeline": 300,
+        },
+        "TEST_KILL_WORKERS_AT": "huge",
+        "SIMHASH_DEDUP_WORKERS": workers,
+        **READ_HUGE_PAGES,
     }
     result = crawl(urls, settings)
     assert sorted(result["kept"]) == sorted(urls[:3])  # the page that failed is kept without waiting its turn
@@ -315,15 +353,21 @@ def test_a_worker_dying_on_a_page_keeps_it_and_a_new_worker_goes_on(
     assert "the fingerprint worker died" in result["log"]
 
 
-def test_a_worker_stopped_mid_page_is_replaced_and_the_page_decided_anyway(site: tuple[Path, str], crawl: Callable
-                                                                              ) -> None:
+def test_a_worker_stopped_mid_page_is_replaced_and_the_page_decided_anyway(
+    site: tuple[Path, str], crawl: Callable
+) -> None:
     """SIGSTOP of the worker while it fingerprints the 6 MB page: the crawl does not wait for ever.  Past
     ``SIMHASH_DEDUP_WORKER_TIMEOUT`` the worker is killed and replaced, the page kept and counted (logged once),
     and the pages behind it are fingerprinted and decided as always."""
     urls = article_and_huge_pages(*site)
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.StopFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
-        "TEST_STOP_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 1, "SIMHASH_DEDUP_WORKER_TIMEOUT": 3,
+        "ITEM_PIPELINES": {
+            "tests.crawl_runner.StopFingerprintWorkers": 100,
+            "scrapy_simhash_dedup.SimhashDedupPipeline": 300,
+        },
+        "TEST_STOP_WORKERS_AT": "huge",
+        "SIMHASH_DEDUP_WORKERS": 1,
+        "SIMHASH_DEDUP_WORKER_TIMEOUT": 3,
         **READ_HUGE_PAGES,
     }
     result = crawl(urls, settings, timeout=120)
@@ -348,8 +392,13 @@ def test_pages_waiting_behind_a_page_that_kills_its_worker_are_fingerprinted_by_
     for name in names:
         (root / f"{name}.html").write_bytes(real_page(name))
     settings = {
-        "ITEM_PIPELINES": {"tests.crawl_runner.KillFingerprintWorkers": 100, "scrapy_simhash_dedup.SimhashDedupPipeline": 300},
-        "TEST_KILL_WORKERS_AT": "huge", "SIMHASH_DEDUP_WORKERS": 2, **READ_HUGE_PAGES,
+        "ITEM_PIPELINES": {
+            "tests.crawl_runner.KillFingerprintWorkers": 100,
+            "scrapy_simhash_dedup.SimhashDedupPipeline": 300,
+        },
+        "TEST_KILL_WORKERS_AT": "huge",
+        "SIMHASH_DEDUP_WORKERS": 2,
+        **READ_HUGE_PAGES,
         "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 100_000_000,  # the next pages come while the 6 MB one is fingerprinted
     }
     urls = [f"{base_url}{name}.html" for name in ("huge", *names)]
@@ -374,19 +423,34 @@ def test_workers_that_cannot_start_are_one_error_and_pages_are_fingerprinted_in_
     (hidden / "sitecustomize.py").write_text(
         "import sys\n"
         "if sys.argv[0] == '-c' and sys.argv[1:2] == ['scrapy_simhash_dedup.workers']:  # a fingerprint worker\n"
-        "    sys.modules['lxml'] = None\n")
+        "    sys.modules['lxml'] = None\n"
+    )
     names = ["newspaper-syracuse.com1", "newspaper-syracuse.com2", "gne-163-1"]
     for name in names:
         (root / f"{name}.html").write_bytes(real_page(name))
         (root / f"{name}-copy.html").write_bytes(real_page(name))
     urls = [f"{base_url}{name}{suffix}.html" for suffix in ("", "-copy") for name in names]
     config = tmp_path / "crawl.json"
-    config.write_text(json.dumps({"urls": urls, "settings": {
-        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
-        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite")}}))
-    done = subprocess.run([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
-                          cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": f"{hidden}{os.pathsep}{Path(__file__).parents[1]}"})
+    config.write_text(
+        json.dumps(
+            {
+                "urls": urls,
+                "settings": {
+                    "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+                    "SIMHASH_DEDUP_WORKERS": 2,
+                    "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
+                },
+            }
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
+        cwd=Path(__file__).parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": f"{hidden}{os.pathsep}{Path(__file__).parents[1]}"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if " ERROR: " in line]
     assert len(errors) == 1 and "the fingerprint worker processes cannot start" in errors[0], done.stderr[-3000:]
@@ -414,11 +478,26 @@ def test_the_workers_of_a_killed_crawl_exit_quietly(site: tuple[Path, str], tmp_
     for n in range(12):  # distinct pages, ~6 per worker
         (root / f"huge-{n}.html").write_text(huge_page().replace("paragraph", f"paragraph {n}"))
     config = tmp_path / "crawl.json"
-    config.write_text(json.dumps({"urls": [f"{base_url}huge-{n}.html" for n in range(12)], "all_at_once": True, "settings": {
-        "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}, "SIMHASH_DEDUP_WORKERS": 2,
-        "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"), **READ_HUGE_PAGES}}))
-    crawl = subprocess.Popen([sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
-                             cwd=Path(__file__).parents[1], stderr=subprocess.PIPE, text=True)
+    config.write_text(
+        json.dumps(
+            {
+                "urls": [f"{base_url}huge-{n}.html" for n in range(12)],
+                "all_at_once": True,
+                "settings": {
+                    "ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300},
+                    "SIMHASH_DEDUP_WORKERS": 2,
+                    "SIMHASH_DEDUP_PATH": str(tmp_path / "seen.sqlite"),
+                    **READ_HUGE_PAGES,
+                },
+            }
+        )
+    )
+    crawl = subprocess.Popen(
+        [sys.executable, "-m", "tests.crawl_runner", str(config), str(tmp_path / "result.json")],
+        cwd=Path(__file__).parents[1],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     children: list[int] = []
     deadline = time.monotonic() + 60
     while len(children) < 2 and time.monotonic() < deadline:  # both workers started

@@ -12,8 +12,7 @@ from pathlib import Path
 from packaging.version import Version
 from scrapy import __version__ as scrapy_version
 
-
-SETTINGS = '''
+SETTINGS = """
 BOT_NAME = "trial"
 SPIDER_MODULES = ["trial.spiders"]
 ROBOTSTXT_OBEY = False
@@ -23,9 +22,9 @@ TELNETCONSOLE_ENABLED = False
 LOG_LEVEL = "INFO"
 FEED_EXPORT_ENCODING = "utf-8"
 ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}
-'''
+"""
 
-ITEMS = '''
+ITEMS = """
 import scrapy
 
 
@@ -33,7 +32,7 @@ class PageItem(scrapy.Item):
     url = scrapy.Field()
     title = scrapy.Field()
     part = scrapy.Field()
-'''
+"""
 
 SPIDER = '''
 from urllib.parse import urlsplit
@@ -116,16 +115,20 @@ def make_project(root: Path, settings: str = "", top_level_pipelines: bool = Fal
     (package / "items.py").write_text(ITEMS)
     (package / "spiders" / "site.py").write_text(spider)
     if top_level_pipelines:
-        (root / "pipelines.py").write_text("class TrialPipeline:\n    def process_item(self, item):\n        return item\n")
+        (root / "pipelines.py").write_text(
+            "class TrialPipeline:\n    def process_item(self, item):\n        return item\n"
+        )
     return root
 
 
-def scrapy(project: Path, *arguments: str, timeout: float = 600, env: dict[str, str] | None = None
-           ) -> subprocess.CompletedProcess:
+def scrapy(
+    project: Path, *arguments: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``scrapy ARGUMENTS`` run in ``project`` with this environment's ``scrapy`` command, as a user runs it
     (the plugin installed in the environment; this checkout not on the path)."""
-    return subprocess.run(scrapy_command(*arguments), cwd=project, capture_output=True, text=True, timeout=timeout,
-                          env=environment(env))
+    return subprocess.run(
+        scrapy_command(*arguments), cwd=project, capture_output=True, text=True, timeout=timeout, env=environment(env)
+    )
 
 
 def scrapy_command(*arguments: str) -> list[str]:
@@ -142,7 +145,13 @@ def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without the checkout on its ``PYTHONPATH``, plus ``extra``.  Other entries
     stay: ``make test``'s run on the lowest Scrapy puts that Scrapy there."""
     checkout = Path(__file__).resolve().parents[1]
-    path = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-            if entry and Path(entry).resolve() != checkout]
-    return {**{key: value for key, value in os.environ.items() if key != "PYTHONPATH"},
-            **({"PYTHONPATH": os.pathsep.join(path)} if path else {}), **(extra or {})}
+    path = [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry and Path(entry).resolve() != checkout
+    ]
+    return {
+        **{key: value for key, value in os.environ.items() if key != "PYTHONPATH"},
+        **({"PYTHONPATH": os.pathsep.join(path)} if path else {}),
+        **(extra or {}),
+    }

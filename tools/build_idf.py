@@ -72,8 +72,10 @@ def idf_tables() -> dict[str, IdfTable]:
         word, _, value = line.partition(" ")
         if value:
             chinese[word] = float(value)
-    return {"words": IdfTable.of(words, max(words.values())),
-            "chinese": IdfTable.of(chinese, statistics.median(chinese.values()))}
+    return {
+        "words": IdfTable.of(words, max(words.values())),
+        "chinese": IdfTable.of(chinese, statistics.median(chinese.values())),
+    }
 
 
 if __name__ == "__main__":

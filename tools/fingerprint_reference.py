@@ -56,7 +56,9 @@ def digests(data: Path = DATA) -> dict[str, str]:
 
 def main() -> None:
     if sys.argv[1:] == ["write"]:
-        REFERENCE.write_bytes(gzip.compress(json.dumps({"scheme": SCHEME_VERSION, "pages": digests()}).encode(), mtime=0))
+        REFERENCE.write_bytes(
+            gzip.compress(json.dumps({"scheme": SCHEME_VERSION, "pages": digests()}).encode(), mtime=0)
+        )
         print(f"wrote {REFERENCE}")
     elif sys.argv[1:] == ["check"]:
         reference = json.loads(gzip.decompress(REFERENCE.read_bytes()))

@@ -47,8 +47,11 @@ class CommandLine(SphinxDirective):
         """Each argument group of ``command`` as a titled option list (sub-commands are listed apart)."""
         rendered: list[nodes.Node] = []
         for group in command._action_groups:
-            actions = [action for action in group._group_actions
-                       if action.help is not argparse.SUPPRESS and not isinstance(action, argparse._SubParsersAction)]
+            actions = [
+                action
+                for action in group._group_actions
+                if action.help is not argparse.SUPPRESS and not isinstance(action, argparse._SubParsersAction)
+            ]
             if not actions:
                 continue
             rendered.append(nodes.rubric(text=group.title[:1].upper() + group.title[1:]))

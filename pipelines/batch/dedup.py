@@ -65,9 +65,12 @@ def dedup(
     if isinstance(store, SqliteStore) and progress is not None:
         store.on_fault = lambda fault: progress.say(  # type: ignore[union-attr] (checked just above)
             f"{store.path} cannot be written ({fault}); pages are still compared, and remembered once it can be"
-            if fault is not None else f"{store.path} is written again")
-    pages = read_inputs(inputs if argument_order else in_arrival_order(inputs), settings.html_field,
-                        settings.url_field, all_statuses)
+            if fault is not None
+            else f"{store.path} is written again"
+        )
+    pages = read_inputs(
+        inputs if argument_order else in_arrival_order(inputs), settings.html_field, settings.url_field, all_statuses
+    )
     for item, result in fingerprinted(pages, fingerprinter, workers):
         if isinstance(item, BadInput):
             happened[item.counted_as] += item.records
@@ -91,8 +94,9 @@ def dedup(
     return happened
 
 
-def _decide(page: Page, result: Fingerprint | Exception | None, store: Store, reviewer: Reviewer,
-            stats: Counter[str]) -> tuple[str, Decision | None, Match | None]:
+def _decide(
+    page: Page, result: Fingerprint | Exception | None, store: Store, reviewer: Reviewer, stats: Counter[str]
+) -> tuple[str, Decision | None, Match | None]:
     """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it."""
     stats["checked"] += 1
     if not isinstance(result, Fingerprint):
@@ -132,8 +136,9 @@ class OutcomeLines:
         if self.file is not None:
             self.sources[row] = page.source
 
-    def write(self, page: Page, outcome: str, decision: Decision | None, match: Match | None,
-              canonical: str | None) -> None:
+    def write(
+        self, page: Page, outcome: str, decision: Decision | None, match: Match | None, canonical: str | None
+    ) -> None:
         if self.file is None:
             return
         record: dict[str, Any] = {"source": page.source, "url": page.url, "outcome": outcome.removeprefix(NOT_COMPARED)}
@@ -197,13 +202,22 @@ def pages_read(happened: Counter[str]) -> int:
 def summary(happened: Counter[str]) -> str:
     """Every outcome once: ``289 pages: 148 kept (12 of them borderline), 139 dropped, 2 not compared (1
     empty_html, 1 too_large), kept too; 1 record unreadable``."""
-    parts = [f"{happened[KEPT] + happened[BORDERLINE]:,} kept" + (
-        f" ({happened[BORDERLINE]:,} of them borderline)" if happened[BORDERLINE] else ""), f"{happened[DROPPED]:,} dropped"]
-    reasons = {outcome.removeprefix(NOT_COMPARED): count for outcome, count in sorted(happened.items())
-               if outcome.startswith(NOT_COMPARED)}
+    parts = [
+        f"{happened[KEPT] + happened[BORDERLINE]:,} kept"
+        + (f" ({happened[BORDERLINE]:,} of them borderline)" if happened[BORDERLINE] else ""),
+        f"{happened[DROPPED]:,} dropped",
+    ]
+    reasons = {
+        outcome.removeprefix(NOT_COMPARED): count
+        for outcome, count in sorted(happened.items())
+        if outcome.startswith(NOT_COMPARED)
+    }
     if reasons:
-        parts.append(f"{sum(reasons.values()):,} not compared ("
-                     + ", ".join(f"{count:,} {reason}" for reason, count in reasons.items()) + "), kept too")
+        parts.append(
+            f"{sum(reasons.values()):,} not compared ("
+            + ", ".join(f"{count:,} {reason}" for reason, count in reasons.items())
+            + "), kept too"
+        )
     if happened[FAILED]:
         parts.append(f"{happened[FAILED]:,} failed, kept too")
     line = f"{plural(pages_read(happened), 'page')}: " + ", ".join(parts)
@@ -211,8 +225,9 @@ def summary(happened: Counter[str]) -> str:
         line += f"; {plural(happened['unreadable'], 'record')} unreadable"
     if happened["skipped"]:
         line += f"; {plural(happened['skipped'], 'record')} not HTML, skipped"
-    statuses = {outcome.removeprefix(STATUS): count for outcome, count in sorted(happened.items())
-                if outcome.startswith(STATUS)}
+    statuses = {
+        outcome.removeprefix(STATUS): count for outcome, count in sorted(happened.items()) if outcome.startswith(STATUS)
+    }
     if statuses or happened["revisit"]:
         parts = [f"{count:,} of status {status}" for status, count in statuses.items()]
         if happened["revisit"]:

@@ -11,8 +11,8 @@ from multiprocessing.connection import Connection, wait
 
 from ..fingerprint.document import too_large
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
-from ..workers.start import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from ..workers.process import FingerprinterOptions, FingerprintFailed, page_messages, read_answer, read_message
+from ..workers.start import WorkerCrashed, WorkersCannotStart, start_worker_process, started
 from .sources import BadInput, Page
 
 logger = logging.getLogger(__name__)
@@ -108,16 +108,18 @@ class Pool:
             worker.stop()
 
 
-def fingerprinted(items: Iterable[Page | BadInput], fingerprinter: Fingerprinter,
-                  processes: int) -> Iterator[tuple[Page | BadInput, Result | None]]:
+def fingerprinted(
+    items: Iterable[Page | BadInput], fingerprinter: Fingerprinter, processes: int
+) -> Iterator[tuple[Page | BadInput, Result | None]]:
     """Each item with its page's fingerprint (or the error it met), in input order; ``BadInput``
     passes through with ``None``.  ``processes`` worker processes, or this process if 0 (or if the
     workers cannot start: said once)."""
     try:
         pool = Pool(FingerprinterOptions.of(fingerprinter), processes) if processes > 0 else None
     except WorkersCannotStart as error:
-        logger.error("the fingerprint worker processes cannot start (%s); pages are fingerprinted in this process",
-                     error)
+        logger.error(
+            "the fingerprint worker processes cannot start (%s); pages are fingerprinted in this process", error
+        )
         pool = None
     if pool is None:
         for item in items:
@@ -136,8 +138,9 @@ def fingerprinted(items: Iterable[Page | BadInput], fingerprinter: Fingerprinter
         pool.stop()
 
 
-def _answered(sent: deque[tuple[Page | BadInput, Worker | None, Result | None]], pool: Pool,
-              until: int) -> Iterator[tuple[Page | BadInput, Result | None]]:
+def _answered(
+    sent: deque[tuple[Page | BadInput, Worker | None, Result | None]], pool: Pool, until: int
+) -> Iterator[tuple[Page | BadInput, Result | None]]:
     """The oldest entries whose answers have come; waits for answers while more than ``until`` remain."""
     while sent:
         item, worker, result = sent[0]

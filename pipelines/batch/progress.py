@@ -26,8 +26,15 @@ class Progress:
         if enabled and stream.isatty() and installed("tqdm"):  # (the [warc] extra's; plain lines without it)
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=stream,
-                             mininterval=0.5, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=stream,
+                mininterval=0.5,
+                dynamic_ncols=True,
+            )
 
     def advance(self, read: int, pages: int) -> None:
         """The inputs are read up to byte ``read``, ``pages`` pages so far."""

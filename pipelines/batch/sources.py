@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -84,12 +84,26 @@ def not_passed_on(source: str, statuses: Counter[int], revisits: int, size: int)
     """One ``BadInput`` per status a file's responses had that a crawl would not have passed on, one for its
     revisit records: counted, not compared."""
     for status, count in sorted(statuses.items()):
-        yield BadInput(source, f"{plural(count, 'response')} of HTTP status {status}, not compared (a crawl would "
-                               f"not have passed them on; --all-statuses compares them)", f"{STATUS}{status}",
-                       count), size
+        yield (
+            BadInput(
+                source,
+                f"{plural(count, 'response')} of HTTP status {status}, not compared (a crawl would "
+                f"not have passed them on; --all-statuses compares them)",
+                f"{STATUS}{status}",
+                count,
+            ),
+            size,
+        )
     if revisits:
-        yield BadInput(source, f"{plural(revisits, 'revisit record')} (a page the archive holds earlier), "
-                               "not compared", "revisit", revisits), size
+        yield (
+            BadInput(
+                source,
+                f"{plural(revisits, 'revisit record')} (a page the archive holds earlier), not compared",
+                "revisit",
+                revisits,
+            ),
+            size,
+        )
 
 
 #: What a run says of an input it cannot read at all (counted as one record ``unreadable``).
@@ -144,11 +158,12 @@ def warc_date(value: str | None) -> float | None:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except (AttributeError, ValueError):
         return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def read_inputs(inputs: Iterable[str | Path], html_field: str = "html", url_field: str = "url",
-                all_statuses: bool = False) -> Iterator[Page | BadInput]:
+def read_inputs(
+    inputs: Iterable[str | Path], html_field: str = "html", url_field: str = "url", all_statuses: bool = False
+) -> Iterator[Page | BadInput]:
     """Every page of every input, in order: a folder's HTML files sorted by path, a JSON Lines file's
     lines, a WARC file's HTML response records.  Each item says how many bytes of the inputs were read
     up to it (``read``)."""
@@ -201,17 +216,17 @@ def read_html_file(path: Path) -> Page:
     return Page(path.resolve().as_uri(), path.read_bytes(), str(path), content_type="text/html")
 
 
-def read_json_lines(path: Path, html_field: str, url_field: str,
-                    all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
+def read_json_lines(
+    path: Path, html_field: str, url_field: str, all_statuses: bool = False
+) -> Iterator[tuple[Page | BadInput, int]]:
     """A Scrapy feed in JSON Lines: the HTML and URL in the fields the pipeline reads (gzip allowed).  A
     file whose first ``FIELD_PROBE`` records have no such field (or all, if fewer) is one message
     naming the fields they have, and is not read further.  A record whose ``status`` field is an HTTP
     status a crawl would not pass on is counted, not compared, unless ``all_statuses``."""
     import gzip
 
-    with path.open("rb") as raw:
-        zipped = path.name.endswith(".gz")
-        lines = gzip.open(raw) if zipped else raw
+    with path.open("rb") as raw, gzip.open(raw) if path.name.endswith(".gz") else raw as lines:
+        zipped = lines is not raw
         held: list[tuple[BadInput, int]] = []  # records without the HTML, while no record had it
         fields: dict[str, None] = {}  # theirs
         found_html = False
@@ -247,9 +262,16 @@ def read_json_lines(path: Path, html_field: str, url_field: str,
                 break
         yield from not_passed_on(str(path), statuses, 0, consumed)
         if held and not found_html:
-            yield BadInput(str(path), f"no record has a {html_field!r} field holding the page's HTML (the first "
-                                      f"{plural(len(held), 'record')} have: {', '.join(fields) or 'no field'}); "
-                                      f"name it with --html-field", records=len(held)), consumed
+            yield (
+                BadInput(
+                    str(path),
+                    f"no record has a {html_field!r} field holding the page's HTML (the first "
+                    f"{plural(len(held), 'record')} have: {', '.join(fields) or 'no field'}); "
+                    f"name it with --html-field",
+                    records=len(held),
+                ),
+                consumed,
+            )
 
 
 def json_page(record: Any, source: str, html_field: str, url_field: str) -> Page | None:
@@ -258,22 +280,24 @@ def json_page(record: Any, source: str, html_field: str, url_field: str) -> Page
     return Page(str(record.get(url_field) or ""), html, source, record) if isinstance(html, str) else None
 
 
-def read_warc(path: Path, stream: IO[bytes] | None = None,
-              all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
+def read_warc(
+    path: Path, stream: IO[bytes] | None = None, all_statuses: bool = False
+) -> Iterator[tuple[Page | BadInput, int]]:
     """The HTML response records of a WARC file (gzip or not; FastWARC, ~1.9x warcio's speed here,
     ``bench/batch.py``), each with its offset; from ``stream``'s position on if given (a record's
     offset: the Spark job reads a record again there).  A truncated file yields its whole records and
     one ``BadInput``; responses of a status a crawl would not pass on (unless ``all_statuses``) and revisit
     records are counted (``not_passed_on``)."""
     warc = require("fastwarc.warc", "reading WARC files")
-    ArchiveIterator, WarcRecordType = warc.ArchiveIterator, warc.WarcRecordType  # noqa: N806 (FastWARC's names)
+    ArchiveIterator, WarcRecordType = warc.ArchiveIterator, warc.WarcRecordType
 
     skipped: list[str] = []  # records of images, scripts, PDFs…: not pages, summed up in one message
     statuses: Counter[int] = Counter()
     revisits = 0
     try:
-        for record in ArchiveIterator(stream or str(path), record_types=WarcRecordType.response | WarcRecordType.revisit,
-                                      parse_http=True):
+        for record in ArchiveIterator(
+            stream or str(path), record_types=WarcRecordType.response | WarcRecordType.revisit, parse_http=True
+        ):
             if record.record_type == WarcRecordType.revisit:
                 revisits += 1
                 continue
@@ -281,8 +305,10 @@ def read_warc(path: Path, stream: IO[bytes] | None = None,
             url = record.headers.get("WARC-Target-URI")
             body = record.reader.read()
             if url is None or len(body) < record.content_length:
-                yield BadInput(source, "incomplete record (the file is truncated?); the records before it were read"), \
-                    record.stream_pos
+                yield (
+                    BadInput(source, "incomplete record (the file is truncated?); the records before it were read"),
+                    record.stream_pos,
+                )
                 break
             if not all_statuses and not passed_on(status := record.http_headers.status_code):
                 statuses[status] += 1
@@ -296,8 +322,15 @@ def read_warc(path: Path, stream: IO[bytes] | None = None,
         yield BadInput(str(path), f"not readable as WARC ({error})"), 0
     yield from not_passed_on(str(path), statuses, revisits, path.stat().st_size)
     if skipped:
-        yield BadInput(str(path), f"{plural(len(skipped), 'response record')} not HTML, skipped; the first at "
-                                  f"{skipped[0]}", "not_html", len(skipped)), path.stat().st_size
+        yield (
+            BadInput(
+                str(path),
+                f"{plural(len(skipped), 'response record')} not HTML, skipped; the first at {skipped[0]}",
+                "not_html",
+                len(skipped),
+            ),
+            path.stat().st_size,
+        )
 
 
 def plural(count: int, noun: str) -> str:
@@ -319,6 +352,7 @@ def write_warc(path: Path, pages: Iterable[tuple[str, bytes, str]]) -> None:
             record.headers["Content-Type"] = "application/http; msgtype=response"
             record.set_bytes_content(
                 f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-                + body)
+                + body
+            )
             record.write(out)
             out.finish()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scrapy.settings import BaseSettings
 
-from .middleware import SimhashDedupSpiderMiddleware, SimhashDedupDownloaderMiddleware
+from .middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMiddleware
 from .pipeline import SimhashDedupPipeline
 
 PIPELINE_PRIORITY = 200  # before typical storage pipelines (300+), so duplicates are not stored
@@ -18,9 +18,7 @@ class SimhashDedupAddon:
     set by hand win.  Items need no field: the page is the response they came from."""
 
     def update_settings(self, settings: BaseSettings) -> None:
-        settings.setdefault_in_component_priority_dict(
-            "ITEM_PIPELINES", SimhashDedupPipeline, PIPELINE_PRIORITY
-        )
+        settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashDedupPipeline, PIPELINE_PRIORITY)
         settings.setdefault_in_component_priority_dict(
             "SPIDER_MIDDLEWARES", SimhashDedupSpiderMiddleware, PAGE_MIDDLEWARE_PRIORITY
         )

@@ -71,9 +71,11 @@ class Counts:
             exc_info = (exc_info.type, exc_info.value, exc_info.getTracebackObject())
         logger.log(
             level,
-            "simhash_dedup: %s for %s; kept. Further items like this are only "
-            "counted in the stats (simhash_dedup/%s).",
-            outcome, url, outcome, exc_info=exc_info,
+            "simhash_dedup: %s for %s; kept. Further items like this are only counted in the stats (simhash_dedup/%s).",
+            outcome,
+            url,
+            outcome,
+            exc_info=exc_info,
         )
 
     def repeated(self, kind: str, message: str, *args: Any) -> None:
@@ -83,8 +85,12 @@ class Counts:
         if self.debug:
             logger.debug(message, *args)
         elif self.first(kind):
-            logger.debug(message + " - no more will be shown (counted in simhash_dedup/%s; "
-                         "SIMHASH_DEDUP_DEBUG = True shows all)", *args, kind)
+            logger.debug(
+                message + " - no more will be shown (counted in simhash_dedup/%s; "
+                "SIMHASH_DEDUP_DEBUG = True shows all)",
+                *args,
+                kind,
+            )
 
     def first(self, kind: str) -> bool:
         """Is this the first case of ``kind`` (to be logged)?  Only once ``True``."""

@@ -23,8 +23,10 @@ UPDATE_FIELD = "simhash_dedup_update"
 #: a value its validation refuses (a model).  The item is then kept as it is, never lost.
 FIELD_REFUSED = (KeyError, AttributeError, TypeError, ValueError)
 #: Said by the first drop of a page an earlier run kept under the same URL.
-RERUN_NOTE = (" - a page an earlier run kept, met again; no more such drops will be shown (counted in "
-              "simhash_dedup/pages_dropped/rerun; SIMHASH_DEDUP_DEBUG = True shows all)")
+RERUN_NOTE = (
+    " - a page an earlier run kept, met again; no more such drops will be shown (counted in "
+    "simhash_dedup/pages_dropped/rerun; SIMHASH_DEDUP_DEBUG = True shows all)"
+)
 
 
 class SimhashDuplicate(DropItem):
@@ -114,9 +116,12 @@ class ItemVerdicts:
         except FIELD_REFUSED:
             self.counts.add("canonical_field_missing")
             if self.counts.first("canonical_field_missing"):
-                logger.info("simhash_dedup: items of %s cannot take the page's canonical URL in %r; add the field, or "
-                            "set SIMHASH_DEDUP_CANONICAL_FIELD = '' (counted: simhash_dedup/canonical_field_missing)",
-                            type(adapter.item).__name__, field)
+                logger.info(
+                    "simhash_dedup: items of %s cannot take the page's canonical URL in %r; add the field, or "
+                    "set SIMHASH_DEDUP_CANONICAL_FIELD = '' (counted: simhash_dedup/canonical_field_missing)",
+                    type(adapter.item).__name__,
+                    field,
+                )
 
     def remove_html(self, adapter: ItemAdapter) -> None:
         """Delete the field from dicts and ``scrapy.Item``; blank it in fixed-field items."""

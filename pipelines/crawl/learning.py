@@ -53,7 +53,7 @@ class Learner:
             return
         try:
             rules, fetched = await read()
-        except Exception as error:  # noqa: BLE001 (Redis down: the rules are learned again)
+        except Exception as error:
             logger.warning("simhash_dedup: the URL rules could not be read (%s); they are learned afresh", error)
             return
         self.rules.load(rules)
@@ -77,7 +77,7 @@ class Learner:
             self._decided(verdict)
             verdict = self._named(verdict, page.declared)
             self._renamed()
-        except Exception:  # noqa: BLE001 (its items must never wait for ever)
+        except Exception:
             self.counts.add("errors", page.url, exc_info=True)
         page.settle(verdict)
 
@@ -91,8 +91,9 @@ class Learner:
     def _decided(self, page: PageVerdict) -> None:
         """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
         if self.links is not None:
-            self.links.page_decided(page.url, (page.duplicate or page.repeat_of is not None)
-                                    if page.fingerprint is not None else None)
+            self.links.page_decided(
+                page.url, (page.duplicate or page.repeat_of is not None) if page.fingerprint is not None else None
+            )
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self.counts.add("pages_dropped" if page.duplicate else "pages_kept")
@@ -124,8 +125,11 @@ class Learner:
         if self.canonicals is None or page.duplicate or page.unchecked:
             return page
         fingerprint = page.fingerprint
-        canonical = self.canonicals.choose(page.url, (fingerprint and fingerprint.canonical) or declared,
-                                           written_in(fingerprint.sketch) if fingerprint is not None else ())
+        canonical = self.canonicals.choose(
+            page.url,
+            (fingerprint and fingerprint.canonical) or declared,
+            written_in(fingerprint.sketch) if fingerprint is not None else (),
+        )
         self.counts.add(f"canonical/{canonical.source}")
         if canonical.cleaned:
             self.counts.add("canonical/cleaned")
@@ -151,8 +155,11 @@ class Learner:
         elif page.fingerprint is not None:
             for rule in self.rules.kept(page.url):
                 if rule.support >= self.rules.support:  # it was trusted
-                    logger.warning("simhash_dedup: URL rule withdrawn: %s (%s were both kept, as different pages)",
-                                   rule.describe(), " and ".join(rule.refuted_by.split(" ", 1)))
+                    logger.warning(
+                        "simhash_dedup: URL rule withdrawn: %s (%s were both kept, as different pages)",
+                        rule.describe(),
+                        " and ".join(rule.refuted_by.split(" ", 1)),
+                    )
         if changed := self.rules.take_changed():
             self.store.save_rules(changed)
             self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(self.rules.trusted()))

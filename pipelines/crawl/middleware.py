@@ -36,9 +36,10 @@ from .settings import DedupSettings
 from .startup import crawl_settings
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from typing_extensions import Self
 
     from .pages import PageDecision, PageVerdict
     from .pipeline import SimhashDedupPipeline
@@ -112,13 +113,24 @@ class SimhashDedupSpiderMiddleware(_Component):
         guard = pipeline.learner.links
         if guard is None:
             return True
-        if page is not None and (same_as := page.same_as) is not None and not request.dont_filter:
-            if (covered := guard.covered(request.url)) is not None:
-                pipeline.counts.repeated("links_skipped", "simhash_dedup: link not followed, %s is a near-duplicate "
-                                         "of %s and %s: %s", page.url, same_as, covered, request.url)
-                pipeline.skipped(Skip(time.time(), "link", request.url, page.url,
-                                      f"near-duplicate of {same_as}; {covered}"))
-                return False
+        if (
+            page is not None
+            and (same_as := page.same_as) is not None
+            and not request.dont_filter
+            and (covered := guard.covered(request.url)) is not None
+        ):
+            pipeline.counts.repeated(
+                "links_skipped",
+                "simhash_dedup: link not followed, %s is a near-duplicate of %s and %s: %s",
+                page.url,
+                same_as,
+                covered,
+                request.url,
+            )
+            pipeline.skipped(
+                Skip(time.time(), "link", request.url, page.url, f"near-duplicate of {same_as}; {covered}")
+            )
+            return False
         guard.followed(request.url)
         return True
 
@@ -139,8 +151,13 @@ class SimhashDedupDownloaderMiddleware(_Component):
         if target is None or target == request.url:
             return
         because = "; ".join(rule.describe() for rule in rules)
-        pipeline.counts.repeated("requests_skipped", "simhash_dedup: request skipped, %s is %s by the URL rules (%s)",
-                                 request.url, target, because)
+        pipeline.counts.repeated(
+            "requests_skipped",
+            "simhash_dedup: request skipped, %s is %s by the URL rules (%s)",
+            request.url,
+            target,
+            because,
+        )
         pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
         raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")
 
@@ -148,10 +165,14 @@ class SimhashDedupDownloaderMiddleware(_Component):
 #: The names these components had before 0.2 (a spider middleware and a downloader middleware named
 #: ``…PageMiddleware`` and ``…RequestMiddleware``): accepted for one release, with a ScrapyDeprecationWarning.
 SimhashDedupPageMiddleware = create_deprecated_class(
-    "SimhashDedupPageMiddleware", SimhashDedupSpiderMiddleware,
+    "SimhashDedupPageMiddleware",
+    SimhashDedupSpiderMiddleware,
     old_class_path="scrapy_simhash_dedup.SimhashDedupPageMiddleware",
-    new_class_path="scrapy_simhash_dedup.SimhashDedupSpiderMiddleware")
+    new_class_path="scrapy_simhash_dedup.SimhashDedupSpiderMiddleware",
+)
 SimhashDedupRequestMiddleware = create_deprecated_class(
-    "SimhashDedupRequestMiddleware", SimhashDedupDownloaderMiddleware,
+    "SimhashDedupRequestMiddleware",
+    SimhashDedupDownloaderMiddleware,
     old_class_path="scrapy_simhash_dedup.SimhashDedupRequestMiddleware",
-    new_class_path="scrapy_simhash_dedup.SimhashDedupDownloaderMiddleware")
+    new_class_path="scrapy_simhash_dedup.SimhashDedupDownloaderMiddleware",
+)

@@ -58,16 +58,27 @@ class StoreOpener:
             check_store_path(path, folder_must_exist=bool(self.settings.path))
             if (self.reset_requested() or not self.remembers()) and reset_store(path) and self.remembers():
                 logger.info("simhash_dedup: reset, %s removed", path)
-            store = SqliteStore(self.settings.policy, path, self.settings.scheme, self.settings.commit_every,
-                                self.settings.decisions, self.settings.review_texts, self.settings.scope,
-                                self.settings.memory_budget)
+            store = SqliteStore(
+                self.settings.policy,
+                path,
+                self.settings.scheme,
+                self.settings.commit_every,
+                self.settings.decisions,
+                self.settings.review_texts,
+                self.settings.scope,
+                self.settings.memory_budget,
+            )
         except StoreNotOpened as error:
             raise refuse(f"{'SIMHASH_DEDUP_PATH' if self.settings.path else 'the store'}: {error}") from None
         store.before_write = before_write
         store.on_fault = self.write_faults = WriteFaults(self.crawler, outage, str(path))
         if store.repaired:
-            logger.warning("simhash_dedup: %s was left inconsistent by an earlier failure: %s dropped (those pages "
-                           "are checked as new)", path, store.repaired)
+            logger.warning(
+                "simhash_dedup: %s was left inconsistent by an earlier failure: %s dropped (those pages "
+                "are checked as new)",
+                path,
+                store.repaired,
+            )
         return store
 
     async def open_redis(self, outage: StoreOutage) -> tuple[Store, StoreBatcher]:
@@ -87,8 +98,17 @@ class StoreOpener:
         settings = self.settings
         try:  # (a cluster's client reads the cluster's nodes: off the reactor thread)
             client = await maybe_deferred_to_future(deferToThread(connect, settings.redis_url, settings.redis_timeout))
-            store = redis_store(settings.policy, client, key, settings.scheme, settings.scope, settings.memory_budget,
-                                round(settings.expire_days * 86400), settings.decisions, settings.review_texts)
+            store = redis_store(
+                settings.policy,
+                client,
+                key,
+                settings.scheme,
+                settings.scope,
+                settings.memory_budget,
+                round(settings.expire_days * 86400),
+                settings.decisions,
+                settings.review_texts,
+            )
         except (ValueError, RedisClusterException) as error:  # crawl scope on a cluster; no seed of a cluster answers
             logger.error("simhash_dedup: %s. The crawl stops.", str(error).rstrip("."))
             raise CloseSpider(CLOSE_REASON) from None
@@ -108,8 +128,11 @@ class StoreOpener:
         if settings.scope is Scope.CRAWL:
             logger.info("simhash_dedup: %d kept pages remembered from Redis (%s)", len(store), key)
         else:
-            logger.info("simhash_dedup: Redis store %s, a site's kept pages read when the site is met (%s scope)",
-                        key, settings.scope.value)
+            logger.info(
+                "simhash_dedup: Redis store %s, a site's kept pages read when the site is met (%s scope)",
+                key,
+                settings.scope.value,
+            )
         return store, batcher
 
     def remembers(self) -> bool:
@@ -129,7 +152,8 @@ class StoreOpener:
             return Path(job_dir) / "simhash_dedup.sqlite"
         name = file_name((self.crawler.spider or self.crawler.spidercls).name)  # (the spider exists in a crawl)
         return Path(data_path("simhash_dedup", createdir=True)) / (
-            f"{name}.sqlite" if self.settings.persist else f"{name}.last-crawl.sqlite")
+            f"{name}.sqlite" if self.settings.persist else f"{name}.last-crawl.sqlite"
+        )
 
     def redis_key(self) -> str:
         return self.settings.redis_key % {"spider": self.crawler.spider.name}
@@ -156,4 +180,8 @@ def file_name(name: str) -> str:
     and ``-`` kept, anything else (``/``, ``\\``, ``:``, ``..``, a leading dot...) made ``_``, and then, so
     that two names never share a file, a hash of the name added."""
     safe = re.sub(r"^\.|\.\.+", "_", re.sub(r"[^A-Za-z0-9._-]", "_", name))[:100]
-    return safe if safe == name and name else f"{safe}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8', 'surrogatepass'))[:8]}"
+    return (
+        safe
+        if safe == name and name
+        else f"{safe}-{xxhash.xxh3_64_hexdigest(name.encode('utf-8', 'surrogatepass'))[:8]}"
+    )

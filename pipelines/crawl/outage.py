@@ -33,9 +33,12 @@ class StoreOutage:
         if not self.down:
             self.down = True
             logger.error(
-                "simhash_dedup: the Redis store is unreachable (%s) at %s; %s", error, url,
-                "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if self.closed else
-                "pages are checked against this crawler's replica of it and the pages it kept meanwhile only "
+                "simhash_dedup: the Redis store is unreachable (%s) at %s; %s",
+                error,
+                url,
+                "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')."
+                if self.closed
+                else "pages are checked against this crawler's replica of it and the pages it kept meanwhile only "
                 "(simhash_dedup/checked_locally), until it answers (SIMHASH_DEDUP_FAIL_MODE = 'open').",
             )
         if self.closed:
@@ -72,14 +75,18 @@ class WriteFaults:
     def __call__(self, fault: str | None) -> None:
         """``SqliteStore.on_fault``: writes fail (``fault`` says why), or succeed again (``None``)."""
         if fault is None:
-            logger.info("simhash_dedup: the store %s is written again; the pages kept meanwhile are remembered",
-                        self.path)
+            logger.info(
+                "simhash_dedup: the store %s is written again; the pages kept meanwhile are remembered", self.path
+            )
             return
         self.crawler.stats.inc_value(f"{STATS_PREFIX}/store_write_failures")
         logger.warning(
-            "simhash_dedup: the store %s cannot be written (%s); %s", self.path, fault,
-            "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')." if self.outage.closed else
-            "kept pages are still compared within this crawl, and remembered once it can be written (tried again "
+            "simhash_dedup: the store %s cannot be written (%s); %s",
+            self.path,
+            fault,
+            "closing the spider (SIMHASH_DEDUP_FAIL_MODE = 'closed')."
+            if self.outage.closed
+            else "kept pages are still compared within this crawl, and remembered once it can be written (tried again "
             "at each commit and at the close; SIMHASH_DEDUP_FAIL_MODE = 'open').",
         )
         if self.outage.closed:
@@ -89,5 +96,9 @@ class WriteFaults:
         """The store is closed, ``unwritten`` kept pages whose items were delivered not written to it."""
         if unwritten:
             self.crawler.stats.set_value(f"{STATS_PREFIX}/pages_not_remembered", unwritten)
-            logger.warning("simhash_dedup: %d kept pages whose items were delivered are not remembered in %s (it "
-                           "could not be written): a later crawl checks them as new.", unwritten, self.path)
+            logger.warning(
+                "simhash_dedup: %d kept pages whose items were delivered are not remembered in %s (it "
+                "could not be written): a later crawl checks them as new.",
+                unwritten,
+                self.path,
+            )

@@ -34,9 +34,10 @@ from .settings import DedupSettings
 from .startup import crawl_settings
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from typing_extensions import Self
 
     from ..stores.base import Store
     from ..stores.redis.batching import StoreBatcher
@@ -96,8 +97,11 @@ class SimhashDedupPipeline:
         elif self.settings.backend == "sqlite" and self.opener.remembers():
             logger.info("simhash_dedup: %d kept pages remembered from %s", len(self.store), self.opener.path())
         elif self.settings.backend == "sqlite":
-            logger.info("simhash_dedup: this crawl's store is %s; the next crawl starts afresh "
-                        "(SIMHASH_DEDUP_PERSIST = True to remember across crawls)", self.opener.path())
+            logger.info(
+                "simhash_dedup: this crawl's store is %s; the next crawl starts afresh "
+                "(SIMHASH_DEDUP_PERSIST = True to remember across crawls)",
+                self.opener.path(),
+            )
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
         if not self.outage.closing:
             await self.learner.load_rules(self._read_rules)
@@ -128,8 +132,9 @@ class SimhashDedupPipeline:
     def run_summary(self) -> dict[str, Any]:
         """This crawl, for the report: the spider, when, the decision's settings and the counts."""
         prefix = f"{STATS_PREFIX}/"
-        counts = {key[len(prefix):]: value for key, value in self.crawler.stats.get_stats().items()
-                  if key.startswith(prefix)}
+        counts = {
+            key[len(prefix) :]: value for key, value in self.crawler.stats.get_stats().items() if key.startswith(prefix)
+        }
         summary = run_summary(self.crawler.spider.name, self._started, self.settings.policy, counts)
         summary["settings"]["rule_support"] = self.settings.rule_support  # which URL rules were trusted
         return summary
@@ -164,7 +169,10 @@ class SimhashDedupPipeline:
                 "simhash_dedup: the first %d items carry no HTML in their %r field and came from no page the add-on "
                 "handed over, so nothing is deduplicated. Enable the add-on, which takes each page from its "
                 "response (ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}), or put the page's HTML in "
-                "the items (SIMHASH_DEDUP_HTML_FIELD).", NO_HTML_WARNING, self.settings.html_field)
+                "the items (SIMHASH_DEDUP_HTML_FIELD).",
+                NO_HTML_WARNING,
+                self.settings.html_field,
+            )
 
     def decide_response(self, response: Response) -> PageDecision:
         """Start deciding the page of a response (the spider middleware, at its first item), from its body

@@ -31,8 +31,9 @@ class DecisionQueue:
     beside a small later copy of it is still the one kept); and each page is checked and added to the
     store atomically (the next one is checked after it is in the store, or in the Redis batcher's queue)."""
 
-    def __init__(self, fingerprints: FingerprintPool, store: Store, learner: Learner, counts: Counts,
-                 outage: StoreOutage) -> None:
+    def __init__(
+        self, fingerprints: FingerprintPool, store: Store, learner: Learner, counts: Counts, outage: StoreOutage
+    ) -> None:
         self.fingerprints = fingerprints
         self.store = store
         self.batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
@@ -50,8 +51,9 @@ class DecisionQueue:
             self.counts.add("not_html", page.url)
             self._fingerprinted(None, page)
             return
-        known = self._recent.fingerprint(RecentPages.key(html, content_type),
-                                         lambda: self.fingerprints.fingerprint(html, page.url, content_type))
+        known = self._recent.fingerprint(
+            RecentPages.key(html, content_type), lambda: self.fingerprints.fingerprint(html, page.url, content_type)
+        )
         known.addBoth(self._fingerprinted, page)
 
     def _fingerprinted(self, result: tuple[Fingerprint, bool] | Failure | None, page: PageDecision) -> None:
@@ -82,7 +84,7 @@ class DecisionQueue:
                 self.batcher.submit(page.url, page.fingerprint).addBoth(self._checked, page)
                 return
             match = self.store.check_and_add(page.url, page.fingerprint)
-        except Exception as error:  # noqa: BLE001 (a bug or an odd page must never lose the page)
+        except Exception as error:
             self._checked(Failure(error), page)
             return
         row = len(self.store) - 1 if self.store.confirms and not dropped(match) else None  # written once confirmed
@@ -96,10 +98,15 @@ class DecisionQueue:
             verdict = self.learner.verdict(url, fingerprint, result)
         elif isinstance(error := result.value, CheckedLocally):  # Redis down: checked against this crawler's replica
             self.outage.failed(url, error)
-            verdict = (PageVerdict(url, unchecked=True) if self.outage.closed
-                       else self.learner.verdict(url, fingerprint, error.matches[0]))
+            verdict = (
+                PageVerdict(url, unchecked=True)
+                if self.outage.closed
+                else self.learner.verdict(url, fingerprint, error.matches[0])
+            )
             self.counts.add("checked_locally")
-        elif isinstance(error, StoreUnavailable):  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
+        elif isinstance(
+            error, StoreUnavailable
+        ):  # kept unchecked, or with fail mode "closed" dropped as the crawl stops
             self.outage.failed(url, error)
             verdict = PageVerdict(url, unchecked=self.outage.closed)
         else:  # a bug or an odd page must never lose the page

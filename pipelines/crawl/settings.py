@@ -83,9 +83,14 @@ class DedupSettings:
 
     def fingerprinter(self, keep_text: bool) -> Fingerprinter:
         """The fingerprinter of these settings: the crawl's, batch mode's and the Spark job's."""
-        return Fingerprinter(structure_decay=self.structure_decay, min_features=self.min_features,
-                             max_bytes=self.max_html_bytes, max_elements=self.max_elements,
-                             max_text_chars=self.max_text_chars, keep_text=keep_text)
+        return Fingerprinter(
+            structure_decay=self.structure_decay,
+            min_features=self.min_features,
+            max_bytes=self.max_html_bytes,
+            max_elements=self.max_elements,
+            max_text_chars=self.max_text_chars,
+            keep_text=keep_text,
+        )
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupSettings:
@@ -116,8 +121,9 @@ class DedupSettings:
             url_field=_text(settings, "SIMHASH_DEDUP_URL_FIELD", default.url_field, empty=False),
             canonical_field=_text(settings, "SIMHASH_DEDUP_CANONICAL_FIELD", default.canonical_field),
             policy=policy,
-            structure_decay=_number(settings, "SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay, 0, 1,
-                                    above_low=True),
+            structure_decay=_number(
+                settings, "SIMHASH_DEDUP_STRUCTURE_DECAY", default.structure_decay, 0, 1, above_low=True
+            ),
             min_features=_integer(settings, "SIMHASH_DEDUP_MIN_FEATURES", default.min_features, 1),
             max_html_bytes=_integer(settings, "SIMHASH_DEDUP_MAX_HTML_BYTES", default.max_html_bytes, 1),
             max_elements=_integer(settings, "SIMHASH_DEDUP_MAX_ELEMENTS", default.max_elements, 1),
@@ -137,8 +143,7 @@ class DedupSettings:
             expire_days=_number(settings, "SIMHASH_DEDUP_EXPIRE_DAYS", default.expire_days, 0),
             fail_mode=fail_mode,
             workers=_integer(settings, "SIMHASH_DEDUP_WORKERS", default_workers(), 0),
-            worker_timeout=_number(settings, "SIMHASH_DEDUP_WORKER_TIMEOUT", default.worker_timeout, 0,
-                                   above_low=True),
+            worker_timeout=_number(settings, "SIMHASH_DEDUP_WORKER_TIMEOUT", default.worker_timeout, 0, above_low=True),
             decisions=_integer(settings, _renamed(settings, "SIMHASH_DEDUP_LOG_SIZE"), default.decisions, 0),
             review_texts=_integer(settings, "SIMHASH_DEDUP_REVIEW_TEXTS", default.review_texts, 0),
             skip_links=_flag(settings, "SIMHASH_DEDUP_SKIP_LINKS", default.skip_links),
@@ -179,8 +184,9 @@ def _integer(settings: BaseSettings, name: str, default: int, low: int, high: in
     return value
 
 
-def _number(settings: BaseSettings, name: str, default: float, low: float, high: float = math.inf, *,
-            above_low: bool = False) -> float:
+def _number(
+    settings: BaseSettings, name: str, default: float, low: float, high: float = math.inf, *, above_low: bool = False
+) -> float:
     """A number within ``low``..``high`` (above ``low`` if ``above_low``)."""
     bound = f"above {low}" if above_low else f"{low} or more"
     within = f"a number {bound}" if high == math.inf else f"a number {bound} and at most {high}"

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 class StartRefused(Exception):
     """The crawl cannot start with the filter; the message says why and what to do (logged already)."""
 

@@ -50,16 +50,25 @@ class CrawlSummary:
         """The INFO line, and a WARNING for each site with more than ``SITE_SHARE`` of its pages dropped as
         near-duplicates (``report_hint``: how to see the pairs)."""
         rules = ", ".join(f"{reason} {count:,}" for reason, count in sorted(self.dropped.items()))
-        logger.info("simhash_dedup: %s pages kept, %s dropped as near-duplicates%s", f"{self.kept:,}",
-                    f"{sum(self.dropped.values()):,}", f" ({rules})" if rules else "")
+        logger.info(
+            "simhash_dedup: %s pages kept, %s dropped as near-duplicates%s",
+            f"{self.kept:,}",
+            f"{sum(self.dropped.values()):,}",
+            f" ({rules})" if rules else "",
+        )
         for host, compared in sorted(self._compared.items()):
             near = self._near[host]
             if compared >= SITE_PAGES and near > SITE_SHARE * compared:
                 logger.warning(
                     "simhash_dedup: %d %% of the pages of %s (%s of %s) were dropped as near-duplicates of other pages, "
                     "not as copies of their text: if its pages share a template, some may be other documents. "
-                    "Look at the pairs: %s", round(100 * near / compared), host or "(no host)", f"{near:,}",
-                    f"{compared:,}", report_hint)
+                    "Look at the pairs: %s",
+                    round(100 * near / compared),
+                    host or "(no host)",
+                    f"{near:,}",
+                    f"{compared:,}",
+                    report_hint,
+                )
 
 
 def same_text(match: Match) -> bool:

@@ -89,7 +89,9 @@ class PageText:
     elements: int = 0  # elements the walk visited (one more than the limit when it stopped there)
     text_chars: int = 0  # characters of the blocks' texts outside links
     link_chars: int = 0  # and in links
-    canonical_link: tuple[str | None, str] | None = None  # the <head>'s first canonical link: (<base href> before it, href)
+    canonical_link: tuple[str | None, str] | None = (
+        None  # the <head>'s first canonical link: (<base href> before it, href)
+    )
     _tokens: dict[str, list[str]] = field(default_factory=dict, repr=False)  # text -> its tokens, each text once
     listing: bool = False  # ``own_blocks`` read the main content's short blocks too: the page is a list or a table
     #: ``own_blocks``: the share of the main content's characters in its own text's blocks (1: all prose; low: its
@@ -155,7 +157,9 @@ class PageText:
             if len(set().union(*map(word_sets, main_own))) < MIN_OWN_WORDS:
                 continue
             chosen = set(main_own) | {
-                n for n, block in enumerate(self.blocks) if block.tag_furniture == block.named_furniture == -1 and long(n)
+                n
+                for n, block in enumerate(self.blocks)
+                if block.tag_furniture == block.named_furniture == -1 and long(n)
             }
             if read_named or sum(len(self.blocks[n].text) for n in chosen) >= MIN_OWN_SHARE * page_chars:
                 self.main_texts = [self.blocks[n].prose for n in main]
@@ -230,7 +234,8 @@ class PageText:
         for c in containers:
             end = self.nodes[c].end
             inside.update(
-                n for n, block in enumerate(self.blocks)
+                n
+                for n, block in enumerate(self.blocks)
                 if c <= block.owner < end and block.tag_furniture <= c and (read_named or block.named_furniture <= c)
             )
         return sorted(inside)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import zlib
 from array import array
 from dataclasses import dataclass
-
-import zlib
 
 import xxhash
 
@@ -97,21 +96,42 @@ class Fingerprinter:
         if features := content_features(blocks):
             sketch = self._sketch(text, shingle_hashes(blocks, SHINGLE_SIZE), language_bits(languages(blocks[1:])))
             short = len(features) < self.min_features
-            return Fingerprint(simhash(features), structure, sketch=sketch, short=short, text=self._text(blocks),
-                               canonical=canonical,
-                               repeat_key=dateless_hash(tokens(text.visible_text())) if short else None)
+            return Fingerprint(
+                simhash(features),
+                structure,
+                sketch=sketch,
+                short=short,
+                text=self._text(blocks),
+                canonical=canonical,
+                repeat_key=dateless_hash(tokens(text.visible_text())) if short else None,
+            )
         visible = tokens(text.visible_text())
         if not visible:
             return Fingerprint(None, structure, canonical=canonical)
         # No own text: its exact words are its content; the sketch (no own part) says what it shows, which is what
         # tells its re-crawl at its address (``Policy.recrawled``).
-        return Fingerprint(text_hash(visible), structure, sketch=self._sketch(text, array("Q"), 0), short=True,
-                           text=self._text([visible]), canonical=canonical, repeat_key=dateless_hash(visible))
+        return Fingerprint(
+            text_hash(visible),
+            structure,
+            sketch=self._sketch(text, array("Q"), 0),
+            short=True,
+            text=self._text([visible]),
+            canonical=canonical,
+            repeat_key=dateless_hash(visible),
+        )
 
     @staticmethod
     def _sketch(text: PageText, own_shingles: array, languages: int) -> bytes:
-        return page_sketch(own_shingles, name_hash(text.name()), languages, text.visible_shingles(), text.link_share(),
-                           text.listing, text.main_share, text.main_shingles())
+        return page_sketch(
+            own_shingles,
+            name_hash(text.name()),
+            languages,
+            text.visible_shingles(),
+            text.link_share(),
+            text.listing,
+            text.main_share,
+            text.main_shingles(),
+        )
 
     def _text(self, blocks: list[list[str]]) -> bytes | None:
         """The words, block per line, compressed (for the decision log's side-by-side review)."""
@@ -143,23 +163,152 @@ def text_hash(words: list[str]) -> int:
 #: Words that name a month or a day of the week (English, German, French, Spanish, Italian, Portuguese, Dutch; in
 #: full and abbreviated), and the characters Chinese and Japanese dates are written with: a date, like a number,
 #: is what empty calendar months differ by.
-DATE_WORDS = frozenset("""
-january february march april may june july august september october november december
-jan feb mar apr jun jul aug sep sept oct nov dec
-monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
-januar februar märz mai juni juli oktober dezember montag dienstag mittwoch donnerstag freitag samstag sonntag
-janvier février mars avril juin juillet août septembre octobre novembre décembre
-lundi mardi mercredi jeudi vendredi samedi dimanche
-enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre
-lunes martes miércoles jueves viernes sábado domingo
-gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre
-lunedì martedì mercoledì giovedì venerdì sabato domenica
-janeiro fevereiro março maio junho julho setembro outubro novembro dezembro
-segunda terça quarta quinta sexta domingo
-januari februari maart mei augustus
-maandag dinsdag woensdag donderdag vrijdag zaterdag zondag
-年 月 日 周 星期
-""".split())
+DATE_WORDS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "mon",
+        "tue",
+        "tues",
+        "wed",
+        "thu",
+        "thur",
+        "thurs",
+        "fri",
+        "sat",
+        "sun",
+        "januar",
+        "februar",
+        "märz",
+        "mai",
+        "juni",
+        "juli",
+        "oktober",
+        "dezember",
+        "montag",
+        "dienstag",
+        "mittwoch",
+        "donnerstag",
+        "freitag",
+        "samstag",
+        "sonntag",
+        "janvier",
+        "février",
+        "mars",
+        "avril",
+        "juin",
+        "juillet",
+        "août",
+        "septembre",
+        "octobre",
+        "novembre",
+        "décembre",
+        "lundi",
+        "mardi",
+        "mercredi",
+        "jeudi",
+        "vendredi",
+        "samedi",
+        "dimanche",
+        "enero",
+        "febrero",
+        "marzo",
+        "abril",
+        "mayo",
+        "junio",
+        "julio",
+        "agosto",
+        "septiembre",
+        "octubre",
+        "noviembre",
+        "diciembre",
+        "lunes",
+        "martes",
+        "miércoles",
+        "jueves",
+        "viernes",
+        "sábado",
+        "domingo",
+        "gennaio",
+        "febbraio",
+        "aprile",
+        "maggio",
+        "giugno",
+        "luglio",
+        "settembre",
+        "ottobre",
+        "dicembre",
+        "lunedì",
+        "martedì",
+        "mercoledì",
+        "giovedì",
+        "venerdì",
+        "sabato",
+        "domenica",
+        "janeiro",
+        "fevereiro",
+        "março",
+        "maio",
+        "junho",
+        "julho",
+        "setembro",
+        "outubro",
+        "novembro",
+        "dezembro",
+        "segunda",
+        "terça",
+        "quarta",
+        "quinta",
+        "sexta",
+        "domingo",
+        "januari",
+        "februari",
+        "maart",
+        "mei",
+        "augustus",
+        "maandag",
+        "dinsdag",
+        "woensdag",
+        "donderdag",
+        "vrijdag",
+        "zaterdag",
+        "zondag",
+        "年",
+        "月",
+        "日",
+        "周",
+        "星期",
+    ]
+)
 
 
 def dateless_hash(words: list[str]) -> int:

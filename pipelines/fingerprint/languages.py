@@ -26,8 +26,8 @@ MIN_BLOCK_WORDS = 8
 #: Common function words of languages written in Latin script, lower-cased as ``content.tokens`` gives them.
 FUNCTION_WORDS: dict[str, str] = {
     "en": "the and of to is in that it for was with are this be by not from have which or an you can will on as at he "
-          "his she her they we i has had were but all their there what when who would about into more than been after "
-          "said its our your if so do up out",
+    "his she her they we i has had were but all their there what when who would about into more than been after "
+    "said its our your if so do up out",
     "de": "der die und das ist nicht mit den ein eine auf sich dem des auch werden wird kann oder für sind bei nach wenn",
     "fr": "le la les et est des une un du dans pour que qui sur pas sont avec ce cette par au aux vous peut",
     "es": "el la los las y es que del en una por con para se al como más pero sus este esta puede son",
@@ -100,5 +100,12 @@ def language_bits(found: list[str]) -> int:
 def _numbers(blocks: list[list[str]]) -> list[int]:
     """Each block's language as its number in ``LANGUAGES`` (-1: none), counted in compiled code
     (``textloops.block_languages``)."""
-    return block_languages(blocks, _NUMBER_OF_WORD, _SCRIPT_RANGES, len(LANGUAGES), LANGUAGES.index("han"),
-                           LANGUAGES.index("ja"), MIN_BLOCK_WORDS)
+    return block_languages(
+        blocks,
+        _NUMBER_OF_WORD,
+        _SCRIPT_RANGES,
+        len(LANGUAGES),
+        LANGUAGES.index("han"),
+        LANGUAGES.index("ja"),
+        MIN_BLOCK_WORDS,
+    )

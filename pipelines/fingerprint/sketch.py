@@ -84,15 +84,28 @@ def _bits(hashes: array) -> bytes:
     return bits if bits is not None else bytes(_BITS_BYTES)
 
 
-def page_sketch(own_shingles: array, name: int, languages: int, visible_shingles: array, link_share: float,
-                listing: bool, main_share: float, main_shingles: array) -> bytes:
+def page_sketch(
+    own_shingles: array,
+    name: int,
+    languages: int,
+    visible_shingles: array,
+    link_share: float,
+    listing: bool,
+    main_share: float,
+    main_shingles: array,
+) -> bytes:
     """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``fingerprint.name_hash``; 0 for
     none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
     1), whether its own text is a list's entries (``PageText.listing``) and the share of its main content that is
     own text (``PageText.main_share``) and its main content's shingles (``PageText.main_shingles``)."""
-    return (hashes_sketch(own_shingles) + name.to_bytes(12, "little") + languages.to_bytes(4, "little")
-            + _shown(visible_shingles) + bytes([_byte(link_share), listing, _byte(main_share)])
-            + _shown(main_shingles))
+    return (
+        hashes_sketch(own_shingles)
+        + name.to_bytes(12, "little")
+        + languages.to_bytes(4, "little")
+        + _shown(visible_shingles)
+        + bytes([_byte(link_share), listing, _byte(main_share)])
+        + _shown(main_shingles)
+    )
 
 
 def _shown(hashes: array) -> bytes:
@@ -172,8 +185,9 @@ def named_alike(a: bytes, b: bytes) -> bool:
     """Do the two pages have the same name (``same_name``), or say the same in their titles, their headings or their
     titles' leads?  Looser than ``same_name``: one page may show another site's name in its title, or another site's
     banner as its heading."""
-    return same_name(a, b) or any(a[at : at + 4] == b[at : at + 4] and any(a[at : at + 4])
-                                  for at in (_NAME, _NAME + 4, _LEAD))
+    return same_name(a, b) or any(
+        a[at : at + 4] == b[at : at + 4] and any(a[at : at + 4]) for at in (_NAME, _NAME + 4, _LEAD)
+    )
 
 
 def named_the_same(a: bytes, b: bytes) -> bool:

@@ -48,18 +48,82 @@ KEPT_PAGES = 100_000
 #: URLs a kept page was met under that are remembered to name it (its own first).
 URLS_PER_PAGE = 8
 #: Query and path parameters that track a visit or a session, never what a page shows.
-TRACKING = frozenset({"fbclid", "gclid", "dclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl", "igshid",
-                      "ref", "ref_src", "sid", "sessionid", "session_id", "phpsessid", "jsessionid", "cfid", "cftoken"})
+TRACKING = frozenset(
+    {
+        "fbclid",
+        "gclid",
+        "dclid",
+        "msclkid",
+        "yclid",
+        "mc_cid",
+        "mc_eid",
+        "_ga",
+        "_gl",
+        "igshid",
+        "ref",
+        "ref_src",
+        "sid",
+        "sessionid",
+        "session_id",
+        "phpsessid",
+        "jsessionid",
+        "cfid",
+        "cftoken",
+    }
+)
 #: A path segment that is a language folder: ``en``, ``pt-BR``, ``zh_CN``.
 LANGUAGE_FOLDER = re.compile(r"([a-z]{2})(?:[-_][a-z]{2,4})?", re.IGNORECASE)
 #: ISO 639-1 codes taken as language folders, and the language names of ``fingerprint.languages`` they mean.
-LANGUAGE_CODES = {code: name for name, codes in {
-    "en": "en", "de": "de", "fr": "fr", "es": "es", "pt": "pt", "it": "it", "nl": "nl", "da/nb": "da nb no nn",
-    "sv": "sv", "ca": "ca", "cs/sk": "cs sk", "ja": "ja", "ko": "ko", "han": "zh", "ru": "ru", "pl": "pl", "fi": "fi",
-    "tr": "tr", "el": "el", "he": "he", "ar": "ar", "hu": "hu", "ro": "ro", "uk": "uk", "vi": "vi", "id": "id",
-    "th": "th", "hi": "hi", "fa": "fa", "hr": "hr", "sr": "sr", "sl": "sl", "bg": "bg", "lt": "lt", "lv": "lv",
-    "et": "et", "eu": "eu", "gl": "gl", "is": "is", "ms": "ms", "bn": "bn", "ta": "ta", "ka": "ka", "hy": "hy"}.items()
-    for code in codes.split()}
+LANGUAGE_CODES = {
+    code: name
+    for name, codes in {
+        "en": "en",
+        "de": "de",
+        "fr": "fr",
+        "es": "es",
+        "pt": "pt",
+        "it": "it",
+        "nl": "nl",
+        "da/nb": "da nb no nn",
+        "sv": "sv",
+        "ca": "ca",
+        "cs/sk": "cs sk",
+        "ja": "ja",
+        "ko": "ko",
+        "han": "zh",
+        "ru": "ru",
+        "pl": "pl",
+        "fi": "fi",
+        "tr": "tr",
+        "el": "el",
+        "he": "he",
+        "ar": "ar",
+        "hu": "hu",
+        "ro": "ro",
+        "uk": "uk",
+        "vi": "vi",
+        "id": "id",
+        "th": "th",
+        "hi": "hi",
+        "fa": "fa",
+        "hr": "hr",
+        "sr": "sr",
+        "sl": "sl",
+        "bg": "bg",
+        "lt": "lt",
+        "lv": "lv",
+        "et": "et",
+        "eu": "eu",
+        "gl": "gl",
+        "is": "is",
+        "ms": "ms",
+        "bn": "bn",
+        "ta": "ta",
+        "ka": "ka",
+        "hy": "hy",
+    }.items()
+    for code in codes.split()
+}
 
 
 def on_its_host(url: str, declared: str | None) -> str | None:
@@ -86,8 +150,11 @@ def looks_canonical(url: str, languages: Sequence[str] = ()) -> tuple[int, int, 
     tracking or session parameter, fewer query parameters, shorter, then the URL itself (the same choice in
     any order)."""
     parts = split(url)
-    folders = {LANGUAGE_CODES.get(match.group(1).lower()) for segment in parts.path.split("/")
-               if (match := LANGUAGE_FOLDER.fullmatch(segment.split(";")[0]))} - {None}
+    folders = {
+        LANGUAGE_CODES.get(match.group(1).lower())
+        for segment in parts.path.split("/")
+        if (match := LANGUAGE_FOLDER.fullmatch(segment.split(";")[0]))
+    } - {None}
     own, other = bool(folders & set(languages)), bool(folders - set(languages)) and bool(languages)
     params = [name.lower() for name, _ in parse_qsl(parts.query, keep_blank_values=True)]
     params += [param.split("=", 1)[0].lower() for segment in parts.path.split("/") for param in segment.split(";")[1:]]

@@ -158,7 +158,7 @@ class HostAliases:
         self._main = {}
         for hosts in members.values():
             main = min(hosts, key=lambda host: (-declared.get(host, 0), self._first[host]))
-            self._main.update({host: main for host in hosts})
+            self._main.update(dict.fromkeys(hosts, main))
 
 
 def _path_key(url: str) -> int:

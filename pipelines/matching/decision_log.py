@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, fields
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..fingerprint.fingerprinter import Fingerprint, packed, unpacked
@@ -68,8 +68,9 @@ class Decision:
     @classmethod
     def from_json(cls, record: Mapping[str, Any]) -> Decision:
         """A decision from ``to_json``'s record (other keys ignored)."""
-        return cls(*(record.get(name) for name in DECISION_FIELDS), packed(record.get("text")),
-                   packed(record.get("kept_text")))
+        return cls(
+            *(record.get(name) for name in DECISION_FIELDS), packed(record.get("text")), packed(record.get("kept_text"))
+        )
 
 
 #: A decision's fields but its texts, in order.
@@ -147,8 +148,15 @@ class Reviewer:
 
     def decision(self, outcome: str, url: str, fingerprint: Fingerprint | None, match: Match) -> Decision:
         return Decision(
-            time.time(), outcome, url, match.url, match.reason, match.content_distance, match.structure_distance,
-            match.similarity, match.similarity_needed,
+            time.time(),
+            outcome,
+            url,
+            match.url,
+            match.reason,
+            match.content_distance,
+            match.structure_distance,
+            match.similarity,
+            match.similarity_needed,
             fingerprint.text if self.keep_texts and fingerprint is not None else None,
             self._texts.get(match.url),
         )
@@ -161,7 +169,11 @@ def run_summary(name: str, started: float, policy: Policy, counts: Mapping[str, 
         "spider": name,
         "started": started,
         "finished": time.time(),
-        "settings": {"mode": policy.mode.value, "content_distance": policy.content_distance,
-                     "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity},
+        "settings": {
+            "mode": policy.mode.value,
+            "content_distance": policy.content_distance,
+            "structure_distance": policy.structure_distance,
+            "min_similarity": policy.min_similarity,
+        },
         "counts": dict(counts),
     }

@@ -89,7 +89,7 @@ def layout_options(max_distance: int) -> list[Layout]:
     """Every layout of at most ``MAX_TABLES`` tables that finds all fingerprints within ``max_distance``."""
     options = []
     for b in range(max_distance + 1, max_distance + MAX_TABLES + 1):  # Manku: b - k blocks a table, exact
-        if 0 < max_distance and comb(b, max_distance) <= MAX_TABLES:  # (k = 0: one table, the whole fingerprint)
+        if max_distance > 0 and comb(b, max_distance) <= MAX_TABLES:  # (k = 0: one table, the whole fingerprint)
             tables = tuple(itertools.combinations(_blocks(b), b - max_distance))
             options.append(Layout(tables, (0,) * len(tables)))
     for m in range(1, min(MAX_TABLES, max_distance + 1) + 1):  # one block a table, radii summing to k + 1 - m
@@ -163,9 +163,21 @@ class SimhashIndex:
         found = np.empty(16, dtype=np.uint64)
         while True:
             count, _ = indexloops.query(
-                np.uint64(fingerprint), self.max_distance, self._words, self._positions, self._level_starts,
-                self._scan_from(), self._directory, self._directory_bits, self._flips, self._flip_starts,
-                *self._permutation, self._key_bits, self._buffer, self._size - self._indexed, found,
+                np.uint64(fingerprint),
+                self.max_distance,
+                self._words,
+                self._positions,
+                self._level_starts,
+                self._scan_from(),
+                self._directory,
+                self._directory_bits,
+                self._flips,
+                self._flip_starts,
+                *self._permutation,
+                self._key_bits,
+                self._buffer,
+                self._size - self._indexed,
+                found,
             )
             if count <= len(found):
                 break
@@ -358,7 +370,6 @@ def _probe_arrays(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
     balls = [_ball(width, radius) for width, radius in zip(layout.widths(), layout.radii)]
     starts = np.cumsum([0, *map(len, balls)]).astype(np.int64)
     return np.concatenate(balls), starts
-
 
 
 def _ball(width: int, radius: int) -> np.ndarray:

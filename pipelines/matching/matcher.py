@@ -64,8 +64,9 @@ class Matcher:
             borderline = borderline or match
         return borderline
 
-    def matches(self, page: Fingerprint, since: int | None = None, url: str | None = None
-                ) -> Iterator[tuple[int, Match]]:
+    def matches(
+        self, page: Fingerprint, since: int | None = None, url: str | None = None
+    ) -> Iterator[tuple[int, Match]]:
         """Every kept row near the page and how (duplicates and borderline candidates), in the order
         a store decides by: the page kept at its ``url`` (its earlier version, ``Policy.recrawled``), content
         candidates nearest first, then structure candidates (modes "structure" and "either")."""
@@ -81,8 +82,9 @@ class Matcher:
                     continue
                 kept = self.pages.sketch(row)
                 structure = _distance(self.part(row, 1), page.structure) if mode is Mode.BOTH else None
-                verdict = self.policy.content_verdict(distance, (kept, page.sketch), page.short,
-                                                      bool(self.present[row, 2]), structure)
+                verdict = self.policy.content_verdict(
+                    distance, (kept, page.sketch), page.short, bool(self.present[row, 2]), structure
+                )
                 if verdict is not None:
                     yield row, self._match(row, page, verdict[0], kept, verdict[1])
         if self.structure is not None and page.structure is not None:
@@ -99,8 +101,11 @@ class Matcher:
         """Append the page's row (kept at ``url``) and index it; its row."""
         row, address = self.rows, address_key(url)
         self.append_rows(*fingerprint_rows([page]), np.array([address], dtype=np.uint64))
-        for index, fingerprint in ((self.content, page.content), (self.structure, page.structure),
-                                   (self.by_address, address)):
+        for index, fingerprint in (
+            (self.content, page.content),
+            (self.structure, page.structure),
+            (self.by_address, address),
+        ):
             if index is not None and fingerprint is not None:
                 index.add(row, fingerprint)
         return row
@@ -120,13 +125,15 @@ class Matcher:
         if since is None and self.rows > SCAN_ROWS:
             return index.query(fingerprint)
         part = 0 if index is self.content else 1
-        return scan(self.fingerprints, self.present.view(np.uint8), part, fingerprint, index.max_distance,
-                    since or 0, self.rows)
+        return scan(
+            self.fingerprints, self.present.view(np.uint8), part, fingerprint, index.max_distance, since or 0, self.rows
+        )
 
     def memory_bytes(self) -> int:
         """Bytes of the rows' arrays and the indexes (what a process holds per kept page, capacity included)."""
-        indexes = sum(index.memory_bytes() for index in (self.content, self.structure, self.by_address)
-                      if index is not None)
+        indexes = sum(
+            index.memory_bytes() for index in (self.content, self.structure, self.by_address) if index is not None
+        )
         return self.fingerprints.nbytes + self.present.nbytes + self.addresses.nbytes + indexes
 
     def part(self, row: int, part: int) -> int | None:
@@ -156,8 +163,9 @@ class Matcher:
                 index.add_many(rows[present[:, part]], fingerprints[present[:, part], part])
         self.by_address.add_many(rows, np.asarray(addresses, dtype=np.uint64))
 
-    def _match(self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None,
-               duplicate: bool = True) -> Match:
+    def _match(
+        self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None, duplicate: bool = True
+    ) -> Match:
         content_distance = _distance(self.part(row, 0), page.content)
         evidence = None
         if reason == ADDRESS:
@@ -183,8 +191,9 @@ def fingerprint_rows(pages: list[Fingerprint]) -> tuple[np.ndarray, np.ndarray]:
     are short, as stores keep them."""
     return (
         np.array([(page.content or 0, page.structure or 0) for page in pages], dtype=np.uint64).reshape(-1, 2),
-        np.array([(page.content is not None, page.structure is not None, page.short) for page in pages],
-                 dtype=bool).reshape(-1, 3),
+        np.array(
+            [(page.content is not None, page.structure is not None, page.short) for page in pages], dtype=bool
+        ).reshape(-1, 3),
     )
 
 

@@ -12,9 +12,21 @@ from enum import Enum
 
 import xxhash
 
-from ..fingerprint.sketch import (has_own_text, link_share, listing, main_share, main_similarity, named_alike,
-                                  named_the_same, own_share, same_name, same_own_text, similarity, sketch_size,
-                                  visible_similarity)
+from ..fingerprint.sketch import (
+    has_own_text,
+    link_share,
+    listing,
+    main_share,
+    main_similarity,
+    named_alike,
+    named_the_same,
+    own_share,
+    same_name,
+    same_own_text,
+    similarity,
+    sketch_size,
+    visible_similarity,
+)
 
 
 class Mode(str, Enum):
@@ -111,8 +123,9 @@ class Policy:
             return replace(match, reason=UPDATE, duplicate=False)
         return match
 
-    def content_match(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
-                      other_short: bool) -> bool:
+    def content_match(
+        self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool, other_short: bool
+    ) -> bool:
         """Are two pages' contents the same, given their content distance and sketches?
 
         Two short pages (``Fingerprint.short``) only when their own words are
@@ -132,8 +145,14 @@ class Policy:
         evidence = self.evidence(distance, a, b)
         return evidence is not None and evidence[0] >= evidence[1]
 
-    def content_verdict(self, distance: int, sketches: tuple[bytes | None, bytes | None], short: bool,
-                        other_short: bool, structure_distance: int | None) -> tuple[str, bool] | None:
+    def content_verdict(
+        self,
+        distance: int,
+        sketches: tuple[bytes | None, bytes | None],
+        short: bool,
+        other_short: bool,
+        structure_distance: int | None,
+    ) -> tuple[str, bool] | None:
         """How a page stands to a kept page within the content distance: ``(reason, True)`` a duplicate,
         ``(reason, False)`` a borderline candidate (what failed: "similarity"; "name", the pages' names
         differ where their texts alone would match; "structure_apart", mode "both" and the structures differ),
@@ -148,11 +167,14 @@ class Policy:
         content = self.content_match(distance, sketches, short, other_short)
         structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
-            return ("exact_text" if both_short else "both" if self.mode is Mode.BOTH
-                    else self.witness(distance, *sketches)), True  # type: ignore[arg-type] (not short: sketches)
+            return (
+                "exact_text" if both_short else "both" if self.mode is Mode.BOTH else self.witness(distance, *sketches)
+            ), True  # type: ignore[arg-type] (not short: sketches)
         if both_short:
             return None
-        return ("structure_apart" if content else "name" if self.named_apart(distance, *sketches) else "similarity"), False
+        return (
+            "structure_apart" if content else "name" if self.named_apart(distance, *sketches) else "similarity"
+        ), False
 
     def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
         """The similarity a content match of two sketches at this distance rests on, and what it must reach;
@@ -176,10 +198,15 @@ class Policy:
             return min(own, visible_similarity(a, b), main_similarity(a, b)), needed
         if not (thin(a) or thin(b)):
             return own, self.min_similarity
-        shown = [(visible_similarity(a, b), (self.min_similarity if self.thin_visible_similarity is None
-                                             else self.thin_visible_similarity))]
-        needed = min(self.min_similarity, self.min_similarity if self.thin_own_similarity is None
-                     else self.thin_own_similarity)
+        shown = [
+            (
+                visible_similarity(a, b),
+                (self.min_similarity if self.thin_visible_similarity is None else self.thin_visible_similarity),
+            )
+        ]
+        needed = min(
+            self.min_similarity, self.min_similarity if self.thin_own_similarity is None else self.thin_own_similarity
+        )
         if min(main_share(a), main_share(b)) < MAIN_SHARE_LINE:  # a lead over tables: they must agree too
             shown.append((main_similarity(a, b), needed))
         return min((own, needed), *shown, key=lambda found_needed: found_needed[0] - found_needed[1])
@@ -199,9 +226,15 @@ class Policy:
         footer) does not make them two documents, though it is most of what they show.  Not pages whose titles and
         headings both differ: sibling pages of a reference often share their whole body (pandas' ``Series.align`` and
         ``DataFrame.align``), and their names are what they are.  ``same_body_similarity`` ``None``: off."""
-        return (self.same_body_similarity is not None and distance <= self.search_distance and named_alike(a, b)
-                and own >= self.same_body_similarity and min(sketch_size(a), sketch_size(b)) >= self.same_body_shingles
-                and not (listing(a) or listing(b)) and main_similarity(a, b) >= self.same_body_similarity)
+        return (
+            self.same_body_similarity is not None
+            and distance <= self.search_distance
+            and named_alike(a, b)
+            and own >= self.same_body_similarity
+            and min(sketch_size(a), sketch_size(b)) >= self.same_body_shingles
+            and not (listing(a) or listing(b))
+            and main_similarity(a, b) >= self.same_body_similarity
+        )
 
     @property
     def recrawls(self) -> bool:
@@ -217,8 +250,12 @@ class Policy:
         another language added to a page is an edit of it, and a page whose language changed shows other words.
         Its drop's reason is ``ADDRESS``.  The same for a page without own text (an API page of signatures and
         code, a page of links): its sketch has its name and what it shows."""
-        return (a is not None and b is not None and named_the_same(a, b)
-                and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY)
+        return (
+            a is not None
+            and b is not None
+            and named_the_same(a, b)
+            and visible_similarity(a, b) >= SAME_ADDRESS_VISIBLE_SIMILARITY
+        )
 
     @staticmethod
     def address_evidence(a: bytes, b: bytes) -> tuple[float, float]:
@@ -246,8 +283,12 @@ def address_key(url: str) -> int:
 def thin(sketch: bytes) -> bool:
     """Is the page's own text thin evidence of what it shows: small, a small part of a page of links, a list's
     entries, or a small part of its main content?"""
-    return (sketch_size(sketch) < SMALL_OWN_TEXT or listing(sketch) or main_share(sketch) < MAIN_SHARE_LINE
-            or (own_share(sketch) < OWN_SHARE_LINE and link_share(sketch) >= LINK_SHARE_LINE))
+    return (
+        sketch_size(sketch) < SMALL_OWN_TEXT
+        or listing(sketch)
+        or main_share(sketch) < MAIN_SHARE_LINE
+        or (own_share(sketch) < OWN_SHARE_LINE and link_share(sketch) >= LINK_SHARE_LINE)
+    )
 
 
 #: The reason of a match kept as an update (``Policy.updates``).

@@ -34,8 +34,13 @@ class IdleSites(Generic[T]):
     go, least recently used first, while their bytes pass ``budget`` (never without one); the sites in use (the
     last ``hold``'s) and those ``pinned`` says must stay (pages kept while Redis was down) stay."""
 
-    def __init__(self, open_site: Callable[[str], T], size: Callable[[T], int], budget: int | None,
-                 pinned: Callable[[str], bool] = lambda site: False) -> None:
+    def __init__(
+        self,
+        open_site: Callable[[str], T],
+        size: Callable[[T], int],
+        budget: int | None,
+        pinned: Callable[[str], bool] = lambda site: False,
+    ) -> None:
         self.open_site = open_site
         self.size = size
         self.budget = budget
@@ -126,8 +131,16 @@ class ScopedMatchers:
     with the pages it kept that the store has not written yet (``unwritten``); with a ``budget`` the sites idle
     longest are let go."""
 
-    def __init__(self, policy: Policy, scope: Scope, pages: KeptPages, budget: int | None = None,
-                 load: Callable[[str], SiteRows] | None = None, first_row: int = 0, remembered: int = 0) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        scope: Scope,
+        pages: KeptPages,
+        budget: int | None = None,
+        load: Callable[[str], SiteRows] | None = None,
+        first_row: int = 0,
+        remembered: int = 0,
+    ) -> None:
         self.policy = policy
         self.scope = scope
         self.pages = pages
@@ -152,9 +165,11 @@ class ScopedMatchers:
         self.rows += 1
         held.rows.append(row)
         if self.load is not None:  # (a store in memory writes nothing)
-            self._unwritten.setdefault(site, {})[row] = (held.matcher.fingerprints[local].copy(),
-                                                          held.matcher.present[local].copy(),
-                                                          held.matcher.addresses[local])
+            self._unwritten.setdefault(site, {})[row] = (
+                held.matcher.fingerprints[local].copy(),
+                held.matcher.present[local].copy(),
+                held.matcher.addresses[local],
+            )
             self._site_of_unwritten[row] = site
         return match, row
 
@@ -195,9 +210,16 @@ class ScopedMatchers:
                 rows = np.concatenate([rows, np.fromiter(unwritten, dtype=np.int64, count=len(unwritten))])
                 fingerprints = np.concatenate([fingerprints, np.array([f for f, _, _ in unwritten.values()])])
                 present = np.concatenate([present, np.array([p for _, p, _ in unwritten.values()])])
-                addresses = np.concatenate([addresses, np.array([a for _, _, a in unwritten.values()], dtype=np.uint64)])
+                addresses = np.concatenate(
+                    [addresses, np.array([a for _, _, a in unwritten.values()], dtype=np.uint64)]
+                )
                 order = np.argsort(rows, kind="stable")
-                rows, fingerprints, present, addresses = rows[order], fingerprints[order], present[order], addresses[order]
+                rows, fingerprints, present, addresses = (
+                    rows[order],
+                    fingerprints[order],
+                    present[order],
+                    addresses[order],
+                )
             held.rows.extend(rows.tolist())
             held.matcher.load_rows(fingerprints, present, addresses)
             held.matcher.remembered = int(np.searchsorted(rows, self.remembered))
@@ -208,4 +230,3 @@ class ScopedMatchers:
         if match is None or match.kept_row is None:
             return match
         return replace(match, kept_row=held.rows[match.kept_row])
-

@@ -155,8 +155,9 @@ class RuleBook:
         """A new rule, checked at once against the host's recently kept URLs."""
         rules = self._rules.setdefault(host, {})
         if len(rules) >= MAX_CANDIDATES:
-            weakest = min((r for r in rules.values() if r.support < self.support), key=lambda r: r.support,
-                          default=None)
+            weakest = min(
+                (r for r in rules.values() if r.support < self.support), key=lambda r: r.support, default=None
+            )
             if weakest is None:
                 return None
             del rules[weakest.kind, weakest.name]
@@ -265,15 +266,18 @@ def _path_explanations(a: str, b: str) -> list[tuple[str, str]]:
     params_a, params_b = _path_params(a), _path_params(b)
     if _bare(a) == _bare(b):
         names = {name for name, _ in params_a + params_b}
-        return [("path_param", name) for name in sorted(names)
-                if [v for n, v in params_a if n == name] != [v for n, v in params_b if n == name]]
+        return [
+            ("path_param", name)
+            for name in sorted(names)
+            if [v for n, v in params_a if n == name] != [v for n, v in params_b if n == name]
+        ]
     longer, shorter = (_segments(a), _segments(b))
     if len(longer) < len(shorter):
         longer, shorter = shorter, longer
     if len(longer) != len(shorter) + 1:
         return []
     for n, segment in enumerate(longer):
-        if longer[:n] + longer[n + 1:] == shorter:
+        if longer[:n] + longer[n + 1 :] == shorter:
             return [("segment", segment)]
     return []
 
@@ -361,8 +365,11 @@ def _segments(path: str) -> list[str]:
 
 def _path_params(path: str) -> list[tuple[str, str]]:
     """The ``;name=value`` parameters of a path's segments."""
-    return [(name, value) for segment in path.split("/") for name, _, value in
-            (param.partition("=") for param in segment.split(";")[1:])]
+    return [
+        (name, value)
+        for segment in path.split("/")
+        for name, _, value in (param.partition("=") for param in segment.split(";")[1:])
+    ]
 
 
 def _bare(path: str) -> str:

@@ -18,8 +18,10 @@ def side_by_side(kept: str | None, other: str | None) -> str:
         missing = "kept page" if kept is None else "this page"
         shown = other if kept is None else kept
         lines = "".join(f"<div class='line'>{escape(line)}</div>" for line in (shown or "").splitlines()[:MAX_LINES])
-        return (f"<p class='note'>The {missing}'s text is not in the log (kept too long before, or by another "
-                f"process); one side shown.</p><div class='single'>{lines}</div>")
+        return (
+            f"<p class='note'>The {missing}'s text is not in the log (kept too long before, or by another "
+            f"process); one side shown.</p><div class='single'>{lines}</div>"
+        )
     left, right = kept.splitlines()[:MAX_LINES], other.splitlines()[:MAX_LINES]
     rows: list[str] = []
     for tag, a0, a1, b0, b1 in SequenceMatcher(None, left, right, autojunk=False).get_opcodes():
@@ -30,8 +32,16 @@ def side_by_side(kept: str | None, other: str | None) -> str:
             a = left[a0 + n] if a0 + n < a1 else None
             b = right[b0 + n] if b0 + n < b1 else None
             marked_a, marked_b = _words(a, b)
-            rows.append(_row(a0 + n if a is not None else None, marked_a, "del" if a is not None else "empty",
-                             b0 + n if b is not None else None, marked_b, "ins" if b is not None else "empty"))
+            rows.append(
+                _row(
+                    a0 + n if a is not None else None,
+                    marked_a,
+                    "del" if a is not None else "empty",
+                    b0 + n if b is not None else None,
+                    marked_b,
+                    "ins" if b is not None else "empty",
+                )
+            )
     return f"<table class='diff'><colgroup><col class='n'><col><col class='n'><col></colgroup>{''.join(rows)}</table>"
 
 
@@ -68,5 +78,7 @@ def _words(a: str | None, b: str | None) -> tuple[str, str]:
 
 def _row(n_a: int | None, a: str, kind_a: str, n_b: int | None, b: str, kind_b: str) -> str:
     number = lambda n: "" if n is None else str(n + 1)  # noqa: E731
-    return (f"<tr><td class='n'>{number(n_a)}</td><td class='{kind_a}'>{a}</td>"
-            f"<td class='n'>{number(n_b)}</td><td class='{kind_b}'>{b}</td></tr>")
+    return (
+        f"<tr><td class='n'>{number(n_a)}</td><td class='{kind_a}'>{a}</td>"
+        f"<td class='n'>{number(n_b)}</td><td class='{kind_b}'>{b}</td></tr>"
+    )

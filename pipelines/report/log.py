@@ -34,16 +34,23 @@ class Log:
         """The URLs that name the kept pages: the aliases kept, and the drops of the log that are not among
         them (those of runs older than aliases)."""
         named = {alias.url for alias in self.aliases}
-        return self.aliases + [Alias(d.time, d.url, d.kept_url, d.reason) for d in self.decisions
-                               if d.outcome == DROPPED and d.url not in named]
+        return self.aliases + [
+            Alias(d.time, d.url, d.kept_url, d.reason)
+            for d in self.decisions
+            if d.outcome == DROPPED and d.url not in named
+        ]
 
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
     """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), an outcomes
     file of ``simhash-dedup dedup`` (JSON Lines), or the output folder of ``simhash-dedup spark``.  ``policy`` gives the thresholds when the source
     does not say which were used.  Anything else is a ``ValueError`` that says what was expected."""
-    settings = {"mode": policy.mode.value, "content_distance": policy.content_distance,
-                "structure_distance": policy.structure_distance, "min_similarity": policy.min_similarity}
+    settings = {
+        "mode": policy.mode.value,
+        "content_distance": policy.content_distance,
+        "structure_distance": policy.structure_distance,
+        "min_similarity": policy.min_similarity,
+    }
     if source.startswith(("redis://", "rediss://", "unix://")):
         redis = require("redis", "a Redis store's report")
 
@@ -72,9 +79,15 @@ def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy(
     return _from_pages(source, path, settings)
 
 
-def _from_runs(source: str, decisions: list[Decision], runs: list[dict[str, Any]], settings: dict[str, Any],
-               rules: list[Rule] | None = None, skips: list[Skip] | None = None,
-               aliases: list[Alias] | None = None) -> Log:
+def _from_runs(
+    source: str,
+    decisions: list[Decision],
+    runs: list[dict[str, Any]],
+    settings: dict[str, Any],
+    rules: list[Rule] | None = None,
+    skips: list[Skip] | None = None,
+    aliases: list[Alias] | None = None,
+) -> Log:
     counts: Counter[str] = Counter()
     for run in runs:
         counts.update(current_names(run.get("counts", {})))
@@ -104,14 +117,18 @@ def _from_pages(source: str, path: Path, settings: dict[str, Any]) -> Log:
                 if record["outcome"] in (DROPPED, BORDERLINE):
                     decisions.append(Decision.from_json(record))
                 if record["outcome"] == DROPPED:  # named as the run's store names it, in the same order
-                    aliases.append(Alias(record.get("time") or 0.0, record["url"], record["kept_url"], record["reason"]))
+                    aliases.append(
+                        Alias(record.get("time") or 0.0, record["url"], record["kept_url"], record["reason"])
+                    )
                 aliases.extend(canonical_aliases(record["url"], record.get("canonical_url")))
             else:
                 break
     if not (pages or runs):
-        raise ValueError(f"{path} is neither a store of simhash_dedup (a SQLite file) nor an outcomes file of "
-                         f"`simhash-dedup dedup --outcomes` (records with an \"outcome\"); give one of them, or a "
-                         f"Redis URL and its --key")
+        raise ValueError(
+            f"{path} is neither a store of simhash_dedup (a SQLite file) nor an outcomes file of "
+            f'`simhash-dedup dedup --outcomes` (records with an "outcome"); give one of them, or a '
+            f"Redis URL and its --key"
+        )
     return _from_runs(source, decisions, runs, settings, aliases=aliases)
 
 

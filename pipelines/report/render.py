@@ -8,9 +8,9 @@ from html import escape
 from pathlib import Path
 
 from ..crawl.counts import current_names
-from ..output import Output
 from ..crawl.settings import DedupSettings
 from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
+from ..output import Output
 from .aliases import AliasRow, alias_rows
 from .diff import side_by_side
 from .log import Log
@@ -22,8 +22,19 @@ MAX_CLUSTERS = 100
 OPEN_PAIRS = 5  # the first pairs are shown unfolded
 
 #: The counts shown first, in this order; any other count follows.
-MAIN_COUNTS = ("checked", "pages_kept", "pages_dropped", "pages_dropped/rerun", "items_kept", "items_dropped", "borderline",
-               "links_skipped", "requests_skipped", "short_text", "same_html")
+MAIN_COUNTS = (
+    "checked",
+    "pages_kept",
+    "pages_dropped",
+    "pages_dropped/rerun",
+    "items_kept",
+    "items_dropped",
+    "borderline",
+    "links_skipped",
+    "requests_skipped",
+    "short_text",
+    "same_html",
+)
 
 
 def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
@@ -53,8 +64,13 @@ def render(log: Log, pairs: int = MAX_PAIRS) -> str:
         _rules(log),
         _skips(log),
     ]
-    return _PAGE.format(style=_STYLE, source=escape(log.source), generated=time.strftime("%Y-%m-%d %H:%M"),
-                        settings=escape(", ".join(f"{k} {v}" for k, v in settings.items())), body="".join(sections))
+    return _PAGE.format(
+        style=_STYLE,
+        source=escape(log.source),
+        generated=time.strftime("%Y-%m-%d %H:%M"),
+        settings=escape(", ".join(f"{k} {v}" for k, v in settings.items())),
+        body="".join(sections),
+    )
 
 
 def _rules(log: Log) -> str:
@@ -65,13 +81,21 @@ def _rules(log: Log) -> str:
     support = int(log.settings.get("rule_support") or DedupSettings().rule_support)
     rows = "".join(
         f"<tr><td>{escape(rule.describe())}</td><td>{rule.support}</td><td>"
-        + ("withdrawn: " + " and ".join(_link(u) for u in rule.refuted_by.split(" ", 1)) + " were both kept"
-           if rule.refuted_by else "trusted" if support and rule.support >= support else "candidate")
+        + (
+            "withdrawn: " + " and ".join(_link(u) for u in rule.refuted_by.split(" ", 1)) + " were both kept"
+            if rule.refuted_by
+            else "trusted"
+            if support and rule.support >= support
+            else "candidate"
+        )
         + "</td></tr>"
-        for rule in sorted(log.rules, key=lambda r: (r.refuted_by is not None, -r.support)))
-    return ("<h2>URL rules</h2><p>Learned from the drops: each pair (dropped URL, kept URL) a rule makes equal "
-            "supports it; a trusted rule skips requests whose rewritten URL was already fetched.</p>"
-            f"<table class='runs'><tr><th>rule</th><th>pairs</th><th>state</th></tr>{rows}</table>")
+        for rule in sorted(log.rules, key=lambda r: (r.refuted_by is not None, -r.support))
+    )
+    return (
+        "<h2>URL rules</h2><p>Learned from the drops: each pair (dropped URL, kept URL) a rule makes equal "
+        "supports it; a trusted rule skips requests whose rewritten URL was already fetched.</p>"
+        f"<table class='runs'><tr><th>rule</th><th>pairs</th><th>state</th></tr>{rows}</table>"
+    )
 
 
 def _skips(log: Log, shown: int = 200) -> str:
@@ -80,12 +104,19 @@ def _skips(log: Log, shown: int = 200) -> str:
     links = sum(skip.kind == "link" for skip in log.skips)
     rows = "".join(
         f"<tr><td>{skip.kind}</td><td>{_link(skip.url)}</td><td>"
-        + (f"on {_link(skip.because)}, {escape(skip.rule)}" if skip.kind == "link"
-           else f"is {_link(skip.because)} by {escape(skip.rule)}")
-        + "</td></tr>" for skip in log.skips[-shown:][::-1])
-    return (f"<h2>Not followed</h2><p>{links:,} links of near-duplicate pages and {len(log.skips) - links:,} "
-            f"requests skipped by the URL rules (the log keeps the newest; the last {min(shown, len(log.skips))} "
-            f"below).</p><table class='runs'><tr><th>what</th><th>URL</th><th>why</th></tr>{rows}</table>")
+        + (
+            f"on {_link(skip.because)}, {escape(skip.rule)}"
+            if skip.kind == "link"
+            else f"is {_link(skip.because)} by {escape(skip.rule)}"
+        )
+        + "</td></tr>"
+        for skip in log.skips[-shown:][::-1]
+    )
+    return (
+        f"<h2>Not followed</h2><p>{links:,} links of near-duplicate pages and {len(log.skips) - links:,} "
+        f"requests skipped by the URL rules (the log keeps the newest; the last {min(shown, len(log.skips))} "
+        f"below).</p><table class='runs'><tr><th>what</th><th>URL</th><th>why</th></tr>{rows}</table>"
+    )
 
 
 def _counts(log: Log) -> str:
@@ -97,9 +128,11 @@ def _counts(log: Log) -> str:
         counts = {name: count for name, count in counts.items() if not name.startswith("items_")}  # one item a page
     names = [name for name in MAIN_COUNTS if name in counts] + sorted(set(counts) - set(MAIN_COUNTS))
     rows = "".join(f"<tr><th>{escape(name)}</th><td class='num'>{counts[name]:,}</td></tr>" for name in names)
-    return (f"<h2>Counts</h2><p>Pages by outcome over the {len(log.runs) or 'logged'} run(s) "
-            f"(the stats <code>simhash_dedup/…</code>); <code>items_…</code> count the items of those pages, "
-            f"shown when a page had several.</p><table class='counts' id='counts'>{rows}</table>")
+    return (
+        f"<h2>Counts</h2><p>Pages by outcome over the {len(log.runs) or 'logged'} run(s) "
+        f"(the stats <code>simhash_dedup/…</code>); <code>items_…</code> count the items of those pages, "
+        f"shown when a page had several.</p><table class='counts' id='counts'>{rows}</table>"
+    )
 
 
 def _runs(log: Log) -> str:
@@ -108,13 +141,17 @@ def _runs(log: Log) -> str:
     rows = "".join(
         f"<tr><td>{escape(str(run.get('spider', run.get('input', ''))))}</td><td>{_when(run.get('started'))}</td>"
         f"<td>{_when(run.get('finished'))}</td>"
-        + "".join(f"<td class='num'>{current_names(run.get('counts', {})).get(name, 0):,}</td>"
-                  for name in ("checked", "items_kept", "items_dropped", "borderline"))
+        + "".join(
+            f"<td class='num'>{current_names(run.get('counts', {})).get(name, 0):,}</td>"
+            for name in ("checked", "items_kept", "items_dropped", "borderline")
+        )
         + "</tr>"
         for run in log.runs[-20:]
     )
-    return ("<h2>Runs</h2><table class='runs'><tr><th>spider / input</th><th>started</th><th>finished</th>"
-            f"<th>checked</th><th>items kept</th><th>items dropped</th><th>borderline</th></tr>{rows}</table>")
+    return (
+        "<h2>Runs</h2><table class='runs'><tr><th>spider / input</th><th>started</th><th>finished</th>"
+        f"<th>checked</th><th>items kept</th><th>items dropped</th><th>borderline</th></tr>{rows}</table>"
+    )
 
 
 def _clusters(log: Log) -> str:
@@ -135,21 +172,28 @@ def _clusters(log: Log) -> str:
         f"<li><details><summary>{_link(kept)}"
         + (f" <span class='why'>known as</span> {_link(canonical[kept])}" if canonical[kept] != kept else "")
         + f" <span class='badge'>{_aliases_count(named)}</span></summary><ul>"
-        + "".join(f"<li>{_link(row.alias)} <span class='why'>{_named_how(row, drops)}</span></li>" for row in named[:50])
+        + "".join(
+            f"<li>{_link(row.alias)} <span class='why'>{_named_how(row, drops)}</span></li>" for row in named[:50]
+        )
         + "</ul></details></li>"
         for kept, named in largest
     )
-    return (f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies or requests skipped as copies; "
-            f"the largest {len(largest)} first, each with its canonical URL when it is not the URL it was kept at "
-            "(<code>simhash-dedup aliases</code> exports them all).</p>"
-            f"<ol class='clusters'>{items}</ol>")
+    return (
+        f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies or requests skipped as copies; "
+        f"the largest {len(largest)} first, each with its canonical URL when it is not the URL it was kept at "
+        "(<code>simhash-dedup aliases</code> exports them all).</p>"
+        f"<ol class='clusters'>{items}</ol>"
+    )
 
 
 def _aliases_count(named: list[AliasRow]) -> str:
     skipped = sum(row.reason == RULE for row in named)
     dropped = len(named) - skipped
-    return ", ".join(part for part in (f"{dropped} dropped" if dropped else "",
-                                        f"{skipped} skipped by URL rules" if skipped else "") if part)
+    return ", ".join(
+        part
+        for part in (f"{dropped} dropped" if dropped else "", f"{skipped} skipped by URL rules" if skipped else "")
+        if part
+    )
 
 
 def _named_how(row: AliasRow, drops: dict[str, Decision]) -> str:
@@ -171,12 +215,14 @@ def _pairs(log: Log, limit: int) -> str:
         f"{side_by_side(d.kept_text, d.text)}</details>"
         for n, d in enumerate(shown)
     )
-    return (f"<h2>Pairs, nearest the threshold first</h2><p>{len(shown)} of {len(reviewable):,} pairs whose "
-            "texts are in the log (the words each content fingerprint was built from, one block per line). "
-            "Left: the kept page; right: the page dropped or kept beside it. "
-            "<del>Struck</del> words are only on the left, <ins>marked</ins> words only on the right. "
-            "A drop whose texts differ in substance means the distances are too wide; a borderline keep "
-            "that is a copy means they are too narrow.</p>" + items)
+    return (
+        f"<h2>Pairs, nearest the threshold first</h2><p>{len(shown)} of {len(reviewable):,} pairs whose "
+        "texts are in the log (the words each content fingerprint was built from, one block per line). "
+        "Left: the kept page; right: the page dropped or kept beside it. "
+        "<del>Struck</del> words are only on the left, <ins>marked</ins> words only on the right. "
+        "A drop whose texts differ in substance means the distances are too wide; a borderline keep "
+        "that is a copy means they are too narrow.</p>" + items
+    )
 
 
 def _margin(decision: Decision, content_distance: int) -> float:

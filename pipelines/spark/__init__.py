@@ -54,9 +54,12 @@ def run_job(arguments: argparse.Namespace, settings: Any) -> int:
     """The ``spark`` command: run the job, then one line of outcomes and one of the work done."""
     from ..batch.dedup import pages_read
 
-    options = JobOptions(Fields(settings.html_field, settings.url_field, arguments.order_field, arguments.all_statuses),
-                         tuple(arguments.against), arguments.argument_order,
-                         **({"shard_pages": arguments.shard_pages} if arguments.shard_pages else {}))
+    options = JobOptions(
+        Fields(settings.html_field, settings.url_field, arguments.order_field, arguments.all_statuses),
+        tuple(arguments.against),
+        arguments.argument_order,
+        **({"shard_pages": arguments.shard_pages} if arguments.shard_pages else {}),
+    )
     usable_output(arguments.output)  # before Java starts
     jvm = Jvm(arguments.master or "local[*]", log=log_file(), archive=True)
     spark, result, failed = None, None, False
@@ -68,8 +71,10 @@ def run_job(arguments: argparse.Namespace, settings: Any) -> int:
             if jvm.writes_archive:
                 print("simhash-dedup: saving Java's classes for the next runs' start (once)", file=sys.stderr)
         except KeyboardInterrupt:
-            print(f"simhash-dedup: interrupted; nothing written to {arguments.output} (a new run starts over)",
-                  file=sys.stderr)
+            print(
+                f"simhash-dedup: interrupted; nothing written to {arguments.output} (a new run starts over)",
+                file=sys.stderr,
+            )
             return 130
         except (ValueError, OSError):  # a wrong input or output: one line, said by the command
             raise
@@ -89,6 +94,7 @@ def _without_py4j_tracebacks() -> Iterator[None]:
     """Py4J logs a traceback on the root logger for a call that Ctrl-C interrupts (PySpark's handler cancels the
     jobs, then raises ``KeyboardInterrupt``): left out, so that an interrupted run says one line.  Every other
     record is printed as Python prints it without a handler."""
+
     class NotPy4j(logging.StreamHandler):
         def filter(self, record: logging.LogRecord) -> bool:
             return "py4j" not in Path(record.pathname).parts and record.levelno >= logging.WARNING
@@ -109,7 +115,10 @@ def _said(result: JobResult, output: str) -> None:
         print(f"simhash-dedup: {message}", file=sys.stderr)
     work = result.work
     print(f"simhash-dedup: {summary(result.happened)}", file=sys.stderr)
-    print(f"simhash-dedup: {work['fingerprinted']:,} distinct pages fingerprinted, {work['compared']:,} compared "
-          f"({work['against']:,} of earlier runs) in {work['shards']:,} shard(s), {work['candidate_pairs']:,} candidate "
-          f"pairs, decided in {work['rounds']} round(s) of joins and {work['pairs_on_driver']:,} pairs on the driver; "
-          f"output in {output}", file=sys.stderr)
+    print(
+        f"simhash-dedup: {work['fingerprinted']:,} distinct pages fingerprinted, {work['compared']:,} compared "
+        f"({work['against']:,} of earlier runs) in {work['shards']:,} shard(s), {work['candidate_pairs']:,} candidate "
+        f"pairs, decided in {work['rounds']} round(s) of joins and {work['pairs_on_driver']:,} pairs on the driver; "
+        f"output in {output}",
+        file=sys.stderr,
+    )

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fingerprint.fingerprinter import Fingerprint
-from ..matching.policy import Match, Policy
 from ..matching.matcher import fingerprint_rows
+from ..matching.policy import Match, Policy
 from ..matching.scope import Scope, site_key
 from ..stores.memory import MemoryStore
 
@@ -61,8 +61,7 @@ def shard_store(nodes: Sequence[Node], policy: Policy) -> MemoryStore:
     return store
 
 
-def pairs(earlier: Sequence[Node], later: Sequence[Node], policy: Policy,
-          scope: Scope = Scope.CRAWL) -> Iterator[Pair]:
+def pairs(earlier: Sequence[Node], later: Sequence[Node], policy: Policy, scope: Scope = Scope.CRAWL) -> Iterator[Pair]:
     """Every pair of a page of ``later`` with an earlier page of ``earlier`` (by order key) that a
     store would call a duplicate or a borderline candidate; in "site" or "host" scope, of the same site."""
     if not earlier or not later or earlier[0][0] >= later[-1][0]:

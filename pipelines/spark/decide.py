@@ -42,14 +42,24 @@ def dropped_by_rounds(edges: Any, driver_pairs: int, partitions: int) -> tuple[A
         rounds += 1
         undecided = edges.keys().distinct(partitions).map(lambda page: (page, None))
         # an earlier page that no pair still questions is kept: its later pages are dropped
-        newly = (edges.map(lambda pair: (pair[1], pair[0])).subtractByKey(undecided, partitions)
-                 .values().distinct(partitions).map(lambda page: (page, None)).persist())
+        newly = (
+            edges.map(lambda pair: (pair[1], pair[0]))
+            .subtractByKey(undecided, partitions)
+            .values()
+            .distinct(partitions)
+            .map(lambda page: (page, None))
+            .persist()
+        )
         newly.localCheckpoint()  # its pages outlive this round's pairs
         newly.count()
         dropped_parts.append(newly.keys())
-        left = (edges.subtractByKey(newly, partitions).map(lambda pair: (pair[1], pair[0]))
-                .subtractByKey(newly, partitions)
-                .map(lambda pair: (pair[1], pair[0])).persist())
+        left = (
+            edges.subtractByKey(newly, partitions)
+            .map(lambda pair: (pair[1], pair[0]))
+            .subtractByKey(newly, partitions)
+            .map(lambda pair: (pair[1], pair[0]))
+            .persist()
+        )
         left.localCheckpoint()
         left.count()
         edges.unpersist()

@@ -24,8 +24,19 @@ from typing import Any
 
 import xxhash
 
-from ..batch.sources import (EMPTY, HTML_SUFFIXES, MISSING, WARC_SUFFIXES, BadInput, Page, json_page, read_folder,
-                             read_html_file, read_json_lines, read_warc)
+from ..batch.sources import (
+    EMPTY,
+    HTML_SUFFIXES,
+    MISSING,
+    WARC_SUFFIXES,
+    BadInput,
+    Page,
+    json_page,
+    read_folder,
+    read_html_file,
+    read_json_lines,
+    read_warc,
+)
 
 #: The order key of a record: its input's index above these bits, its record's number below.
 RECORD_BITS = 36
@@ -85,8 +96,13 @@ def _kind(path: Path) -> str:
         return "empty"
     if path.is_dir():
         return "folder"
-    for kind, suffixes in (("warc", WARC_SUFFIXES), ("jsonl.gz", (".jsonl.gz",)), ("jsonl", JSON_LINES_SUFFIXES),
-                           ("parquet", PARQUET_SUFFIXES), ("html", HTML_SUFFIXES)):
+    for kind, suffixes in (
+        ("warc", WARC_SUFFIXES),
+        ("jsonl.gz", (".jsonl.gz",)),
+        ("jsonl", JSON_LINES_SUFFIXES),
+        ("parquet", PARQUET_SUFFIXES),
+        ("html", HTML_SUFFIXES),
+    ):
         if name.endswith(suffixes):
             return kind
     return "unknown"
@@ -124,8 +140,9 @@ def _locate(file: InputFile, fields: Fields) -> Iterator[Located | BadInput]:
     for item, end in _batch_reader(file, fields):
         if isinstance(item, Page):
             locator = {"warc": end, "jsonl": start}.get(file.kind, item.source)
-            yield Located(order_key(file, record), item.url, item.source, locator, digest(item),
-                          _order_value(item.record, fields))
+            yield Located(
+                order_key(file, record), item.url, item.source, locator, digest(item), _order_value(item.record, fields)
+            )
             record += 1
             start = end
         else:  # records held back while a feed's field is probed come late: the next page starts after all
@@ -164,9 +181,12 @@ def _locate_parquet(file: InputFile, fields: Fields) -> Iterator[Located | BadIn
         return
     missing = [name for name in (fields.html, fields.url) if name not in parquet.schema_arrow.names]
     if missing:
-        yield BadInput(file.path, f"no column {', '.join(map(repr, missing))} (the columns are: "
-                                  f"{', '.join(parquet.schema_arrow.names)}); name them with --html-field, --url-field",
-                       records=parquet.metadata.num_rows)
+        yield BadInput(
+            file.path,
+            f"no column {', '.join(map(repr, missing))} (the columns are: "
+            f"{', '.join(parquet.schema_arrow.names)}); name them with --html-field, --url-field",
+            records=parquet.metadata.num_rows,
+        )
         return
     record = 0
     for group in range(parquet.num_row_groups):
@@ -174,8 +194,14 @@ def _locate_parquet(file: InputFile, fields: Fields) -> Iterator[Located | BadIn
             if isinstance(page, BadInput):
                 yield page
             else:
-                yield Located(order_key(file, record), page.url, page.source, (group, row), digest(page),
-                              _order_value(page.record, fields))
+                yield Located(
+                    order_key(file, record),
+                    page.url,
+                    page.source,
+                    (group, row),
+                    digest(page),
+                    _order_value(page.record, fields),
+                )
                 record += 1
 
 
@@ -188,11 +214,18 @@ def _parquet_pages(parquet: Any, file: InputFile, group: int, fields: Fields) ->
             yield BadInput(source, f"no HTML in column {fields.html!r}")
             continue
         order = {fields.order: values.get(fields.order)} if fields.order else None
-        yield Page(str(values.get(fields.url) or ""), html, source, order,
-                   content_type="text/html" if isinstance(html, bytes) else None)
+        yield Page(
+            str(values.get(fields.url) or ""),
+            html,
+            source,
+            order,
+            content_type="text/html" if isinstance(html, bytes) else None,
+        )
 
 
-def read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Fields) -> Iterator[tuple[int, Page | BadInput]]:
+def read_located(
+    file: InputFile, locators: list[tuple[int, Any]], fields: Fields
+) -> Iterator[tuple[int, Page | BadInput]]:
     """Pass 2: the pages at ``locators`` (``(key, locator)`` pairs in the file's order) read again."""
     try:
         yield from _read_located(file, locators, fields)
@@ -201,13 +234,20 @@ def read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Field
             yield key, BadInput(file.path, f"cannot be read again: {error.strerror or error}")
 
 
-def _read_located(file: InputFile, locators: list[tuple[int, Any]], fields: Fields) -> Iterator[tuple[int, Page | BadInput]]:
+def _read_located(
+    file: InputFile, locators: list[tuple[int, Any]], fields: Fields
+) -> Iterator[tuple[int, Page | BadInput]]:
     if file.kind == "warc":
         with open(file.path, "rb") as stream:
             for key, offset in locators:
                 stream.seek(offset)
-                yield key, next((page for page, _ in read_warc(Path(file.path), stream, fields.all_statuses)),
-                                BadInput(file.path, "gone"))
+                yield (
+                    key,
+                    next(
+                        (page for page, _ in read_warc(Path(file.path), stream, fields.all_statuses)),
+                        BadInput(file.path, "gone"),
+                    ),
+                )
     elif file.kind == "jsonl":
         with open(file.path, "rb") as stream:
             for key, offset in locators:
@@ -244,4 +284,3 @@ def _json_page(line: bytes, source: str, fields: Fields) -> Page | BadInput:
     except ValueError as error:
         return BadInput(source, f"changed since it was read ({error})")
     return page or BadInput(source, f"changed since it was read (no {fields.html!r} field)")
-

@@ -81,8 +81,13 @@ class JobResult:
     cpu: dict[str, float] = field(default_factory=dict)  # executors' CPU time of fingerprints, candidates
 
 
-def run(spark: Any, inputs: Sequence[str | Path], output: str | Path, settings: DedupSettings,
-        options: JobOptions = JobOptions()) -> JobResult:
+def run(
+    spark: Any,
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    settings: DedupSettings,
+    options: JobOptions = JobOptions(),
+) -> JobResult:
     """Deduplicate ``inputs`` in order (against ``options.against``'s kept pages first) into ``output``, a new
     folder (or an empty one): written under a temporary name beside it, moved into place once complete."""
     started, final = time.time(), usable_output(output)
@@ -106,22 +111,26 @@ def usable_output(output: str | Path) -> Path:
     return final
 
 
-def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSettings, options: JobOptions,
-         started: float) -> JobResult:
+def _run(
+    spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSettings, options: JobOptions, started: float
+) -> JobResult:
     context, policy, fields = spark.sparkContext, settings.policy, options.fields
     clock = Clock(context)
     files = input_files(inputs if options.argument_order else in_arrival_order(inputs))
     located = context.parallelize(files, max(1, len(files))).flatMap(lambda file: locate(file, fields)).persist()
     read = Counter(dict(located.map(_what_was_read).reduceByKey(add).collect()))
     bad = located.filter(lambda item: isinstance(item, BadInput))
-    result = JobResult(Counter({kind: count for kind, count in read.items() if kind != "page"}),
-                       bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if set(read) - {"page"} else [])
+    result = JobResult(
+        Counter({kind: count for kind, count in read.items() if kind != "page"}),
+        bad=[f"{item.source}: {item.message}" for item in bad.take(BAD_NAMED)] if set(read) - {"page"} else [],
+    )
     result.work["pages"] = read["page"]
     clock.lap("read")
     groups = _copies(_ranked(located.filter(lambda item: isinstance(item, Located)), fields), settings.scope)
     tasks = max(context.defaultParallelism, math.ceil(read["page"] / options.pages_per_task))
-    results = _fingerprinted(groups, files, fields, settings.fingerprinter(keep_text=False), options.pages_per_task,
-                             tasks, clock).persist()
+    results = _fingerprinted(
+        groups, files, fields, settings.fingerprinter(keep_text=False), options.pages_per_task, tasks, clock
+    ).persist()
     compared = results.map(lambda r: r[1][2] is None).countByValue()
     result.work["fingerprinted"] = sum(compared.values())
     located.unpersist()
@@ -129,8 +138,9 @@ def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSet
     nodes = results.filter(lambda r: r[1][2] is None).map(lambda r: r[1][1])
     earlier = _against(spark, options.against)
     result.work["against"] = earlier.count()
-    decided, work = _decided(nodes.union(earlier), compared[True] + result.work["against"], policy, settings.scope,
-                             options, clock)
+    decided, work = _decided(
+        nodes.union(earlier), compared[True] + result.work["against"], policy, settings.scope, options, clock
+    )
     parts = _partitions(context, result.work["pages"])
     outcomes = _outcomes(results, decided, policy, parts).coalesce(parts).persist()
     counted = Counter(dict(outcomes.flatMap(_counted).reduceByKey(add, parts).collect()))
@@ -141,11 +151,24 @@ def _run(spark: Any, inputs: Sequence[str | Path], out: Path, settings: DedupSet
     clock.lap("write")
     result.work.update(work)
     result.seconds, result.cpu = clock.seconds, clock.cpu_seconds()
-    counts = {**_stats(result.happened), **with_old_names({f"items_{name}": count for name, count in reasons.items()}),
-              **{f"spark/{name}": value for name, value in result.work.items()}}
+    counts = {
+        **_stats(result.happened),
+        **with_old_names({f"items_{name}": count for name, count in reasons.items()}),
+        **{f"spark/{name}": value for name, value in result.work.items()},
+    }
     summary = run_summary(", ".join(map(str, inputs)), started, policy, counts)
-    (out / "run.json").write_text(json.dumps({"run": summary, "scheme": SCHEME_VERSION, "bad": result.bad,
-                                              "seconds": result.seconds, "cpu_seconds": result.cpu}, indent=1))
+    (out / "run.json").write_text(
+        json.dumps(
+            {
+                "run": summary,
+                "scheme": SCHEME_VERSION,
+                "bad": result.bad,
+                "seconds": result.seconds,
+                "cpu_seconds": result.cpu,
+            },
+            indent=1,
+        )
+    )
     for rdd in (results, decided.near, decided.dropped, outcomes):
         if rdd is not None:
             rdd.unpersist()
@@ -166,7 +189,9 @@ class Clock:
         self.seconds[phase] = round(now - self._last, 3)
         self._last = now
 
-    def timed(self, step: str, work: Callable[[Iterable[Any]], Iterator[Any]]) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    def timed(
+        self, step: str, work: Callable[[Iterable[Any]], Iterator[Any]]
+    ) -> Callable[[Iterable[Any]], Iterator[Any]]:
         """``work`` over a partition, its CPU time (of this worker process) added to ``step``'s."""
         total = self._cpu[step]
 
@@ -202,23 +227,37 @@ Copy = tuple[int, str, str]
 def _copies(ranked: Any, scope: Scope) -> Any:
     """(first rank, (first page, later copies)): pages of the same bytes (and of one site, in "site" or "host"
     scope), fingerprinted once."""
+
     def first_and_copies(same: Iterable[tuple[int, Located]]) -> tuple[int, tuple[Located, list[Copy]]]:
         (rank, first), *copies = sorted(same, key=lambda rank_page: rank_page[0])
         return rank, (first, [(copy_rank, copy.url, copy.source) for copy_rank, copy in copies])
 
-    return ranked.map(lambda rank_page: ((site_key(rank_page[1].url, scope), rank_page[1].digest), rank_page)) \
-        .groupByKey().values().map(first_and_copies)
+    return (
+        ranked.map(lambda rank_page: ((site_key(rank_page[1].url, scope), rank_page[1].digest), rank_page))
+        .groupByKey()
+        .values()
+        .map(first_and_copies)
+    )
 
 
-def _fingerprinted(groups: Any, files: list[InputFile], fields: Fields, fingerprinter: Fingerprinter,
-                   per_task: int, tasks: int, clock: Clock) -> Any:
+def _fingerprinted(
+    groups: Any,
+    files: list[InputFile],
+    fields: Fields,
+    fingerprinter: Fingerprinter,
+    per_task: int,
+    tasks: int,
+    clock: Clock,
+) -> Any:
     """(rank, ((source, later copies), Node, outcome)) of every first copy, read again where it is and fingerprinted;
     outcome ``None`` for a page compared, else ``not_compared/<why>`` or ``failed`` (kept, as batch
     mode keeps them).  Stretches of ``per_task`` records of one file go to the same task, which reads
     them in file order."""
     by_stretch = groups.map(lambda g: ((g[1][0].key >> RECORD_BITS, (g[1][0].key & RECORD_MASK) // per_task), g))
 
-    def fingerprint_stretch(stretch: Iterable[tuple[Any, tuple[int, tuple[Located, list[Copy]]]]]) -> Iterator[tuple[int, Any]]:
+    def fingerprint_stretch(
+        stretch: Iterable[tuple[Any, tuple[int, tuple[Located, list[Copy]]]]],
+    ) -> Iterator[tuple[int, Any]]:
         by_file: dict[int, list[tuple[int, Located, list[Copy]]]] = {}
         for _, (rank, (page, copies)) in stretch:
             by_file.setdefault(page.key >> RECORD_BITS, []).append((rank, page, copies))
@@ -231,12 +270,14 @@ def _fingerprinted(groups: Any, files: list[InputFile], fields: Fields, fingerpr
                 yield rank, ((page.source, copies, declared), node, outcome)
 
     # a file's stretches go to tasks in turn (hashing them would give some tasks two and others none)
-    return by_stretch.partitionBy(tasks, lambda stretch: stretch[0] * 1_000_003 + stretch[1]) \
-        .mapPartitions(clock.timed("fingerprint", fingerprint_stretch))
+    return by_stretch.partitionBy(tasks, lambda stretch: stretch[0] * 1_000_003 + stretch[1]).mapPartitions(
+        clock.timed("fingerprint", fingerprint_stretch)
+    )
 
 
-def _fingerprint(rank: int, page: Located, read: Page | BadInput,
-                 fingerprinter: Fingerprinter) -> tuple[Node, str | None, str | None]:
+def _fingerprint(
+    rank: int, page: Located, read: Page | BadInput, fingerprinter: Fingerprinter
+) -> tuple[Node, str | None, str | None]:
     """One page's node, outcome and declared canonical URL; a page that cannot be read again or fingerprinted
     fails (kept)."""
     nothing: Node = (rank, page.url, None, None, False, None)
@@ -265,8 +306,10 @@ def _against(spark: Any, folders: Sequence[str]) -> Any:
             raise ValueError(f"--against {folder}: no fingerprints/ folder; give the --output of an earlier run")
         scheme = json.loads((Path(folder) / "run.json").read_text()).get("scheme")
         if scheme != SCHEME_VERSION:
-            raise ValueError(f"--against {folder}: its fingerprints are of scheme {scheme}, this version makes scheme "
-                             f"{SCHEME_VERSION}; run the earlier archives again, or without --against")
+            raise ValueError(
+                f"--against {folder}: its fingerprints are of scheme {scheme}, this version makes scheme "
+                f"{SCHEME_VERSION}; run the earlier archives again, or without --against"
+            )
         tables.append(spark.read.parquet(str(path)).rdd.map(lambda row, n=number: ((n, row.order), _node(row))))
     nodes = context.union(tables).sortByKey().values().zipWithIndex()
     total = nodes.count()
@@ -274,8 +317,14 @@ def _against(spark: Any, folders: Sequence[str]) -> Any:
 
 
 def _node(row: Any) -> Node:
-    return (row.order, row.url, _unsigned(row.content), _unsigned(row.structure), row.short,
-            None if row.sketch is None else bytes(row.sketch))
+    return (
+        row.order,
+        row.url,
+        _unsigned(row.content),
+        _unsigned(row.structure),
+        row.short,
+        None if row.sketch is None else bytes(row.sketch),
+    )
 
 
 def _signed(value: int | None) -> int | None:
@@ -296,8 +345,9 @@ class Decided:
     dropped: Any = None
 
 
-def _decided(nodes: Any, count: int, policy: Any, scope: Scope, options: JobOptions,
-             clock: Clock) -> tuple[Decided, dict[str, int]]:
+def _decided(
+    nodes: Any, count: int, policy: Any, scope: Scope, options: JobOptions, clock: Clock
+) -> tuple[Decided, dict[str, int]]:
     """The decisions on the ``count`` pages to compare (``nodes``), and what the work was: pages
     compared, shards, candidate pairs, rounds of joins, duplicate pairs decided on the driver."""
     shards = max(1, math.ceil(count / options.shard_pages))
@@ -320,11 +370,20 @@ def _decided(nodes: Any, count: int, policy: Any, scope: Scope, options: JobOpti
         context = nodes.context
         everything = context.broadcast(sorted(nodes.collect()))
         shares = max(1, min(context.defaultParallelism, count // PAGES_PER_SHARE))
-        near = context.parallelize(range(shares), shares).mapPartitions(clock.timed(
-            "candidates", lambda share: _share_pairs(everything.value, next(iter(share)), shares, policy, scope)))
+        near = context.parallelize(range(shares), shares).mapPartitions(
+            clock.timed(
+                "candidates", lambda share: _share_pairs(everything.value, next(iter(share)), shares, policy, scope)
+            )
+        )
     else:
-        near = nodes.sortBy(lambda node: node[0], numPartitions=shards).glom().zipWithIndex().flatMap(routed) \
-            .partitionBy(len(tasks), lambda number: number).mapPartitions(clock.timed("candidates", search))
+        near = (
+            nodes.sortBy(lambda node: node[0], numPartitions=shards)
+            .glom()
+            .zipWithIndex()
+            .flatMap(routed)
+            .partitionBy(len(tasks), lambda number: number)
+            .mapPartitions(clock.timed("candidates", search))
+        )
     near = near.persist()
     candidates = near.count()
     clock.lap("candidates")
@@ -335,12 +394,19 @@ def _decided(nodes: Any, count: int, policy: Any, scope: Scope, options: JobOpti
         decided, rounds, on_driver = Decided(local=_chosen_locally(near, dropped)), 0, edges
         near.unpersist()
     else:
-        dropped, rounds, on_driver = dropped_by_rounds(duplicates, options.driver_pairs, _partitions(nodes.context, count))
+        dropped, rounds, on_driver = dropped_by_rounds(
+            duplicates, options.driver_pairs, _partitions(nodes.context, count)
+        )
         decided = Decided(near=near, dropped=dropped.map(lambda page: (page, True)).persist())
         decided.dropped.count()
     clock.lap("decide")
-    return decided, {"compared": count, "shards": shards, "candidate_pairs": candidates, "rounds": rounds,
-                     "pairs_on_driver": on_driver}
+    return decided, {
+        "compared": count,
+        "shards": shards,
+        "candidate_pairs": candidates,
+        "rounds": rounds,
+        "pairs_on_driver": on_driver,
+    }
 
 
 def _chosen_locally(near: Any, dropped: set[int]) -> dict[int, tuple[bool, Match | None]]:
@@ -351,8 +417,11 @@ def _chosen_locally(near: Any, dropped: set[int]) -> dict[int, tuple[bool, Match
     def candidate(pair: Pair) -> bool:
         return pair.earlier not in gone.value and pair.match.duplicate == (pair.later in gone.value)
 
-    first = near.filter(candidate).map(lambda pair: (pair.later, pair)) \
+    first = (
+        near.filter(candidate)
+        .map(lambda pair: (pair.later, pair))
         .reduceByKey(lambda a, b: a if a.rank <= b.rank else b)
+    )
     return {later: (later in dropped, pair.match) for later, pair in first.collect()}
 
 
@@ -381,8 +450,12 @@ def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
     if decided.local is not None:
         table = results.context.broadcast(decided.local)
         return results.flatMap(lambda r: _page_rows(r[0], r[1], *table.value.get(r[0], (False, None)), policy))
-    kept_earlier = decided.near.map(lambda pair: (pair.earlier, pair)).subtractByKey(decided.dropped, parts) \
-        .values().map(lambda pair: (pair.later, pair))
+    kept_earlier = (
+        decided.near.map(lambda pair: (pair.earlier, pair))
+        .subtractByKey(decided.dropped, parts)
+        .values()
+        .map(lambda pair: (pair.later, pair))
+    )
 
     def rows(grouped: tuple[int, tuple[Iterable[Any], Iterable[Pair], Iterable[bool]]]) -> Iterator[tuple]:
         rank, (firsts, pairs_of, dropped_flag) = grouped
@@ -393,8 +466,13 @@ def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
     return results.coalesce(parts).groupWith(kept_earlier, decided.dropped).flatMap(rows)
 
 
-def _page_rows(rank: int, first: tuple[tuple[str, list[Copy], str | None], Node, str | None], dropped: bool,
-               match: Match | None, policy: Any) -> Iterator[tuple]:
+def _page_rows(
+    rank: int,
+    first: tuple[tuple[str, list[Copy], str | None], Node, str | None],
+    dropped: bool,
+    match: Match | None,
+    policy: Any,
+) -> Iterator[tuple]:
     """The rows of a first copy and its later copies.  A later copy of the same bytes takes its first
     copy's outcome, but is dropped as its duplicate when the first was kept."""
     (source, copies, declared), node, outcome = first
@@ -415,8 +493,9 @@ def _copy_match(node: Node, policy: Any) -> Match | None:
     page without content never is, in mode "content")."""
     if node[2:4] == (None, None):
         return None
-    return next((match for _, match in shard_store([node], policy).matches(fingerprint_of(node)) if match.duplicate),
-                None)
+    return next(
+        (match for _, match in shard_store([node], policy).matches(fingerprint_of(node)) if match.duplicate), None
+    )
 
 
 def _counted(row: tuple) -> list[tuple[str, int]]:
@@ -428,22 +507,33 @@ def _counted(row: tuple) -> list[tuple[str, int]]:
 def _stats(happened: Counter[str]) -> dict[str, int]:
     """The counts a crawl's stats would show for the same pages (``simhash_dedup/<name>``)."""
     pages = pages_read(happened)
-    return with_old_names({
-        "checked": pages, "pages_kept": pages - happened[DROPPED], "pages_dropped": happened[DROPPED],
-        "items_kept": pages - happened[DROPPED], "items_dropped": happened[DROPPED],
-        **{name: count for name, count in happened.items() if name not in (KEPT, DROPPED)}})
+    return with_old_names(
+        {
+            "checked": pages,
+            "pages_kept": pages - happened[DROPPED],
+            "pages_dropped": happened[DROPPED],
+            "items_kept": pages - happened[DROPPED],
+            "items_dropped": happened[DROPPED],
+            **{name: count for name, count in happened.items() if name not in (KEPT, DROPPED)},
+        }
+    )
 
 
 def _canonical_urls(kept: Any) -> Any:
     """(rank, canonical URL) of every kept page, as a crawl of the pages in rank order chooses it without URL
     rules (``canonical.CanonicalUrls``): the URL it declares on its host, unless a page kept before it has that
     URL or declared it; else its own URL."""
+
     def names(row: tuple) -> list[tuple[int, int]]:  # (normal form of a URL, rank) for the URLs a page holds
         return [(key, row[0]) for key in (_key(row[1]), _key(row[6]) if row[6] else None) if key is not None]
 
     first = kept.flatMap(names).reduceByKey(min)  # a URL -> the first kept page to hold it
-    believed = kept.filter(lambda row: row[6]).map(lambda row: (_key(row[6]), (row[0], row[1], row[6]))).join(first) \
+    believed = (
+        kept.filter(lambda row: row[6])
+        .map(lambda row: (_key(row[6]), (row[0], row[1], row[6])))
+        .join(first)
         .map(lambda joined: (joined[1][0][0], joined[1][0][2] if joined[1][1] == joined[1][0][0] else joined[1][0][1]))
+    )
     return believed.union(kept.filter(lambda row: not row[6]).map(lambda row: (row[0], row[1])))
 
 
@@ -461,28 +551,71 @@ def _write(spark: Any, out: Path, outcomes: Any) -> None:
 
     now = time.time()
     kept_rows = outcomes.filter(lambda o: o[3] != DROPPED)
-    kept = kept_rows.map(lambda o: (o[0], (o[1], o[2], o[3].removeprefix(NOT_COMPARED)))).join(_canonical_urls(kept_rows)) \
+    kept = (
+        kept_rows.map(lambda o: (o[0], (o[1], o[2], o[3].removeprefix(NOT_COMPARED))))
+        .join(_canonical_urls(kept_rows))
         .map(lambda row: (row[0], *row[1][0], row[1][1]))
-    spark.createDataFrame(kept, T.StructType([
-        T.StructField("order", T.LongType()), T.StructField("url", T.StringType()),
-        T.StructField("source", T.StringType()), T.StructField("outcome", T.StringType()),
-        T.StructField("canonical_url", T.StringType()),
-    ])).write.parquet(str(out / "kept"))
-    decisions = outcomes.filter(lambda o: o[4] is not None and o[3] in (DROPPED, BORDERLINE)).map(lambda o: (
-        now, o[3], o[1], o[4].url, o[4].reason, o[4].content_distance, o[4].structure_distance, o[4].similarity,
-        o[4].similarity_needed, o[2], o[0]))
-    spark.createDataFrame(decisions, T.StructType([
-        T.StructField("time", T.DoubleType()), T.StructField("outcome", T.StringType()),
-        T.StructField("url", T.StringType()), T.StructField("kept_url", T.StringType()),
-        T.StructField("reason", T.StringType()), T.StructField("content_distance", T.IntegerType()),
-        T.StructField("structure_distance", T.IntegerType()), T.StructField("similarity", T.DoubleType()),
-        T.StructField("similarity_needed", T.DoubleType()), T.StructField("source", T.StringType()),
-        T.StructField("order", T.LongType()),
-    ])).write.parquet(str(out / "decisions"))
-    kept_nodes = outcomes.filter(lambda o: o[5] is not None and o[5][2:4] != (None, None)).map(lambda o: o[5]).map(
-        lambda n: (n[0], n[1], _signed(n[2]), _signed(n[3]), n[4], n[5]))
-    spark.createDataFrame(kept_nodes, T.StructType([
-        T.StructField("order", T.LongType()), T.StructField("url", T.StringType()),
-        T.StructField("content", T.LongType()), T.StructField("structure", T.LongType()),
-        T.StructField("short", T.BooleanType()), T.StructField("sketch", T.BinaryType()),
-    ])).write.parquet(str(out / "fingerprints"))
+    )
+    spark.createDataFrame(
+        kept,
+        T.StructType(
+            [
+                T.StructField("order", T.LongType()),
+                T.StructField("url", T.StringType()),
+                T.StructField("source", T.StringType()),
+                T.StructField("outcome", T.StringType()),
+                T.StructField("canonical_url", T.StringType()),
+            ]
+        ),
+    ).write.parquet(str(out / "kept"))
+    decisions = outcomes.filter(lambda o: o[4] is not None and o[3] in (DROPPED, BORDERLINE)).map(
+        lambda o: (
+            now,
+            o[3],
+            o[1],
+            o[4].url,
+            o[4].reason,
+            o[4].content_distance,
+            o[4].structure_distance,
+            o[4].similarity,
+            o[4].similarity_needed,
+            o[2],
+            o[0],
+        )
+    )
+    spark.createDataFrame(
+        decisions,
+        T.StructType(
+            [
+                T.StructField("time", T.DoubleType()),
+                T.StructField("outcome", T.StringType()),
+                T.StructField("url", T.StringType()),
+                T.StructField("kept_url", T.StringType()),
+                T.StructField("reason", T.StringType()),
+                T.StructField("content_distance", T.IntegerType()),
+                T.StructField("structure_distance", T.IntegerType()),
+                T.StructField("similarity", T.DoubleType()),
+                T.StructField("similarity_needed", T.DoubleType()),
+                T.StructField("source", T.StringType()),
+                T.StructField("order", T.LongType()),
+            ]
+        ),
+    ).write.parquet(str(out / "decisions"))
+    kept_nodes = (
+        outcomes.filter(lambda o: o[5] is not None and o[5][2:4] != (None, None))
+        .map(lambda o: o[5])
+        .map(lambda n: (n[0], n[1], _signed(n[2]), _signed(n[3]), n[4], n[5]))
+    )
+    spark.createDataFrame(
+        kept_nodes,
+        T.StructType(
+            [
+                T.StructField("order", T.LongType()),
+                T.StructField("url", T.StringType()),
+                T.StructField("content", T.LongType()),
+                T.StructField("structure", T.LongType()),
+                T.StructField("short", T.BooleanType()),
+                T.StructField("sketch", T.BinaryType()),
+            ]
+        ),
+    ).write.parquet(str(out / "fingerprints"))

@@ -52,9 +52,12 @@ class Jvm:
         """Spark settings for the session."""
         if not self.local:
             return {}
-        return {"spark.ui.enabled": "true" if self.ui else "false",
-                "spark.driver.extraJavaOptions": " ".join(["-XX:TieredStopAtLevel=1",
-                                                           *(self._sharing() if self.archive else [])])}
+        return {
+            "spark.ui.enabled": "true" if self.ui else "false",
+            "spark.driver.extraJavaOptions": " ".join(
+                ["-XX:TieredStopAtLevel=1", *(self._sharing() if self.archive else [])]
+            ),
+        }
 
     def popen_kwargs(self) -> dict[str, Any]:
         """How PySpark starts the JVM: its output to the log file, if any."""
@@ -75,7 +78,7 @@ class Jvm:
             process.stdin.close()
             try:
                 process.wait(timeout=60)
-            except Exception:  # noqa: BLE001 (a JVM that will not exit leaves its archive unfinished: not used)
+            except Exception:
                 pass
         if self._archive is not None and self._archive.is_file() and self._archive.stat().st_size:
             os.replace(self._archive, self._archive.with_suffix(""))
@@ -111,8 +114,10 @@ def _install_key() -> str:
     is Java's image of those classes."""
     import pyspark
 
-    java = shutil.which("java", path=(str(Path(os.environ["JAVA_HOME"]) / "bin") if os.environ.get("JAVA_HOME")
-                                      else None)) or "java"
+    java = (
+        shutil.which("java", path=(str(Path(os.environ["JAVA_HOME"]) / "bin") if os.environ.get("JAVA_HOME") else None))
+        or "java"
+    )
     java_path = Path(java).resolve()
     made = java_path.stat().st_mtime if java_path.exists() else 0
     described = f"{pyspark.__version__} {pyspark.__file__} {java_path} {made} {sys.version_info[:2]}"

@@ -25,7 +25,8 @@ class MemoryStore(Store):
     def __init__(self, policy: Policy, scope: Scope = Scope.CRAWL) -> None:
         self.policy = policy
         self.matcher: Matcher | ScopedMatchers = (
-            Matcher(policy, self) if scope is Scope.CRAWL else ScopedMatchers(policy, scope, self))
+            Matcher(policy, self) if scope is Scope.CRAWL else ScopedMatchers(policy, scope, self)
+        )
         self._urls: list[str] = []
         self._sketches: list[bytes | None] = []
 
@@ -49,8 +50,9 @@ class MemoryStore(Store):
         compared)."""
         return self.matcher.matches(page, url=url)  # type: ignore[call-arg] (a Matcher in crawl scope)
 
-    def load(self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray,
-             sketches: list[bytes | None]) -> None:
+    def load(
+        self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray, sketches: list[bytes | None]
+    ) -> None:
         """Pages known to be kept, added at once (``fingerprint_rows``' arrays): a shard of a batch job."""
         self.matcher.load_rows(fingerprints, present, address_keys(urls))  # type: ignore[union-attr] (crawl scope)
         self._urls.extend(urls)

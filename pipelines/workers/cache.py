@@ -27,7 +27,9 @@ class RecentPages:
         self._fingerprints: OrderedDict[bytes, Fingerprint] = OrderedDict()
         self._waiting: dict[bytes, list[Deferred[tuple[Fingerprint, bool]]]] = {}  # being fingerprinted: its copies
 
-    def fingerprint(self, key: bytes, compute: Callable[[], Deferred[Fingerprint]]) -> Deferred[tuple[Fingerprint, bool]]:
+    def fingerprint(
+        self, key: bytes, compute: Callable[[], Deferred[Fingerprint]]
+    ) -> Deferred[tuple[Fingerprint, bool]]:
         """The fingerprint of the page whose ``key`` is given (by ``compute`` unless known), and whether
         it was known; a page that fails to be fingerprinted fails its copies the same way."""
         if (known := self._fingerprints.get(key)) is not None:

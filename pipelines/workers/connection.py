@@ -117,7 +117,9 @@ class FingerprintWorker(Protocol):
         pages, self.pages = list(self.pages), deque()
         if not self.ready.called:  # it never started: none of its pages was begun
             code = self.process.wait()
-            self.ready.errback(self.cannot_start or WorkersCannotStart(f"it exited with code {code} before it was ready"))
+            self.ready.errback(
+                self.cannot_start or WorkersCannotStart(f"it exited with code {code} before it was ready")
+            )
             self._on_lost(self, pages)
             return
         self._on_lost(self, pages[1:])  # the pages it had not started go to another worker

@@ -39,7 +39,7 @@ from ..fingerprint.document import too_large
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from .connection import FingerprintWorker, Page
 from .process import FingerprinterOptions
-from .start import START_TIMEOUT, WorkerCrashed, WorkerTimedOut, WorkersCannotStart
+from .start import START_TIMEOUT, WorkerCrashed, WorkersCannotStart, WorkerTimedOut
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ class FingerprintPool:
     in this process from then on.
     """
 
-    def __init__(self, fingerprinter: Fingerprinter, processes: int, page_timeout: float = DEFAULT_PAGE_TIMEOUT
-                 ) -> None:
+    def __init__(
+        self, fingerprinter: Fingerprinter, processes: int, page_timeout: float = DEFAULT_PAGE_TIMEOUT
+    ) -> None:
         self.fingerprinter = fingerprinter
         self.processes = processes
         self.page_timeout = page_timeout
@@ -186,10 +187,13 @@ class FingerprintPool:
             url, pages = worker.url, worker.abandon()
             if not self._timeout_logged:
                 self._timeout_logged = True
-                logger.warning("simhash_dedup: a fingerprint worker spent more than %g s on %s; it was killed and "
-                               "replaced, and the page is kept unchecked (SIMHASH_DEDUP_WORKER_TIMEOUT; further ones "
-                               "are only counted in the stats: simhash_dedup/fingerprint_timeouts).",
-                               self.page_timeout, url)
+                logger.warning(
+                    "simhash_dedup: a fingerprint worker spent more than %g s on %s; it was killed and "
+                    "replaced, and the page is kept unchecked (SIMHASH_DEDUP_WORKER_TIMEOUT; further ones "
+                    "are only counted in the stats: simhash_dedup/fingerprint_timeouts).",
+                    self.page_timeout,
+                    url,
+                )
             self._queue.extendleft(reversed(pages[1:]))
             pages[0][3].errback(WorkerTimedOut(f"the fingerprint worker took more than {self.page_timeout:g} s"))
         self._hand_out()
@@ -212,9 +216,12 @@ class FingerprintPool:
         """A worker failed before it was ready: no worker is started again; pages are fingerprinted here."""
         if self.processes > 0:
             self.processes = 0
-            logger.error("simhash_dedup: the fingerprint worker processes cannot start (%s); pages are fingerprinted "
-                         "in the crawl process instead, on the reactor thread (SIMHASH_DEDUP_WORKERS = 0 does "
-                         "this without trying).", failure.value)
+            logger.error(
+                "simhash_dedup: the fingerprint worker processes cannot start (%s); pages are fingerprinted "
+                "in the crawl process instead, on the reactor thread (SIMHASH_DEDUP_WORKERS = 0 does "
+                "this without trying).",
+                failure.value,
+            )
 
     def _lost(self, worker: FingerprintWorker, unstarted: list[Page]) -> None:
         """A worker is gone (died, stopped, or never started): forget it; its pages not started go first
@@ -225,8 +232,9 @@ class FingerprintPool:
             self._fail(unstarted)
             return
         if unstarted and worker.ready.called and worker.cannot_start is None:
-            logger.info("simhash_dedup: pages a fingerprint worker had not started go to another worker: %d",
-                        len(unstarted))
+            logger.info(
+                "simhash_dedup: pages a fingerprint worker had not started go to another worker: %d", len(unstarted)
+            )
         self._queue.extendleft(reversed(unstarted))
         self._hand_out()
 

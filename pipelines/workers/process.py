@@ -21,7 +21,6 @@ from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from ..fingerprint.process_memory import release_freed_memory, resident_bytes
 from ..fingerprint.textloops import payload_text, text_payload
 
-
 #: Seconds between two looks at the worker's resident memory, and how much it may have grown since the last
 #: return of freed memory to the system (a big page's parse) before the next: a return costs a crawl's
 #: worker ~2 ms and the next page its page faults (~10 % of a page's CPU when made after every page), so it
@@ -55,8 +54,14 @@ class FingerprinterOptions:
 
     @classmethod
     def of(cls, fingerprinter: Fingerprinter) -> FingerprinterOptions:
-        return cls(fingerprinter.structure_decay, fingerprinter.min_features, fingerprinter.max_bytes,
-                   fingerprinter.max_elements, fingerprinter.max_text_chars, fingerprinter.keep_text)
+        return cls(
+            fingerprinter.structure_decay,
+            fingerprinter.min_features,
+            fingerprinter.max_bytes,
+            fingerprinter.max_elements,
+            fingerprinter.max_text_chars,
+            fingerprinter.keep_text,
+        )
 
 
 def page_messages(html: str | bytes, url: str, content_type: str | None = None) -> tuple[bytes, bytes]:

@@ -48,9 +48,17 @@ def start_worker_process(options: FingerprinterOptions) -> tuple[subprocess.Pope
     mine, theirs = socket.socketpair()
     package = __name__.rpartition(".")[0]
     process = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, package, str(theirs.fileno()), json.dumps(asdict(options)),
-         os.pathsep.join(sys.path)],
-        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-c",
+            _BOOTSTRAP,
+            package,
+            str(theirs.fileno()),
+            json.dumps(asdict(options)),
+            os.pathsep.join(sys.path),
+        ],
+        pass_fds=[theirs.fileno()],
+        stdin=subprocess.DEVNULL,
         # its own process group: Ctrl-C in a terminal reaches the crawl (Scrapy's shutdown) or the command, which
         # stop their workers, never a worker starting or mid-page (a traceback of its own, a page lost)
         process_group=0,
@@ -66,6 +74,9 @@ class WorkersCannotStart(RuntimeError):
 def started(first_message: object) -> None:
     """Check a worker's first message: ``READY``, else raise :class:`WorkersCannotStart` with its error."""
     if first_message != READY:
-        error = first_message[1] if isinstance(first_message, tuple) and first_message[:1] == (CANNOT_START,) else (
-            f"unexpected first message {first_message!r}")
+        error = (
+            first_message[1]
+            if isinstance(first_message, tuple) and first_message[:1] == (CANNOT_START,)
+            else (f"unexpected first message {first_message!r}")
+        )
         raise WorkersCannotStart(error)

@@ -15,7 +15,8 @@ from .store import RedisStore
 CRAWL_SCOPE_ON_CLUSTER = (
     "{url} is a Redis Cluster, and in crawl scope (SIMHASH_DEDUP_SCOPE = 'crawl') every page is compared with "
     "every kept page in one script on one node; set SIMHASH_DEDUP_SCOPE = 'site' (or 'host'): each site's pages "
-    "then lie on one node, and the sites spread over the cluster")
+    "then lie on one node, and the sites spread over the cluster"
+)
 
 
 def connect(url: str, timeout: float | None = None) -> redis.Redis | RedisCluster:
@@ -43,17 +44,27 @@ def is_cluster(client: redis.Redis | RedisCluster) -> bool:
     return isinstance(client, RedisCluster)
 
 
-def redis_store(policy: Policy, client: redis.Redis | RedisCluster, key: str, scheme: str, scope: Scope,
-                budget: int | None, expire_seconds: int = 0, decisions: int = 100_000,
-                texts: int = 1_000) -> RedisStore | SiteRedisStores:
+def redis_store(
+    policy: Policy,
+    client: redis.Redis | RedisCluster,
+    key: str,
+    scheme: str,
+    scope: Scope,
+    budget: int | None,
+    expire_seconds: int = 0,
+    decisions: int = 100_000,
+    texts: int = 1_000,
+) -> RedisStore | SiteRedisStores:
     """The store of ``scope`` under ``key``: one log (crawl scope, one server only), or one per site."""
     if scope is Scope.CRAWL:
         if is_cluster(client):
             raise ValueError(CRAWL_SCOPE_ON_CLUSTER.format(url="SIMHASH_DEDUP_REDIS_URL"))
         return RedisStore(policy, client, key, scheme, expire_seconds, decisions, texts)
     if "{" in key or "}" in key:  # Redis would take the key's braces for the hash tag: every site on one node
-        raise ValueError(f"SIMHASH_DEDUP_REDIS_KEY {key!r} holds braces; in {scope.value} scope each site's keys "
-                         f"carry their own hash tag: give a key without braces")
+        raise ValueError(
+            f"SIMHASH_DEDUP_REDIS_KEY {key!r} holds braces; in {scope.value} scope each site's keys "
+            f"carry their own hash tag: give a key without braces"
+        )
     return SiteRedisStores(policy, client, key, scheme, scope, budget, expire_seconds, decisions, texts)
 
 

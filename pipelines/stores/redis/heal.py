@@ -16,8 +16,15 @@ HEAL_STAGING_SECONDS = 3600  # how long a log being written back may take before
 _HEAL = files(__package__).joinpath("heal.lua").read_text()
 
 
-def write_back(client: redis.Redis, key: str, scheme: str, expire_seconds: int, records: np.ndarray,
-               sketches: np.ndarray, urls: list[str]) -> bytes | None:
+def write_back(
+    client: redis.Redis,
+    key: str,
+    scheme: str,
+    expire_seconds: int,
+    records: np.ndarray,
+    sketches: np.ndarray,
+    urls: list[str],
+) -> bytes | None:
     """Write the pages (``RECORD`` rows, their sketches and URLs) back as the store ``key``'s log; its new
     epoch, or ``None`` when the store is someone else's again (the staging keys are deleted)."""
     epoch, rows = secrets.token_hex(8), len(records)
@@ -31,6 +38,7 @@ def write_back(client: redis.Redis, key: str, scheme: str, expire_seconds: int, 
         pipe.rpush(f"{staging}:pages:{n}", *urls[part])
         pipe.expire(f"{staging}:pages:{n}", HEAL_STAGING_SECONDS)
         pipe.execute()
-    outcome = client.register_script(_HEAL)(keys=[f"{key}:meta"], args=[key, staging, epoch, scheme, rows, chunks,
-                                                                          expire_seconds])
+    outcome = client.register_script(_HEAL)(
+        keys=[f"{key}:meta"], args=[key, staging, epoch, scheme, rows, chunks, expire_seconds]
+    )
     return epoch.encode() if outcome == b"healed" else None

@@ -14,8 +14,9 @@ from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import address_key
 
 CHUNK = 4096  # pages per chunk: a 128 KB string of records, an 852 KB string of sketches and a list, read or expired together
-RECORD = np.dtype([("content", ">u8"), ("structure", ">u8"), ("address", ">u8"), ("stamp", ">u4"), ("flags", "u1"),
-                   ("spare", "V3")])
+RECORD = np.dtype(
+    [("content", ">u8"), ("structure", ">u8"), ("address", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")]
+)
 _RECORD_STRUCT = struct.Struct(">QQQIB3x")  # the same record, packed one at a time
 PARTS = np.array([1, 2, 4], dtype=np.uint8)  # a record's flags: has content, has structure, is short
 #: The keys a store is made of, beside its meta hash; bumped when they change (stores of another layout are refused).

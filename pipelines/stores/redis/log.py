@@ -57,7 +57,8 @@ class RedisLog:
             return
         try:
             self.client.pipeline(transaction=False).lpush(f"{self.key}:runs", json.dumps(run)).ltrim(
-                f"{self.key}:runs", 0, MAX_RUNS - 1).execute()
+                f"{self.key}:runs", 0, MAX_RUNS - 1
+            ).execute()
         except redis.RedisError as error:
             logger.warning("simhash_dedup: this run's counts could not be saved in Redis: %s", error)
 
@@ -81,8 +82,9 @@ class RedisLog:
                 setting = pipe.hset if entry.reason == CANONICAL else pipe.hsetnx
                 setting(f"{self.key}:aliases", entry.url, json.dumps([entry.kept_url, entry.reason, entry.time]))
             elif isinstance(entry, Skip):
-                pipe.xadd(f"{self.key}:skipped", _stream_fields(asdict(entry)), maxlen=self.decisions_kept,
-                          approximate=True)
+                pipe.xadd(
+                    f"{self.key}:skipped", _stream_fields(asdict(entry)), maxlen=self.decisions_kept, approximate=True
+                )
             else:
                 self._add_decision(pipe, entry)
         try:
@@ -95,8 +97,9 @@ class RedisLog:
         pipe.xadd(f"{self.key}:decisions", _stream_fields(record), maxlen=self.decisions_kept, approximate=True)
         if (decision.packed_text or decision.packed_kept_text) and self.texts_kept:
             texts = {**record, "text": decision.packed_text, "kept_text": decision.packed_kept_text}
-            pipe.xadd(f"{self.key}:texts", _stream_fields(texts), maxlen=self.texts_kept,
-                      approximate=False)  # exact: a few large entries, bounded by their count
+            pipe.xadd(
+                f"{self.key}:texts", _stream_fields(texts), maxlen=self.texts_kept, approximate=False
+            )  # exact: a few large entries, bounded by their count
 
 
 class LoggedInRedis:
@@ -139,17 +142,30 @@ def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[
 def read_redis_rules(client: redis.Redis, key: str) -> tuple[list[Rule], list[Skip]]:
     """The URL rules and the skipped links and requests kept under ``key``."""
     refuted = {name: by.decode() for name, by in client.hgetall(f"{key}:refuted").items()}
-    rules = [Rule(*name.decode().split("\t"), int(support), refuted.get(name))
-             for name, support in client.hgetall(f"{key}:rules").items()]
-    skips = [Skip(float(e[b"time"]), e[b"kind"].decode(), e[b"url"].decode(), e[b"because"].decode(),
-                  e.get(b"rule", b"").decode()) for _, e in client.xrange(f"{key}:skipped")]
+    rules = [
+        Rule(*name.decode().split("\t"), int(support), refuted.get(name))
+        for name, support in client.hgetall(f"{key}:rules").items()
+    ]
+    skips = [
+        Skip(
+            float(e[b"time"]),
+            e[b"kind"].decode(),
+            e[b"url"].decode(),
+            e[b"because"].decode(),
+            e.get(b"rule", b"").decode(),
+        )
+        for _, e in client.xrange(f"{key}:skipped")
+    ]
     return rules, skips
 
 
 def read_redis_aliases(client: redis.Redis, key: str) -> list[Alias]:
     """The URLs that name the kept pages of the store ``key``, oldest first."""
-    aliases = [Alias(time, url.decode(), kept_url, reason) for url, value in client.hgetall(f"{key}:aliases").items()
-               for kept_url, reason, time in [json.loads(value)]]
+    aliases = [
+        Alias(time, url.decode(), kept_url, reason)
+        for url, value in client.hgetall(f"{key}:aliases").items()
+        for kept_url, reason, time in [json.loads(value)]
+    ]
     return sorted(aliases, key=lambda alias: alias.time)
 
 
@@ -159,8 +175,11 @@ def _rule_field(rule: Rule) -> str:
 
 def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
     """A decision's fields as a stream entry holds them: ``None`` left out, the texts packed as they are."""
-    return {name: value if isinstance(value, bytes) else str(value).encode()
-            for name, value in record.items() if value is not None}
+    return {
+        name: value if isinstance(value, bytes) else str(value).encode()
+        for name, value in record.items()
+        if value is not None
+    }
 
 
 def _from_stream(entry: dict[bytes, bytes]) -> Decision:
@@ -175,5 +194,12 @@ def _from_stream(entry: dict[bytes, bytes]) -> Decision:
             values[field] = float(value)
         else:
             values[field] = value.decode()
-    return Decision(**{"content_distance": None, "structure_distance": None, "similarity": None,
-                       "similarity_needed": None, **values})
+    return Decision(
+        **{
+            "content_distance": None,
+            "structure_distance": None,
+            "similarity": None,
+            "similarity_needed": None,
+            **values,
+        }
+    )

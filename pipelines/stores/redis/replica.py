@@ -16,8 +16,8 @@ import redis
 from ...fingerprint.fingerprinter import Fingerprint
 from ...fingerprint.sketch import SKETCH_BYTES, from_fixed_width
 from ...matching.index import grown
-from ...matching.matcher import Matcher, address_keys
 from ...matching.indexloops import near_any
+from ...matching.matcher import Matcher, address_keys
 from ...matching.policy import Match, Mode, Policy, dropped
 from .guard import RetryGuard
 from .heal import write_back
@@ -33,8 +33,16 @@ class Replica:
     """The log's pages as rows of a ``Matcher`` (whose ``KeptPages`` it is), with per row the time kept
     (server clock) and the sketch; URLs are read from Redis when a match needs one."""
 
-    def __init__(self, policy: Policy, client: redis.Redis, guard: RetryGuard, key: str, scheme: str,
-                 expire_seconds: int, started: int | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        client: redis.Redis,
+        guard: RetryGuard,
+        key: str,
+        scheme: str,
+        expire_seconds: int,
+        started: int | None = None,
+    ) -> None:
         """``started``: when the crawl started (server clock), for a replica read after it (a site's, met later
         in the crawl, or met again): its rows kept before then are the earlier crawls'; else, all it reads first."""
         self.policy = policy
@@ -50,10 +58,12 @@ class Replica:
         self.clock_offset = 0.0  # the server's clock minus ours: pages age by the server's clock
         self._batch_pages: dict[int, tuple[str, bytes | None]] = {}  # rows of a batch's pages, for the while
         # the distances pages are compared with new records at (-1: that part is not), here and in the script
-        self.limits = np.array([
-            policy.search_distance if policy.mode is not Mode.STRUCTURE else -1,
-            policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
-        ])
+        self.limits = np.array(
+            [
+                policy.search_distance if policy.mode is not Mode.STRUCTURE else -1,
+                policy.structure_distance if policy.mode in (Mode.STRUCTURE, Mode.EITHER) else -1,
+            ]
+        )
         self.reset()
 
     def reset(self) -> None:
@@ -127,8 +137,11 @@ class Replica:
 
     def _start_over(self) -> None:
         self.lost += 1
-        logger.warning("simhash_dedup: the Redis store %s was created again (reset, or written back by another "
-                       "crawler); reloading it", self.key)
+        logger.warning(
+            "simhash_dedup: the Redis store %s was created again (reset, or written back by another "
+            "crawler); reloading it",
+            self.key,
+        )
         self.reset()
         self.open()
 
@@ -137,18 +150,27 @@ class Replica:
         process did so first or the store was reset.  Whether this replica is the log now."""
         rows = self.rows
         records = np.zeros(rows, dtype=RECORD)
-        records["content"], records["structure"] = self.matcher.fingerprints[:rows, 0], self.matcher.fingerprints[:rows, 1]
+        records["content"], records["structure"] = (
+            self.matcher.fingerprints[:rows, 0],
+            self.matcher.fingerprints[:rows, 1],
+        )
         records["address"] = self.matcher.addresses[:rows]
         records["stamp"] = np.frombuffer(self.stamps, dtype=np.uint32)[:rows]
         records["flags"] = self.matcher.present[:rows] @ PARTS
         urls = [self.known_urls.get(row, LOST_URL) for row in range(rows)]
-        epoch = write_back(self.client, self.key, self.scheme, self.expire_seconds, records, self.sketch_rows[:rows], urls)
+        epoch = write_back(
+            self.client, self.key, self.scheme, self.expire_seconds, records, self.sketch_rows[:rows], urls
+        )
         if epoch is None:
             return False
         self.epoch = epoch
         self.lost += 1
-        logger.warning("simhash_dedup: the Redis store %s came back empty (Redis restarted without its data?); "
-                       "this crawler wrote back the %d pages it knew", self.key, rows)
+        logger.warning(
+            "simhash_dedup: the Redis store %s came back empty (Redis restarted without its data?); "
+            "this crawler wrote back the %d pages it knew",
+            self.key,
+            rows,
+        )
         return True
 
     def pages_from(self, row: int) -> list[tuple[str, Fingerprint]]:
@@ -156,8 +178,12 @@ class Replica:
         pages = []
         for n in range(row, self.rows):
             content, structure = (self.matcher.part(n, part) for part in (0, 1))
-            pages.append((self.known_urls.get(n, LOST_URL),
-                          Fingerprint(content, structure, sketch=self.sketch(n), short=bool(self.matcher.present[n, 2]))))
+            pages.append(
+                (
+                    self.known_urls.get(n, LOST_URL),
+                    Fingerprint(content, structure, sketch=self.sketch(n), short=bool(self.matcher.present[n, 2])),
+                )
+            )
         return pages
 
     def reread(self) -> None:
@@ -169,8 +195,12 @@ class Replica:
 
     def memory_bytes(self) -> int:
         """What the replica holds: the matcher's arrays and indexes, the sketches, the stamps, the URLs met."""
-        return (self.matcher.memory_bytes() + self.sketch_rows.nbytes + self.stamps.itemsize * len(self.stamps)
-                + self._url_bytes)
+        return (
+            self.matcher.memory_bytes()
+            + self.sketch_rows.nbytes
+            + self.stamps.itemsize * len(self.stamps)
+            + self._url_bytes
+        )
 
     def append_records(self, records: np.ndarray, sketches: bytes) -> None:
         """Rows for pages of the log, with their sketches (all zeros: a page whose chunk expired, never
@@ -180,14 +210,17 @@ class Replica:
         first = self.rows
         fingerprints = np.empty((len(records), 2), dtype=np.uint64)
         fingerprints[:, 0], fingerprints[:, 1] = records["content"], records["structure"]
-        self.matcher.load_rows(fingerprints, records["flags"][:, None] & PARTS != 0, records["address"].astype(np.uint64))
+        self.matcher.load_rows(
+            fingerprints, records["flags"][:, None] & PARTS != 0, records["address"].astype(np.uint64)
+        )
         self.stamps.extend(records["stamp"].tolist())
         if self.rows > len(self.sketch_rows):
             self.sketch_rows = grown(self.sketch_rows, first, max(self.rows, len(self.sketch_rows) * 9 // 8 + 64))
         self.sketch_rows[first : self.rows] = np.frombuffer(sketches, dtype=np.uint8).reshape(-1, SKETCH_BYTES)
 
-    def match_in_batch(self, batch: list[tuple[str, Fingerprint]],
-                       rows: tuple[np.ndarray, np.ndarray]) -> list[Match | None]:
+    def match_in_batch(
+        self, batch: list[tuple[str, Fingerprint]], rows: tuple[np.ndarray, np.ndarray]
+    ) -> list[Match | None]:
         """Each page's match among the pages before it in the batch that were not matched.  Only
         pages near an earlier one need the decision, made on rows appended for the while (the
         same decision as for kept rows), then removed."""

@@ -35,8 +35,18 @@ class SiteRedisStores(LoggedInRedis):
 
     confirms = False
 
-    def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, scope: Scope,
-                 budget: int | None, expire_seconds: int = 0, decisions: int = 100_000, texts: int = 1_000) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        client: redis.Redis,
+        key: str,
+        scheme: str,
+        scope: Scope,
+        budget: int | None,
+        expire_seconds: int = 0,
+        decisions: int = 100_000,
+        texts: int = 1_000,
+    ) -> None:
         self.policy = policy
         self.client = client
         self.key = key
@@ -46,7 +56,8 @@ class SiteRedisStores(LoggedInRedis):
         self.guard = RetryGuard()
         self.log = RedisLog(client, self.guard, key, decisions, texts)
         self.sites: IdleSites[RedisStore] = IdleSites(
-            self._open, lambda store: store.replica.memory_bytes() + SITE_OVERHEAD, budget, self._pinned)
+            self._open, lambda store: store.replica.memory_bytes() + SITE_OVERHEAD, budget, self._pinned
+        )
         self.rows = 0
         self.remembered = 0  # a site's pages are read when it is met: none at open
         self.started = int(time.time())  # the server's clock at open: a site's pages kept before, earlier crawls'
@@ -76,15 +87,22 @@ class SiteRedisStores(LoggedInRedis):
         touched = [*stores, *self._outage.values()]
         lost = sum(store.replica.lost for store in touched)
         try:
-            results = self._in_order(order, [match for matches in check_in_stores(
-                work, self.guard, self.log, list(self._outage.values())) for match in matches])
+            results = self._in_order(
+                order,
+                [
+                    match
+                    for matches in check_in_stores(work, self.guard, self.log, list(self._outage.values()))
+                    for match in matches
+                ],
+            )
         except CheckedLocally as error:
             results = self._in_order(order, error.matches)
             self._after_outage = True
             raise CheckedLocally(str(error), results) from None
         finally:
-            self._outage = {site: store for site, store in [*self._outage.items(), *zip(by_site, stores)]
-                            if store.local.unchecked}
+            self._outage = {
+                site: store for site, store in [*self._outage.items(), *zip(by_site, stores)] if store.local.unchecked
+            }
         if self._after_outage or sum(store.replica.lost for store in touched) > lost:
             self._after_outage = False
             self._heal_held()
@@ -126,9 +144,16 @@ class SiteRedisStores(LoggedInRedis):
         return self.sites.bytes
 
     def _open(self, site: str) -> RedisStore:
-        return RedisStore(self.policy, self.client, site_prefix(self.key, site), self.scheme, self.expire_seconds,
-                          guard=self.guard, log=self.log, started=self.started)
+        return RedisStore(
+            self.policy,
+            self.client,
+            site_prefix(self.key, site),
+            self.scheme,
+            self.expire_seconds,
+            guard=self.guard,
+            log=self.log,
+            started=self.started,
+        )
 
     def _pinned(self, site: str) -> bool:
         return site in self._outage
-

@@ -68,9 +68,19 @@ class RedisStore(LoggedInRedis):
 
     confirms = False  # a kept page is in Redis at once (its items' fate is not waited for)
 
-    def __init__(self, policy: Policy, client: redis.Redis, key: str, scheme: str, expire_seconds: int = 0,
-                 decisions: int = 100_000, texts: int = 1_000, guard: RetryGuard | None = None,
-                 log: RedisLog | None = None, started: int | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        client: redis.Redis,
+        key: str,
+        scheme: str,
+        expire_seconds: int = 0,
+        decisions: int = 100_000,
+        texts: int = 1_000,
+        guard: RetryGuard | None = None,
+        log: RedisLog | None = None,
+        started: int | None = None,
+    ) -> None:
         """``guard``, ``log`` and ``started`` (``Replica``): the crawl's, when this store is one of its sites'
         (``sites``)."""
         self.client = client
@@ -113,7 +123,7 @@ class RedisStore(LoggedInRedis):
         pipe = self.client.pipeline(transaction=False)
         for chunk in range(first // CHUNK, (rows - 1) // CHUNK + 1 if rows else 0):
             pipe.lrange(f"{self.key}:pages:{chunk}", 0, -1)
-        urls = [url for chunk in pipe.execute() for url in chunk][first % CHUNK:]
+        urls = [url for chunk in pipe.execute() for url in chunk][first % CHUNK :]
         return rules, [url.decode() for url in urls if url and url != b"\0"]
 
     def close(self) -> None:
@@ -144,8 +154,11 @@ class RedisStore(LoggedInRedis):
         lost): the replica reads the log again, and those pages are added back to it as pages to check."""
         lost = self.replica.pages_from(count)
         self.replica.reread()
-        logger.warning("simhash_dedup: the Redis store %s lost its last %d pages (a failover?); this crawler adds "
-                       "them again", self.key, len(lost))
+        logger.warning(
+            "simhash_dedup: the Redis store %s lost its last %d pages (a failover?); this crawler adds them again",
+            self.key,
+            len(lost),
+        )
         self._check_all(lost)
 
     def _check(self, pages: list[tuple[str, Fingerprint]]) -> Generator[list, list, list[Match | None] | None]:
@@ -164,10 +177,22 @@ class RedisStore(LoggedInRedis):
             kept = [i for i, match in zip(pending, in_batch) if not dropped(match)]
             if not kept:
                 break
-            args = [replica.meta, self.key, replica.epoch, seen, CHUNK, replica.expire_seconds, MAX_TAIL, max_pairs, *replica.limits.tolist(),
-                    SKETCH_BYTES]
-            args += [pack_record(pages[i][1], pages[i][0]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
-                     for i in kept]
+            args = [
+                replica.meta,
+                self.key,
+                replica.epoch,
+                seen,
+                CHUNK,
+                replica.expire_seconds,
+                MAX_TAIL,
+                max_pairs,
+                *replica.limits.tolist(),
+                SKETCH_BYTES,
+            ]
+            args += [
+                pack_record(pages[i][1], pages[i][0]) + fixed_width(pages[i][1].sketch) + pages[i][0].encode()
+                for i in kept
+            ]
             status, *reply = yield args
             if status in (b"epoch", b"behind"):  # the store is gone or was created again; or the replica is far behind
                 replica.sync()
@@ -195,8 +220,12 @@ class RedisStore(LoggedInRedis):
         return results
 
 
-def check_in_stores(work: list[tuple[RedisStore, list[tuple[str, Fingerprint]]]], guard: RetryGuard,
-                    log: RedisLog, waiting: Iterable[RedisStore] = ()) -> list[list[Match | None]]:
+def check_in_stores(
+    work: list[tuple[RedisStore, list[tuple[str, Fingerprint]]]],
+    guard: RetryGuard,
+    log: RedisLog,
+    waiting: Iterable[RedisStore] = (),
+) -> list[list[Match | None]]:
     """Each store's pages checked and added (``RedisStore.checks``), the script calls of all stores sent together;
     first, the pages kept while Redis was down are added, those of the stores of ``work`` and of ``waiting``.
 
@@ -211,11 +240,17 @@ def check_in_stores(work: list[tuple[RedisStore, list[tuple[str, Fingerprint]]]]
             store.local.add_back(lambda batch, store=store: guard.call(store._check_all, batch), MAX_BATCH)
         if not work:
             return []
-        return guard.call(lambda: run_steps(work[0][0].client, [store.checks(pages, done)
-                                                               for (store, pages), done in zip(work, decided)]))
+        return guard.call(
+            lambda: run_steps(
+                work[0][0].client, [store.checks(pages, done) for (store, pages), done in zip(work, decided)]
+            )
+        )
     except StoreUnavailable as error:
-        matches = [match for (store, pages), done in zip(work, decided)
-                   for match in done + store.local.check(store.replica.matcher, pages[len(done):])]
+        matches = [
+            match
+            for (store, pages), done in zip(work, decided)
+            for match in done + store.local.check(store.replica.matcher, pages[len(done) :])
+        ]
         raise CheckedLocally(str(error), matches) from None
     finally:
         log.send()
@@ -287,8 +322,9 @@ def _script_calls(client: redis.Redis | RedisCluster, calls: list[list]) -> list
     return replies
 
 
-def _advance(step: Steps, reply: list | None, n: int, waiting: dict[int, list],
-             results: list[list[Match | None] | None]) -> None:
+def _advance(
+    step: Steps, reply: list | None, n: int, waiting: dict[int, list], results: list[list[Match | None] | None]
+) -> None:
     try:
         waiting[n] = step.send(reply)
     except StopIteration as done:

@@ -17,8 +17,9 @@ class StoreLock:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(f"{path}.lock", "a+")  # noqa: SIM115 (held open: the lock lives as long as it)
         except OSError as error:
-            raise StoreNotOpened(f"{path} cannot be written ({error.strerror or error}); give a path in a folder "
-                                 f"this crawl can write") from None
+            raise StoreNotOpened(
+                f"{path} cannot be written ({error.strerror or error}); give a path in a folder this crawl can write"
+            ) from None
         try:
             _exclusive(self._file.fileno())
         except OSError:

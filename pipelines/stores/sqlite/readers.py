@@ -35,8 +35,9 @@ def read_rules(path: Path) -> tuple[list[Rule], list[Skip]]:
         if not {"rules", "skipped"} <= tables(connection):  # a store written before rules existed
             return [], []
         rules = [Rule(*row) for row in connection.execute("SELECT host, kind, name, support, refuted_by FROM rules")]
-        skips = [Skip(*row) for row in connection.execute("SELECT time, kind, url, because, rule FROM skipped "
-                                                          "ORDER BY id")]
+        skips = [
+            Skip(*row) for row in connection.execute("SELECT time, kind, url, because, rule FROM skipped ORDER BY id")
+        ]
         return rules, skips
 
 

@@ -31,8 +31,10 @@ class Findings:
     def __str__(self) -> str:
         said = []
         if self.batches_without_pages:
-            said.append(f"{self.rows_without_pages:,} kept pages' fingerprints without their page "
-                        f"({self.batches_without_pages:,} batches)")
+            said.append(
+                f"{self.rows_without_pages:,} kept pages' fingerprints without their page "
+                f"({self.batches_without_pages:,} batches)"
+            )
         if self.pages_without_rows:
             said.append(f"{self.pages_without_rows:,} pages without their fingerprints")
         said += [f"SQLite: {line}" for line in self.integrity[:5]]
@@ -43,8 +45,11 @@ def check(connection: sqlite3.Connection, site_scope: bool, repair: bool, integr
     """The store's problems (with ``integrity``, SQLite's own check too, which reads the whole file); with
     ``repair``, the batches missing a page and the pages without a batch deleted (one transaction).  The pages' rows
     are read as one array: ~8 bytes a kept page."""
-    found = Findings(integrity=[line for (line,) in connection.execute("PRAGMA integrity_check") if line != "ok"]
-                     if integrity else [])
+    found = Findings(
+        integrity=[line for (line,) in connection.execute("PRAGMA integrity_check") if line != "ok"]
+        if integrity
+        else []
+    )
     pages = np.fromiter((row for (row,) in connection.execute("SELECT row FROM pages")), dtype=np.int64)
     table, rows_of = ("site_batches", _site_rows) if site_scope else ("batches", _crawl_rows)
     held, broken, every = [], [], []
@@ -72,13 +77,17 @@ def _joined(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def _crawl_rows(connection: sqlite3.Connection) -> list[tuple[int, np.ndarray]]:
-    return [(first, np.arange(first, first + count, dtype=np.int64)) for first, count in
-            connection.execute("SELECT first_row, length(content) / 8 FROM batches")]
+    return [
+        (first, np.arange(first, first + count, dtype=np.int64))
+        for first, count in connection.execute("SELECT first_row, length(content) / 8 FROM batches")
+    ]
 
 
 def _site_rows(connection: sqlite3.Connection) -> list[tuple[int, np.ndarray]]:
-    return [(ident, np.frombuffer(rows, dtype="<i8").astype(np.int64)) for ident, rows in
-            connection.execute("SELECT id, rows FROM site_batches")]
+    return [
+        (ident, np.frombuffer(rows, dtype="<i8").astype(np.int64))
+        for ident, rows in connection.execute("SELECT id, rows FROM site_batches")
+    ]
 
 
 def check_file(path: Path, repair: bool) -> tuple[Findings, int]:

@@ -53,11 +53,18 @@ def remove_store(path: Path) -> None:
 def is_store(connection: sqlite3.Connection) -> bool:
     """Is this database new and empty, or one of this plugin's stores (its tables, and no other)?"""
     found = tables(connection)
-    return not found or {"meta", "pages", "batches"} <= found <= {"meta", "pages", "batches", "decisions", "runs",
-                                                                    "skipped", "rules", "aliases", "site_batches"}
+    return not found or {"meta", "pages", "batches"} <= found <= {
+        "meta",
+        "pages",
+        "batches",
+        "decisions",
+        "runs",
+        "skipped",
+        "rules",
+        "aliases",
+        "site_batches",
+    }
 
 
 def tables(connection: sqlite3.Connection) -> set[str]:
     return {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-

@@ -60,9 +60,17 @@ class SqliteStore:
 
     confirms = True
 
-    def __init__(self, policy: Policy, path: Path, scheme: str, commit_every: int = 100,
-                 decisions: int = 100_000, texts: int = 1_000, scope: Scope = Scope.CRAWL,
-                 budget: int | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        path: Path,
+        scheme: str,
+        commit_every: int = 100,
+        decisions: int = 100_000,
+        texts: int = 1_000,
+        scope: Scope = Scope.CRAWL,
+        budget: int | None = None,
+    ) -> None:
         self.policy = policy
         self.scope = scope
         self.budget = budget
@@ -123,8 +131,11 @@ class SqliteStore:
             path.replace(aside)
             remove_store(path)  # its journal files
             logger.warning(
-                "simhash_dedup: %s holds fingerprints of another scheme (%s, now %s): moved to %s, "
-                "starting afresh.", path, stored[0], scheme, aside,
+                "simhash_dedup: %s holds fingerprints of another scheme (%s, now %s): moved to %s, starting afresh.",
+                path,
+                stored[0],
+                scheme,
+                aside,
             )
             return self._open(path, scheme)
         return connection
@@ -137,31 +148,54 @@ class SqliteStore:
             self._loaded = rows
             return
         batches = self._connection.execute(
-            "SELECT first_row, content, structure, present, addresses FROM batches ORDER BY first_row")
+            "SELECT first_row, content, structure, present, addresses FROM batches ORDER BY first_row"
+        )
         parts = [
-            (np.arange(f, f + len(c) // 8, dtype=np.int64), np.frombuffer(c, dtype="<u8"),
-             np.frombuffer(s, dtype="<u8"), np.frombuffer(p, dtype=bool), np.frombuffer(a, dtype="<u8"))
+            (
+                np.arange(f, f + len(c) // 8, dtype=np.int64),
+                np.frombuffer(c, dtype="<u8"),
+                np.frombuffer(s, dtype="<u8"),
+                np.frombuffer(p, dtype=bool),
+                np.frombuffer(a, dtype="<u8"),
+            )
             for f, c, s, p, a in batches
         ]
         if parts:
             self._file_rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
-            self.matcher.load_rows(np.column_stack([content, structure]), present.reshape(-1, 3),
-                                   addresses.astype(np.uint64))
+            self.matcher.load_rows(
+                np.column_stack([content, structure]), present.reshape(-1, 3), addresses.astype(np.uint64)
+            )
         self._loaded = self.matcher.remembered = self.matcher.rows
 
     def _site_rows(self, site: str) -> SiteRows:
         """A site's written pages: their rows (ascending), fingerprints, present flags and addresses' keys."""
-        parts = [(np.frombuffer(r, dtype="<i8"), np.frombuffer(c, dtype="<u8"), np.frombuffer(s, dtype="<u8"),
-                  np.frombuffer(p, dtype=bool).reshape(-1, 3), np.frombuffer(a, dtype="<u8"))
-                 for r, c, s, p, a in self._connection.execute(
-                     "SELECT rows, content, structure, present, addresses FROM site_batches WHERE site = ?", (site,))]
+        parts = [
+            (
+                np.frombuffer(r, dtype="<i8"),
+                np.frombuffer(c, dtype="<u8"),
+                np.frombuffer(s, dtype="<u8"),
+                np.frombuffer(p, dtype=bool).reshape(-1, 3),
+                np.frombuffer(a, dtype="<u8"),
+            )
+            for r, c, s, p, a in self._connection.execute(
+                "SELECT rows, content, structure, present, addresses FROM site_batches WHERE site = ?", (site,)
+            )
+        ]
         if not parts:
-            return (np.zeros(0, dtype=np.int64), np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 3), dtype=bool),
-                    np.zeros(0, dtype=np.uint64))
+            return (
+                np.zeros(0, dtype=np.int64),
+                np.zeros((0, 2), dtype=np.uint64),
+                np.zeros((0, 3), dtype=bool),
+                np.zeros(0, dtype=np.uint64),
+            )
         rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(rows, kind="stable")  # pages are confirmed out of order
-        return (rows[order], np.column_stack([content, structure])[order], present[order],
-                addresses.astype(np.uint64)[order])
+        return (
+            rows[order],
+            np.column_stack([content, structure])[order],
+            present[order],
+            addresses.astype(np.uint64)[order],
+        )
 
     def __len__(self) -> int:
         return self.matcher.rows
@@ -222,8 +256,9 @@ class SqliteStore:
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:
         """The rules, and the URLs of the last ``FETCHED_URLS`` pages written (kept, their items exported)."""
-        rules = [Rule(*row) for row in self._connection.execute(
-            "SELECT host, kind, name, support, refuted_by FROM rules")]
+        rules = [
+            Rule(*row) for row in self._connection.execute("SELECT host, kind, name, support, refuted_by FROM rules")
+        ]
         urls = self._connection.execute("SELECT url FROM pages ORDER BY row DESC LIMIT ?", (FETCHED_URLS,))
         return rules, [url for (url,) in reversed(urls.fetchall())]
 
@@ -237,7 +272,12 @@ class SqliteStore:
             return
         if self._pending and self.before_write is not None:
             self.before_write()
-        rows, decisions, skips, aliases = sorted(self._pending), len(self._decisions), len(self._skips), len(self._aliases)
+        rows, decisions, skips, aliases = (
+            sorted(self._pending),
+            len(self._decisions),
+            len(self._skips),
+            len(self._aliases),
+        )
         rules = list(self._rules.values())
         try:
             if os.stat(self.path).st_ino != self._inode:
@@ -270,8 +310,9 @@ class SqliteStore:
         """A write failed: nothing of it was kept (in the file or here); said once, until writes succeed again."""
         self._retry_at = self._to_write() + self.commit_every
         if self.fault is None:
-            self.fault = (f"the file was deleted or replaced ({error})" if isinstance(error, FileNotFoundError)
-                          else str(error))
+            self.fault = (
+                f"the file was deleted or replaced ({error})" if isinstance(error, FileNotFoundError) else str(error)
+            )
             if self.on_fault is not None:
                 self.on_fault(self.fault)
 
@@ -294,9 +335,13 @@ class SqliteStore:
         )
         self._connection.execute(
             "INSERT INTO batches (first_row, content, structure, present, addresses) VALUES (?, ?, ?, ?, ?)",
-            (first, self.matcher.fingerprints[rows, 0].astype("<u8").tobytes(),
-             self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(), self.matcher.present[rows].tobytes(),
-             self.matcher.addresses[rows].astype("<u8").tobytes()),
+            (
+                first,
+                self.matcher.fingerprints[rows, 0].astype("<u8").tobytes(),
+                self.matcher.fingerprints[rows, 1].astype("<u8").tobytes(),
+                self.matcher.present[rows].tobytes(),
+                self.matcher.addresses[rows].astype("<u8").tobytes(),
+            ),
         )
 
     def _written(self, rows: list[int]) -> None:
@@ -312,17 +357,27 @@ class SqliteStore:
 
     def _write_site_pages(self, matcher: ScopedMatchers, rows: list[int]) -> None:
         """The confirmed pages under their own rows, and per site a row of ``site_batches``."""
-        self._connection.executemany("INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)",
-                                     [(row, *self._pending[row]) for row in rows])
+        self._connection.executemany(
+            "INSERT INTO pages (row, url, sketch) VALUES (?, ?, ?)", [(row, *self._pending[row]) for row in rows]
+        )
         fingerprints, present, addresses, sites = matcher.unwritten(rows)
         of_site: dict[str, list[int]] = {}
         for n, site in enumerate(sites):
             of_site.setdefault(site, []).append(n)
         self._connection.executemany(
             "INSERT INTO site_batches (site, rows, content, structure, present, addresses) VALUES (?, ?, ?, ?, ?, ?)",
-            [(site, np.array(rows, dtype="<i8")[at].tobytes(), fingerprints[at, 0].astype("<u8").tobytes(),
-              fingerprints[at, 1].astype("<u8").tobytes(), present[at].tobytes(),
-              addresses[at].astype("<u8").tobytes()) for site, at in of_site.items()])
+            [
+                (
+                    site,
+                    np.array(rows, dtype="<i8")[at].tobytes(),
+                    fingerprints[at, 0].astype("<u8").tobytes(),
+                    fingerprints[at, 1].astype("<u8").tobytes(),
+                    present[at].tobytes(),
+                    addresses[at].astype("<u8").tobytes(),
+                )
+                for site, at in of_site.items()
+            ],
+        )
 
     def _write_decisions(self, added: list[Decision]) -> None:
         """Append the decisions; then the oldest beyond ``decisions_kept`` go, and those beyond
@@ -343,22 +398,26 @@ class SqliteStore:
     def _write_skips_and_rules(self, added: list[Skip], rules: list[Rule]) -> None:
         """Append the skipped links and requests (the newest ``decisions_kept`` stay); write the rules."""
         if added:
-            self._connection.executemany("INSERT INTO skipped (time, kind, url, because, rule) VALUES (?, ?, ?, ?, ?)",
-                                         [field_values(skip) for skip in added])
+            self._connection.executemany(
+                "INSERT INTO skipped (time, kind, url, because, rule) VALUES (?, ?, ?, ?, ?)",
+                [field_values(skip) for skip in added],
+            )
             (last,) = self._connection.execute("SELECT max(id) FROM skipped").fetchone()
             self._connection.execute("DELETE FROM skipped WHERE id <= ?", (last - self.decisions_kept,))
         if rules:
             self._connection.executemany(
                 "INSERT OR REPLACE INTO rules (host, kind, name, support, refuted_by) VALUES (?, ?, ?, ?, ?)",
-                [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in rules])
+                [(r.host, r.kind, r.name, r.support, r.refuted_by) for r in rules],
+            )
 
     def _write_aliases(self, added: list[Alias]) -> None:
         if added:
             # a URL's first naming stays, but a canonical URL names the page that took it last (a page renamed)
             for replace, sql in ((False, "INSERT OR IGNORE"), (True, "INSERT OR REPLACE")):
-                self._connection.executemany(f"{sql} INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
-                                             [(a.url, a.kept_url, a.reason, a.time) for a in added
-                                              if (a.reason == CANONICAL) == replace])
+                self._connection.executemany(
+                    f"{sql} INTO aliases (url, kept_url, reason, time) VALUES (?, ?, ?, ?)",
+                    [(a.url, a.kept_url, a.reason, a.time) for a in added if (a.reason == CANONICAL) == replace],
+                )
 
     def close(self) -> None:
         """The last write, tried ``CLOSE_TRIES`` times while it fails (what stays unwritten: ``unwritten``)."""
@@ -405,7 +464,9 @@ def reset_store(path: Path) -> bool:
         except sqlite3.Error:
             ours = False
         if not ours:
-            raise StoreNotOpened(f"{path} is not a store of simhash_dedup, so the reset left it untouched; "
-                                 f"move it aside, or set SIMHASH_DEDUP_PATH to another file")
+            raise StoreNotOpened(
+                f"{path} is not a store of simhash_dedup, so the reset left it untouched; "
+                f"move it aside, or set SIMHASH_DEDUP_PATH to another file"
+            )
         remove_store(path)
     return True
