@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test dist clean redis-server chromium java wget compiled
+.PHONY: demo test test-fast lint dist clean redis-server chromium java wget compiled
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -32,9 +32,19 @@ LOWEST_TESTS := tests/test_crawl.py tests/test_scrapy_routes.py \
 	tests/test_persistence.py::test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate
 
 # The suite runs on every core, each test file on one worker (its module fixtures built once).
-test: compiled redis-server chromium java wget $(LOWEST)/.installed
+test: lint compiled redis-server chromium java wget $(LOWEST)/.installed
 	$(PYTHON) -m pytest -q -n auto --dist loadfile
 	PYTHONPATH=$(LOWEST) SIMHASH_DEDUP_TEST_SCRAPY=$(LOWEST_SCRAPY) $(PYTHON) -m pytest -q -m "not heavy" $(LOWEST_TESTS)
+
+# What a developer runs between edits: no service started (Redis, a cluster, Spark, a browser), nothing slow.
+test-fast: lint compiled
+	$(PYTHON) -m pytest -q -n auto --dist loadfile -m "not (redis or cluster or spark or browser or slow or heavy)"
+
+# The field's tooling: ruff's lint and format check (pyproject.toml [tool.ruff]), mypy over the package.
+lint: $(INSTALLED)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 $(LOWEST)/.installed: pyproject.toml $(INSTALLED)
 	rm -rf $(LOWEST)

@@ -1,4 +1,4 @@
-"""A local site of unique articles behind the crawl traps real sites have, for ``bench/traps.py`` and tests.
+"""A local site of unique articles behind the crawl traps real sites have, for ``bench/quality/traps.py`` and tests.
 
 Unique pages: the home page, the article list and one page per article (text
 taken from real pages).  Traps, each leading only to copies of those pages:

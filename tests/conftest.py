@@ -24,6 +24,17 @@ PROJECT = Path(__file__).resolve().parents[1]
 DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 CrawlResult = dict[str, Any]
 
+#: The markers a test gets from the real services its fixtures start (``make test-fast`` leaves them out).
+SERVICE_MARKERS = {"redis_url": "redis", "redis_cluster": "cluster", "spark": "spark", "dist": "slow"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the services it starts, so that ``-m`` selects by them without a list to keep up."""
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if marker := SERVICE_MARKERS.get(fixture):
+                item.add_marker(marker)
+
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:

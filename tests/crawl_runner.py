@@ -104,7 +104,7 @@ class RecordScrapyRoutes:
 
     async def process_item(self, item: Any) -> Any:
         from scrapy_simhash_dedup import SimhashDedupDownloaderMiddleware, SimhashDedupPipeline
-        from scrapy_simhash_dedup.crawl.confirmation import feed_streams
+        from scrapy_simhash_dedup.crawl.items import feed_streams
 
         stats = self.crawler.stats
         stats.set_value("test/feed_streams", len(feed_streams(self.crawler)))
@@ -134,7 +134,7 @@ class WorkerFault:
             dedup = next(
                 p for p in self.crawler.engine.scraper.itemproc.middlewares if isinstance(p, SimhashDedupPipeline)
             )
-            self.act(dedup, item["url"])
+            self.act(dedup.filter, item["url"])
         return item
 
     def act(self, dedup: Any, url: str) -> None:

@@ -7,6 +7,10 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import lxml.etree
 
 DATA = Path(__file__).parent / "data"
 #: ``../shared/data`` beside the project (present in CI), for the tests over whole shared sets;
@@ -24,7 +28,7 @@ def real_page(name: str) -> bytes:
 def author_stubs() -> dict[str, bytes]:
     """quotes.toscrape.com's pages of six real authors, each describing its author in three sentences (a
     stub), by name (``tests/data/quotes-authors.json``)."""
-    from bench.quality_sets import author_page  # here: the bench's modules import numpy, which workers never do
+    from bench.quality.sets import author_page  # here: the bench's modules import numpy, which workers never do
 
     authors = json.loads((DATA / "quotes-authors.json").read_text(encoding="utf-8"))
     return {author["name"]: author_page(author, author["description"]) for author in authors}
@@ -47,6 +51,22 @@ def plain_sketch(shingles: Iterable[str]) -> bytes:
 
     hashes = xxh3_hashes(list(shingles))
     return page_sketch(hashes, 0, 0, hashes, 0.0, False, 1.0, hashes)
+
+
+def shingle_sketch(shingles: Iterable[str]) -> bytes:
+    """The bits and set size of a set of shingles (duplicates do not matter): a sketch's own-text part."""
+    from scrapy_simhash_dedup.fingerprint.sketch import hashes_sketch
+    from scrapy_simhash_dedup.fingerprint.textloops import xxh3_hashes
+
+    return hashes_sketch(xxh3_hashes(list(shingles)))
+
+
+def structure_features(root: lxml.etree._Element, decay: float = 0.45) -> dict[str, float]:
+    """Feature -> summed weight over the tree rooted at ``root`` (depth 0), as the fingerprint's walk sums them
+    (``structure.DEFAULT_DECAY``: 0.45)."""
+    from scrapy_simhash_dedup.fingerprint import treewalk
+
+    return treewalk.read(root, decay)[3]
 
 
 def with_date_and_counters(html: bytes, date: str, views: int, comments: int) -> bytes:

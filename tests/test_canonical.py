@@ -16,7 +16,7 @@ import pytest
 import redis
 import scrapy
 
-from bench.traps import crawl as crawl_site
+from bench.quality.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS, serve_trap_site
 from scrapy_simhash_dedup import Fingerprinter, cli
 from scrapy_simhash_dedup.crawl.settings import DedupSettings

@@ -17,8 +17,8 @@ from crawler.local_site import serve_directory
 from scrapy_simhash_dedup.matching.policy import Policy
 from scrapy_simhash_dedup.matching.scope import Scope, site_key
 from scrapy_simhash_dedup.stores.errors import CheckedLocally
+from scrapy_simhash_dedup.stores.redis.availability import RETRY_SECONDS
 from scrapy_simhash_dedup.stores.redis.connect import connect, redis_store
-from scrapy_simhash_dedup.stores.redis.guard import RETRY_SECONDS
 from scrapy_simhash_dedup.stores.redis.sites import site_prefix
 
 from .redis_cluster import RedisCluster

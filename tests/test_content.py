@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.quality_sets import wrap_in_form
+from bench.quality.sets import wrap_in_form
 from scrapy_simhash_dedup import Fingerprinter, hamming
 from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, own_blocks, words
 from scrapy_simhash_dedup.fingerprint.document import load
@@ -386,6 +386,9 @@ def test_the_title_counts_three_times_in_the_content_features() -> None:
 def test_a_note_is_furniture_as_aria_defines_it() -> None:
     """role="note": "a section whose content is parenthetic or ancillary to the main content" (a stub
     notice, a hatnote): changing it leaves the own text as it was."""
-    note = "<div role='note' class='stub'><p>This article is a stub, and you can help the project by expanding it.</p></div>"
+    note = (
+        "<div role='note' class='stub'><p>This article is a stub, and you can help the project by expanding it.</p>"
+        "</div>"
+    )
     text = own_text(f"<html><body><article>{paragraphs('story')}{note}</article></body></html>")
     assert "story2word11" in text and "stub" not in text

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.quality_sets import extraction_set_pages, site_groups, wrap_in_form
+from bench.quality.sets import extraction_set_pages, site_groups, wrap_in_form
 
 from .pages import SHARED_DATA, real_page, with_date_and_counters
 

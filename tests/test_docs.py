@@ -36,8 +36,8 @@ from scrapy.utils.misc import load_object
 
 from scrapy_simhash_dedup import Fingerprint, Fingerprinter
 from scrapy_simhash_dedup.cli import parser
-from scrapy_simhash_dedup.crawl.counts import RENAMED_STATS, STATS_PREFIX
 from scrapy_simhash_dedup.crawl.settings import RENAMED, DedupSettings
+from scrapy_simhash_dedup.crawl.stats import RENAMED_STATS, STATS_PREFIX
 from scrapy_simhash_dedup.fingerprint import document
 from scrapy_simhash_dedup.fingerprint.fingerprinter import outcomes
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls

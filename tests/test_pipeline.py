@@ -17,9 +17,9 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import Clock
 
-from bench.hostile import PAGES as HOSTILE
+from bench.speed.hostile import PAGES as HOSTILE
 from scrapy_simhash_dedup import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
-from scrapy_simhash_dedup.crawl.startup import StartRefused
+from scrapy_simhash_dedup.crawl.settings import StartRefused
 from scrapy_simhash_dedup.fingerprint.content import PageText, own_blocks
 from scrapy_simhash_dedup.fingerprint.document import decode, load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
@@ -81,7 +81,7 @@ def fresh(html: str | bytes) -> str | bytes:
 
 
 def stat(pipeline: SimhashDedupPipeline, name: str) -> int | None:
-    pipeline.counts.hand_over()  # (a crawl hands them over every second and at the end)
+    pipeline.filter.counts.hand_over()  # (a crawl hands them over every second and at the end)
     return pipeline.crawler.stats.get_value(f"simhash_dedup/{name}")
 
 
@@ -575,7 +575,7 @@ def test_an_internal_error_keeps_the_item(monkeypatch: pytest.MonkeyPatch) -> No
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(pipeline.fingerprinter, "fingerprint", broken)
+    monkeypatch.setattr(pipeline.filter.fingerprinter, "fingerprint", broken)
     item = {"url": "a", "html": ARTICLE}
     assert process(pipeline, item) is item
     assert (stat(pipeline, "errors"), stat(pipeline, "kept")) == (1, 1)
@@ -586,9 +586,9 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
 ) -> None:
     pipeline = make_pipeline()
     fingerprinted = []
-    fingerprint = pipeline.fingerprinter.fingerprint
+    fingerprint = pipeline.filter.fingerprinter.fingerprint
     monkeypatch.setattr(
-        pipeline.fingerprinter,
+        pipeline.filter.fingerprinter,
         "fingerprint",
         lambda html, url="", content_type=None: fingerprinted.append(url) or fingerprint(html, url),
     )
@@ -607,14 +607,14 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
 def test_the_counts_reach_the_crawl_s_stats_every_second_and_at_the_end() -> None:
     pipeline = make_pipeline()
     clock = Clock()
-    pipeline.counts.start(clock)
+    pipeline.filter.counts.start(clock)
     process(pipeline, {"url": "https://a.test/1", "html": ARTICLE})
     assert pipeline.crawler.stats.get_value("simhash_dedup/checked") is None  # counted, not handed over yet
-    assert pipeline.counts.get("checked") == 1
+    assert pipeline.filter.counts.get("checked") == 1
     clock.advance(1.0)
     assert pipeline.crawler.stats.get_value("simhash_dedup/checked") == 1
     process(pipeline, {"url": "https://a.test/2", "html": OTHER_ARTICLE})
-    pipeline.counts.stop()
+    pipeline.filter.counts.stop()
     assert pipeline.crawler.stats.get_value("simhash_dedup/checked") == 2
 
 

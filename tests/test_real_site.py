@@ -301,8 +301,8 @@ def test_a_utf8_page_declaring_another_charset_is_read_as_utf8(site: tuple[Path,
 def test_the_readme_s_redis_settings_deduplicate_items_without_html(
     languages: tuple[Path, str], tmp_path: Path, redis_url: str
 ) -> None:
-    """The settings of docs/usage/redis.md for several crawlers (scrapy-redis's scheduler, the add-on, the Redis store) in a
-    new project whose RedisSpider yields ``{url, title}``, seeded through its start-URLs key."""
+    """The settings of docs/usage/redis.md for several crawlers (scrapy-redis's scheduler, the add-on, the Redis
+    store) in a new project whose RedisSpider yields ``{url, title}``, seeded through its start-URLs key."""
     import redis
 
     _, base_url = languages

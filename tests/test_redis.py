@@ -22,7 +22,7 @@ from scrapy_simhash_dedup.matching.matcher import fingerprint_rows
 from scrapy_simhash_dedup.matching.policy import Mode, Policy
 from scrapy_simhash_dedup.stores.errors import StoreUnavailable
 from scrapy_simhash_dedup.stores.memory import MemoryStore
-from scrapy_simhash_dedup.stores.redis.guard import RETRY_SECONDS
+from scrapy_simhash_dedup.stores.redis.availability import RETRY_SECONDS
 from scrapy_simhash_dedup.stores.redis.keys import LOST_URL, remove_redis_store
 from scrapy_simhash_dedup.stores.redis.store import MAX_BATCH, MAX_PAIRS, RedisStore
 
@@ -503,8 +503,8 @@ def test_a_store_of_an_earlier_layout_stops_the_crawl_with_one_line(
 ) -> None:
     """A store written by a version whose keys differ (before the sketches got a string of their own):
     one ERROR line naming the key and the way out, no traceback, no item."""
-    from scrapy_simhash_dedup.crawl.outage import CLOSE_REASON
     from scrapy_simhash_dedup.crawl.settings import DedupSettings
+    from scrapy_simhash_dedup.crawl.storage import CLOSE_REASON
 
     root, base_url = site
     urls = [base_url + p for p in write_clusters(root)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.hostile import PAGES as HOSTILE
+from bench.speed.hostile import PAGES as HOSTILE
 
 from .pages import CHINESE_ARTICLE, PNG_BYTES, deeply_nested, real_page
 from .user_project import make_project, scrapy

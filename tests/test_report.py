@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import sync_playwright
 
 from .conftest import PROJECT
@@ -16,6 +17,7 @@ from .conftest import PROJECT
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # `make test` installs Debian's package
 
 
+@pytest.mark.browser
 def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp_path: Path):
     output = tmp_path / "demo-output"
     done = subprocess.run(

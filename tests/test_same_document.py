@@ -11,8 +11,8 @@ import random
 import lxml.html
 import pytest
 
-from bench.anchors import html_tree
-from bench.real_sites import replaced_sentence
+from bench.common import html_tree
+from bench.quality.real_sites import replaced_sentence
 from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
 from scrapy_simhash_dedup.batch import dedup
 from scrapy_simhash_dedup.batch.sources import write_warc
@@ -137,7 +137,7 @@ LIECHTENSTEIN = [
 def test_the_same_article_in_another_site_s_chrome_is_the_same_document() -> None:
     """Another site's header, navigation and footer around the same body, under the other site's name: its own text
     and main content are the article's; its title, heading and chrome are not what the document is."""
-    from bench.quality_sets import swap_chrome
+    from bench.quality.sets import swap_chrome
 
     article = real_page("newspaper-theatlanticcities.com1")
     moved = swap_chrome(article, real_page("newspaper-syracuse.com1"))
@@ -167,7 +167,7 @@ def test_list_articles_of_one_wiki_family_are_other_documents() -> None:
     """One lead but for the country's name, the same sections and references: the tables, which are what the pages
     hold, differ.  The wiki's chrome is a real Wikipedia page's (``tests/data``), long enough that the lists' whole
     visible texts agree on 0.87: scheme 7 dropped Liechtenstein's list as a copy of Andorra's."""
-    from bench.built_sites import list_page, stub_page
+    from bench.quality.built_sites import list_page, stub_page
 
     chrome = real_page("readability-wikipedia-new-zealand")
     andorra, liechtenstein = (

@@ -2,7 +2,7 @@
 Chinese segmenter cuts every shared Han run as jieba does.
 
 A faster fingerprint must compute the same thing; when a change is meant to
-move fingerprints, ``SCHEME_VERSION`` goes up, ``bench/quality.py`` is run
+move fingerprints, ``SCHEME_VERSION`` goes up, ``bench/quality/detection.py`` is run
 again and the reference is written anew (``python -m tools.fingerprint_reference write``).
 """
 

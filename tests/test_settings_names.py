@@ -59,7 +59,7 @@ def test_items_are_counted_under_their_new_stat_names_and_for_one_release_the_ol
 
 
 def test_a_run_recorded_under_the_old_stat_names_reads_under_the_new() -> None:
-    from scrapy_simhash_dedup.crawl.counts import current_names, with_old_names
+    from scrapy_simhash_dedup.crawl.stats import current_names, with_old_names
 
     recorded_before = {"checked": 3, "kept": 2, "dropped": 1, "dropped/content": 1, "pages_kept": 2}
     assert current_names(recorded_before) == {

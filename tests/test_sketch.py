@@ -18,13 +18,12 @@ from scrapy_simhash_dedup.fingerprint.sketch import (
     link_share,
     own_share,
     same_name,
-    shingle_sketch,
     similarity,
     sketch_size,
     visible_similarity,
 )
 
-from .pages import real_page
+from .pages import real_page, shingle_sketch
 
 
 def shingle_set(n: int, offset: int = 0) -> list[str]:

@@ -8,10 +8,9 @@ import pytest
 from scrapy_simhash_dedup import Fingerprinter, hamming
 from scrapy_simhash_dedup.fingerprint import treewalk
 from scrapy_simhash_dedup.fingerprint.document import load, prepared, tree
-from scrapy_simhash_dedup.fingerprint.structure import structure_features
 from tools.fingerprint_reference import shared_pages
 
-from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page
+from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page, structure_features
 
 
 def features(html: str, decay: float = 0.45) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """Real templated sites: pages of one template that are about different things are other documents, kept;
 copies stay duplicates.  Each pair is decided by the crawl's pipeline, then by ``simhash-dedup dedup``'s store
-and checked against the judge of ``bench/real_sites.py`` (the Jaccard similarity of the pages' word 5-shingles)."""
+and checked against the judge of ``bench/quality/real_sites.py`` (the Jaccard similarity of the pages' word
+5-shingles)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import tarfile
 
 import pytest
 
-from bench.real_sites import OTHER_DOCUMENT, SAME_DOCUMENT, judged, shingles, visible_words
+from bench.quality.real_sites import OTHER_DOCUMENT, SAME_DOCUMENT, judged, shingles, visible_words
 from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
 from scrapy_simhash_dedup.fingerprint.sketch import same_name, similarity
 from scrapy_simhash_dedup.matching.policy import NAMED_APART_SIMILARITY, Policy

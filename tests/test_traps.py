@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from bench.traps import crawl as crawl_site
-from bench.traps import lost
+from bench.common import lost
+from bench.quality.traps import crawl as crawl_site
 from crawler.trap_site import TrapSite, serve_trap_site
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_rules

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crawl import cpu_seconds
+from bench.common import cpu_seconds
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.workers import process as worker_process
 from scrapy_simhash_dedup.workers.cache import RecentPages

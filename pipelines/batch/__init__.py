@@ -6,6 +6,13 @@ Pages are read in input order, fingerprinted in the pipeline's worker
 processes, and decided in that order by the same store classes and policy as
 in a crawl: a folder deduplicated here keeps the pages a crawl of the same
 pages in the same order keeps.
+
+The inputs read (``sources``), the worker processes driven without a reactor
+(``fingerprints``), the run and its outcomes (``dedup``), the progress bar
+(``progress``).
+
+May import: ``fingerprint``, ``matching``, ``stores``, ``workers``, ``guards``, ``crawl``, and ``extras``,
+``output``, ``version``.
 """
 
 from .dedup import dedup

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..crawl.counts import with_old_names
 from ..crawl.settings import DedupSettings
+from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.decision_log import Alias, Decision, Reviewer, canonical_aliases, run_summary
@@ -63,7 +63,7 @@ def dedup(
     if isinstance(store, SqliteStore) and kept is not None:
         store.before_write = kept.flush  # a page is remembered only once its record is in the output
     if isinstance(store, SqliteStore) and progress is not None:
-        store.on_fault = lambda fault: progress.say(  # type: ignore[union-attr] (checked just above)
+        store.on_fault = lambda fault: progress.say(
             f"{store.path} cannot be written ({fault}); pages are still compared, and remembered once it can be"
             if fault is not None
             else f"{store.path} is written again"
@@ -113,11 +113,11 @@ def _decide(
         store.record(decision)
         return DROPPED, decision, match
     stats.update(["pages_kept", "items_kept"])
-    decision = reviewer.kept(page.url, result, match)
-    if decision is not None:
+    borderline = reviewer.kept(page.url, result, match)
+    if borderline is not None:
         stats["borderline"] += 1
-        store.record(decision)
-        return BORDERLINE, decision, match
+        store.record(borderline)
+        return BORDERLINE, borderline, match
     return KEPT, None, match
 
 
@@ -148,7 +148,8 @@ class OutcomeLines:
             fields = decision.to_json() if self.texts > 0 else decision.without_texts()
             self.texts -= self.texts > 0
             record.update({k: v for k, v in fields.items() if k not in ("url", "outcome")})
-            record["kept_source"] = self.sources.get(match.kept_row) if match is not None else None
+            kept_row = match.kept_row if match is not None else None
+            record["kept_source"] = self.sources.get(kept_row) if kept_row is not None else None
         self.file.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     def finish(self, summary: dict[str, Any]) -> None:
@@ -157,8 +158,8 @@ class OutcomeLines:
 
 
 class Names:
-    """A batch's canonical URLs and aliases, as a crawl's (``canonical``, ``decisions.Alias``): a kept page's
-    canonical URL is the one it declares when believable, else its URL (a batch learns no URL rules); the
+    """A batch's canonical URLs and aliases, as a crawl's (``guards.canonical``, ``decision_log.Alias``): a kept
+    page's canonical URL is the one it declares when believable, else its URL (a batch learns no URL rules); the
     store keeps the aliases (a SQLite or Redis store)."""
 
     def __init__(self, field: str, store: Store) -> None:
@@ -170,6 +171,7 @@ class Names:
         """A kept page's canonical URL (None for a drop, or without a field); a drop's alias and a kept page's
         canonical URL recorded in the store."""
         if outcome == DROPPED:
+            assert decision is not None, "a drop has its decision (_decide)"
             self.store.record_alias(Alias(decision.time, page.url, decision.kept_url, decision.reason))
             return None
         if not self.field:

@@ -94,8 +94,8 @@ class Pool:
 
     def collect(self) -> None:
         """Wait for at least one answer, and take every answer that has come (one wake-up for several)."""
-        busy = {w.connection: w for w in self.workers if w.waiting}
-        for connection in wait(list(busy)):
+        busy: dict[object, Worker] = {w.connection: w for w in self.workers if w.waiting}  # by what ``wait`` returns
+        for connection in wait([w.connection for w in busy.values()]):
             worker = busy[connection]
             while worker.waiting and worker.connection.poll():
                 if not worker.receive():  # the page killed it: a new worker; its later pages fail too

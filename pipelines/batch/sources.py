@@ -5,8 +5,9 @@ Each reader yields the pages it can read and, for what it cannot, a
 rest.  A page is what a crawl would have handed its spider: a response of
 status 2xx (Scrapy's ``HttpErrorMiddleware`` keeps the others from it), so
 error pages, redirects and WARC revisit records are counted, by status, and
-not compared (``all_statuses`` compares every response that has a body).  A page read as bytes keeps its ``Content-Type``: it is decoded (in a
-worker) as a crawl with the add-on decodes a response's body and header
+not compared (``all_statuses`` compares every response that has a body).
+A page read as bytes keeps its ``Content-Type``: it is decoded (in a worker)
+as a crawl with the add-on decodes a response's body and header
 (``document.decode``), so a page gives the same fingerprint here as there.
 """
 
@@ -154,9 +155,11 @@ def first_warc_date(path: Path) -> float | None:
 
 def warc_date(value: str | None) -> float | None:
     """A ``WARC-Date`` (W3C-ISO8601, UTC: ``2026-11-27T10:00:00Z``, fractions allowed) as a POSIX time."""
+    if value is None:
+        return None
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except (AttributeError, ValueError):
+    except ValueError:
         return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 

@@ -1,11 +1,9 @@
-"""The Scrapy components: the item pipeline (``pipeline``: Scrapy's hooks only), the spider and downloader
-middlewares (``middleware``), the add-on (``addon``), the ``SIMHASH_DEDUP_*`` settings (``settings``); the
-parts the pipeline and the middlewares share: which store and where (``opening``), pages decided in their
-order of arrival (``queue``), what a decided page teaches (``learning``), a page and its verdict (``pages``),
-a verdict applied to an item (``items``), a kept page written once its item got through (``confirmation``),
-the stats (``counts``), the shared store unreachable (``outage``); a start refused in one line
-(``startup``), what a crawl says at its close (``summary``), the start-up objects kept out of full garbage
-collections (``gcfreeze``).
+"""The Scrapy components: the add-on (``addon``), the item pipeline (``pipeline``) and the spider and
+downloader middlewares (``middleware``), Scrapy's hooks only, all three calling one page filter (``filter``:
+``PageFilter``), and the ``SIMHASH_DEDUP_*`` settings (``settings``, with a start refused in one line).  The
+filter's parts: pages decided in their order of arrival and what a decision teaches (``decisions``), a page,
+its verdict and its items (``items``), the crawl's store and its faults (``storage``), the stats and the
+close's summary (``stats``), the start-up objects kept out of full garbage collections (``gcfreeze``).
 
 May import: ``fingerprint``, ``matching``, ``stores``, ``workers``, ``guards``.
 """

@@ -3,7 +3,7 @@
 Once Scrapy, the filter and the project are loaded, a crawl process holds
 some 90,000 objects that Python's cyclic garbage collector tracks (functions,
 classes, their dictionaries...), and every full collection walks all of them,
-one every ~100 pages of a crawl.  In ``bench/crawl.py``'s saturated crawl
+one every ~100 pages of a crawl.  In ``bench/speed/crawl.py``'s saturated crawl
 without the filter the collector took 0.50 of Scrapy's 1.88 ms a page, 0.36 of
 them in full collections, which also evict from the caches what the crawl's
 own code reads next.  ``gc.freeze`` when a spider opens moves those objects to a
@@ -15,7 +15,7 @@ when cycles among those objects are found changes.
 
 Opt-in (``SIMHASH_DEDUP_GC_FREEZE = True``): the collector is the whole
 process's, the user's code included, and a plugin should not change it
-unasked.  What it saves is measured in ``bench/results/crawl-gc-freeze.json``.
+unasked.  What it saves is measured in ``git show 95b1261:bench/results/crawl-gc-freeze.json``.
 """
 
 from __future__ import annotations

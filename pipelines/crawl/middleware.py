@@ -21,19 +21,16 @@ page already fetched (never a request with ``dont_filter``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy import Request
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.utils.deprecate import create_deprecated_class
 
-from ..matching.decision_log import Skip
-from .settings import DedupSettings
-from .startup import crawl_settings
+from .settings import DedupSettings, crawl_settings
 
 if TYPE_CHECKING:
     from typing import Self
@@ -41,7 +38,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from .pages import PageDecision, PageVerdict
+    from .filter import PageFilter
+    from .items import PageDecision
     from .pipeline import SimhashDedupPipeline
 
 
@@ -69,14 +67,19 @@ class _Component:
         manager = getattr(getattr(self.crawler.engine, "scraper", None), "itemproc", None)
         return next((p for p in getattr(manager, "middlewares", ()) if isinstance(p, SimhashDedupPipeline)), None)
 
+    @property
+    def filter(self) -> PageFilter | None:
+        """The pipeline's page filter (None: the pipeline is not enabled, nothing to decide)."""
+        return self.pipeline.filter if self.pipeline is not None else None
+
 
 class SimhashDedupSpiderMiddleware(_Component):
     """Starts deciding each response's page at its first item, for all its items; holds and guards its
     links (``SIMHASH_DEDUP_SKIP_LINKS``)."""
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        pipeline = self.pipeline
-        if pipeline is None:  # the pipeline is not enabled: nothing to decide
+        page_filter = self.filter
+        if page_filter is None:  # the pipeline is not enabled: nothing to decide
             async for output in result:
                 yield output
             return
@@ -86,53 +89,24 @@ class SimhashDedupSpiderMiddleware(_Component):
         try:
             async for output in result:
                 if isinstance(output, Request):
-                    if pipeline.learner.links is None or (page is not None and page.made is not None):
-                        if self._follow(pipeline, output, page.made if page is not None else None):
+                    if not page_filter.guards_links or (page is not None and page.made is not None):
+                        if page_filter.follows(output, page.made if page is not None else None):
                             yield output
                     else:
                         held.append(output)
                     continue
                 if ItemAdapter.is_item(output):
-                    page = page or pipeline.decide_response(response)
-                    pipeline.assign(output, page)
+                    page = page or page_filter.decide_response(response)
+                    page_filter.assign(output, page)
                 yield output
         except Exception as error:  # the callback failed: what it yielded before goes on, as without this
             failed = error
         verdict = await page.verdict() if page is not None and held else None
         for request in held:
-            if self._follow(pipeline, request, verdict):
+            if page_filter.follows(request, verdict):
                 yield request
         if failed is not None:
             raise failed
-
-    @staticmethod
-    def _follow(pipeline: SimhashDedupPipeline, request: Request, page: PageVerdict | None) -> bool:
-        """Schedule ``request``, yielded by the callback of ``page`` (None: not decided)?  Not when the page
-        is the same page as an earlier one (``PageVerdict.same_as``: a near-duplicate, not a re-crawl, or an empty
-        page that repeats one but for a date) and the link guard finds the link covered."""
-        guard = pipeline.learner.links
-        if guard is None:
-            return True
-        if (
-            page is not None
-            and (same_as := page.same_as) is not None
-            and not request.dont_filter
-            and (covered := guard.covered(request.url)) is not None
-        ):
-            pipeline.counts.repeated(
-                "links_skipped",
-                "simhash_dedup: link not followed, %s is a near-duplicate of %s and %s: %s",
-                page.url,
-                same_as,
-                covered,
-                request.url,
-            )
-            pipeline.skipped(
-                Skip(time.time(), "link", request.url, page.url, f"near-duplicate of {same_as}; {covered}")
-            )
-            return False
-        guard.followed(request.url)
-        return True
 
 
 class SimhashDedupDownloaderMiddleware(_Component):
@@ -140,26 +114,11 @@ class SimhashDedupDownloaderMiddleware(_Component):
     rewrite to a page already fetched (``SIMHASH_DEDUP_URL_RULES``)."""
 
     async def process_request(self, request: Request) -> None:
-        pipeline = self.pipeline
-        if pipeline is None:
+        page_filter = self.filter
+        if page_filter is None:
             return
-        await pipeline.fingerprints.room()
-        if request.dont_filter or pipeline.learner.rules is None:
-            return
-        rules = pipeline.learner.rules.applying(request.url)
-        target = pipeline.learner.fetched.find(request.url) if rules else None
-        if target is None or target == request.url:
-            return
-        because = "; ".join(rule.describe() for rule in rules)
-        pipeline.counts.repeated(
-            "requests_skipped",
-            "simhash_dedup: request skipped, %s is %s by the URL rules (%s)",
-            request.url,
-            target,
-            because,
-        )
-        pipeline.skipped(Skip(time.time(), "request", request.url, target, because))
-        raise IgnoreRequest(f"simhash_dedup: {request.url} is {target}, already fetched, by the URL rules")
+        await page_filter.room()
+        page_filter.skip_if_fetched(request)
 
 
 #: The names these components had before 0.2 (a spider middleware and a downloader middleware named

@@ -1,4 +1,12 @@
-"""The ``SIMHASH_DEDUP_*`` settings, read and checked once at start-up."""
+"""The ``SIMHASH_DEDUP_*`` settings, read and checked once at start-up, and a crawl that cannot start with the
+filter refused in one line.
+
+The filter's components are built with Scrapy's engine, before the spider is opened and so before the feed
+exports open (and truncate) their files: a wrong setting or a store that another crawl holds stops the crawl
+there, with nothing written.  :func:`refuse` logs the one ERROR line and returns the exception to raise; Scrapy
+then ends the crawl with exit status 1, and the traceback asyncio (or Twisted) would print for that exception
+is left out.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import ScrapyDeprecationWarning
 from scrapy.settings import BaseSettings
@@ -27,6 +35,11 @@ from ..guards.linkguard import DEFAULT_BUDGET
 from ..matching.policy import Mode, Policy
 from ..matching.scope import Scope
 from ..workers.pool import DEFAULT_PAGE_TIMEOUT
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -237,3 +250,32 @@ def default_workers() -> int:
     only shares the cores (measured on 2 cores: 1 worker against 2, 7-10 % less worker CPU a page and
     ~60 MB less memory, for 13 % fewer pages/s in a crawl that saturates them; docs/internals/performance.md)."""
     return max(1, (os.cpu_count() or 1) - 1)
+
+
+class StartRefused(Exception):
+    """The crawl cannot start with the filter; the message says why and what to do (logged already)."""
+
+
+def refuse(message: str) -> StartRefused:
+    """Log ``message`` as the crawl's one ERROR line; the exception to raise from a component's start."""
+    logger.error("simhash_dedup: %s. The crawl did not start.", message)
+    for name in ("asyncio", "twisted"):  # they would print the exception's traceback: said already
+        if not any(isinstance(f, _SaidAlready) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_SaidAlready())
+    return StartRefused(message)
+
+
+def crawl_settings(crawler: Crawler) -> DedupSettings:
+    """The crawl's ``SIMHASH_DEDUP_*`` settings, or a refused start naming the wrong one."""
+    try:
+        return DedupSettings.from_settings(crawler.settings)
+    except ValueError as error:
+        raise refuse(str(error)) from None
+
+
+class _SaidAlready(logging.Filter):
+    """Leaves out the records that only repeat a refused start with a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, StartRefused) and "StartRefused" not in record.getMessage()

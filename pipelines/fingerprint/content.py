@@ -16,16 +16,15 @@ furniture (``PageText.own_blocks``).  Furniture *around* the main content does
 not matter: an article inside a page-wide ``<form>`` (ASP.NET), a ``<nav>``
 left open or an ``<aside>`` is read.
 
-Chinese runs are segmented as jieba 0.42.1 does, by rjieba (jieba-rs: the same
-words on every Han run of the shared pages, tested, at a fifteenth of the
-cost; words a project adds to the global jieba never change our fingerprints),
-and weighted with jieba's IDF table; both load with the first Chinese page; kana, Thai and other
-scripts without spaces become character bigrams.  Every other script is split
-into words and weighted with a table built from wordfreq frequencies (both
-tables in ``data/idf_*.bin``, see ``tools/build_idf.py``).  One-character words and numbers (dates,
-counters, prices) are not SimHash features; shingles keep every token (people
-judge two pages whose figures differ as different pages: counting numbers as
-one token in shingles cost 6 false drops of 358 Webis pairs).
+Chinese runs are segmented as jieba 0.42.1 does, by rjieba (jieba-rs: the same words on every Han run of the
+shared pages, tested, at a fifteenth of the cost; words a project adds to the global jieba never change our
+fingerprints), and weighted with jieba's IDF table; both load with the first Chinese page.  Kana, Thai and other
+scripts without spaces become character bigrams.  Every other script is split into words and weighted with a
+table built from wordfreq frequencies (both tables in ``data/idf_*.bin``, see ``tools/build_idf.py``).
+
+One-character words and numbers (dates, counters, prices) are not SimHash features.  Shingles keep every token:
+people judge two pages whose figures differ as different pages (counting numbers as one token in shingles cost 6
+false drops of 358 Webis pairs).
 """
 
 from __future__ import annotations
@@ -66,7 +65,7 @@ SHINGLE_SIZE = 3
 VISIBLE_SHINGLE_SIZE = 5
 
 #: Han characters (CJK ideographs and their extensions): the text jieba segments and weighs.
-HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF))
+HAN_RANGES: tuple[tuple[int, int], ...] = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2EBEF))
 _HAN = "".join(f"{chr(first)}-{chr(last)}" for first, last in HAN_RANGES)
 #: Scripts written without spaces that jieba does not segment: kana, Thai, Lao, Khmer, Myanmar.
 _UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
@@ -101,9 +100,9 @@ class PageText:
 
     @classmethod
     def read(cls, root: lxml.etree._Element, decay: float = DEFAULT_DECAY, max_elements: int = 0) -> PageText:
-        """Read the tree in one walk (any depth; see :mod:`scrapy_simhash_dedup.fingerprint.treewalk`).  The same walk weighs
-        the tag tree for the structure fingerprint: one pass over the tree serves both fingerprints.
-        With ``max_elements``, a tree of more elements is not read (``elements`` says so)."""
+        """Read the tree in one walk (any depth; see :mod:`scrapy_simhash_dedup.fingerprint.treewalk`).  The
+        same walk weighs the tag tree for the structure fingerprint: one pass over the tree serves both
+        fingerprints.  With ``max_elements``, a tree of more elements is not read (``elements`` says so)."""
         return cls(*treewalk.read(root, decay, max_elements))
 
     @classmethod

@@ -28,7 +28,8 @@ FUNCTION_WORDS: dict[str, str] = {
     "en": "the and of to is in that it for was with are this be by not from have which or an you can will on as at he "
     "his she her they we i has had were but all their there what when who would about into more than been after "
     "said its our your if so do up out",
-    "de": "der die und das ist nicht mit den ein eine auf sich dem des auch werden wird kann oder für sind bei nach wenn",
+    "de": "der die und das ist nicht mit den ein eine auf sich dem des auch werden wird kann oder für sind bei "
+    "nach wenn",
     "fr": "le la les et est des une un du dans pour que qui sur pas sont avec ce cette par au aux vous peut",
     "es": "el la los las y es que del en una por con para se al como más pero sus este esta puede son",
     "pt": "o a os as e é que do da dos das em um uma para com não por se no na mais pode são",
@@ -37,7 +38,8 @@ FUNCTION_WORDS: dict[str, str] = {
     "da/nb": "og det er at en til af av på med som ikke for kan den har de der fra skal være eller vil hvis ved",
     "sv": "och det är att en till av på med som inte för kan den har de från ska vara eller om också",
     "ca": "el la els les i és que de del una un per amb no als es en al com més pot aquest són",
-    "cs/sk": "a je se sa na v že to s z do pro pre jako ako není nie jsou sú by ale nebo alebo které ktoré může môže tak",
+    "cs/sk": "a je se sa na v že to s z do pro pre jako ako není nie jsou sú by ale nebo alebo které ktoré může "
+    "môže tak",
     "pl": "i w się na nie z do to że jest jak o po są przez dla oraz może być lub tym który",
     "ro": "și de la în este a cu pe din care un o nu să pentru mai sau sunt ca poate acest această",
     "hr": "i je u se na da za su od ne koji kao ili može to biti sa iz ako što ove kada",

@@ -39,17 +39,17 @@ decisions: the thresholds are the policy's (``scrapy_simhash_dedup.matching.poli
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from typing import TypeGuard
 
 import xxhash
 
-from .textloops import distinct, sketch_bits, xxh3_hashes
+from .textloops import distinct, sketch_bits
 
 SKETCH_BITS = 512
 _BITS_BYTES = SKETCH_BITS // 8
-#: Where each part of a sketch lies: the own text's bits and set size, the name (title, heading), the title's lead, the languages, the
-#: visible text's bits and size, its link share, the listing flag, the main content's own-text share, its bits and
-#: size.
+#: Where each part of a sketch lies: the own text's bits and set size, the name (title, heading), the title's lead,
+#: the languages, the visible text's bits and size, its link share, the listing flag, the main content's own-text
+#: share, its bits and size.
 _OWN, _OWN_SIZE, _NAME, _LEAD, _LANGUAGES, _VISIBLE, _VISIBLE_SIZE = 0, 64, 66, 74, 78, 82, 146
 _LINKS, _LISTING, _MAIN_SHARE, _MAIN, _MAIN_SIZE = 148, 149, 150, 151, 215
 SKETCH_BYTES = 217
@@ -64,11 +64,6 @@ def _probe_sequence(bin_: int) -> list[int]:
 
 #: Bin after bin, the bins each takes its value from when it is empty, in order (the same on every machine).
 _PROBE_TABLE = array("q", [probe for b in range(SKETCH_BITS) for probe in _probe_sequence(b)])
-
-
-def shingle_sketch(shingles: Iterable[str]) -> bytes:
-    """The bits and set size of a set of shingles (duplicates do not matter): a sketch's own-text part."""
-    return hashes_sketch(xxh3_hashes(list(shingles)))
 
 
 def hashes_sketch(hashes: array) -> bytes:
@@ -94,7 +89,7 @@ def page_sketch(
     main_share: float,
     main_shingles: array,
 ) -> bytes:
-    """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``fingerprint.name_hash``; 0 for
+    """A page's sketch: its own text's shingles (``hashes_sketch``), its name (``fingerprinter.name_hash``; 0 for
     none), its languages (a bit set), its visible text's shingles, the share of its characters in links (0 to
     1), whether its own text is a list's entries (``PageText.listing``) and the share of its main content that is
     own text (``PageText.main_share``) and its main content's shingles (``PageText.main_shingles``)."""
@@ -127,9 +122,9 @@ def from_fixed_width(stored: bytes) -> bytes | None:
     return stored if any(stored) else None
 
 
-def has_own_text(sketch: bytes | None) -> bool:
+def has_own_text(sketch: bytes | None) -> TypeGuard[bytes]:
     """Does the page have own text (a page without any has no sketch, or one whose own part is empty: what it
-    shows and its name only)?"""
+    shows and its name only)?  (Yes tells a type checker the sketch is there.)"""
     return sketch is not None and sketch_size(sketch) > 0
 
 

@@ -8,13 +8,5 @@ the same tags.  They are summed by the walk that also reads the page's text
 
 from __future__ import annotations
 
-import lxml.etree
-
-from . import treewalk
-
+#: The weight of an element against its parent's.
 DEFAULT_DECAY = 0.45
-
-
-def structure_features(root: lxml.etree._Element, decay: float = DEFAULT_DECAY) -> dict[str, float]:
-    """Feature -> summed weight over the tree rooted at ``root`` (depth 0)."""
-    return treewalk.read(root, decay)[3]

@@ -1,5 +1,5 @@
-"""What a crawl learns from its decisions: which links of a near-duplicate are covered (``linkguard``), and the
-address a kept page is known by (``canonical``).
+"""What a crawl learns from its decisions: which links of a near-duplicate are covered (``linkguard``), the
+address a kept page is known by (``canonical``), and the hosts that serve the same pages (``hosts``).
 
-May import: ``fingerprint``, ``matching``.
+May import: ``fingerprint``, ``matching``, ``stores``, ``workers``.
 """

@@ -223,7 +223,7 @@ class CanonicalUrls:
         page.name = chosen
         self._remember(self._kept, key, url)
         self._remember(self._kept, url_key(chosen), url)
-        if source == "declared" or (target is not None and self._on_site(url, target)):
+        if target is not None and (source == "declared" or self._on_site(url, target)):
             self._remember(self._declared, url_key(self._site_name(target)), url)
         if self.hosts is not None:
             self._pages[url] = page

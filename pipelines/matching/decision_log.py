@@ -68,8 +68,11 @@ class Decision:
     @classmethod
     def from_json(cls, record: Mapping[str, Any]) -> Decision:
         """A decision from ``to_json``'s record (other keys ignored)."""
+        values: dict[str, Any] = {name: record.get(name) for name in DECISION_FIELDS}  # as JSON gave them
         return cls(
-            *(record.get(name) for name in DECISION_FIELDS), packed(record.get("text")), packed(record.get("kept_text"))
+            **values,
+            packed_text=packed(record.get("text")),
+            packed_kept_text=packed(record.get("kept_text")),
         )
 
 
@@ -134,8 +137,9 @@ class Reviewer:
     def kept(self, url: str, fingerprint: Fingerprint | None, match: Match | None) -> Decision | None:
         """A page was kept: remember its text; the borderline decision if it had a near candidate (an
         update of a page kept by an earlier crawl is not one)."""
-        borderline = match is not None and match.reason != UPDATE
-        decision = self.decision(BORDERLINE, url, fingerprint, match) if borderline else None
+        decision = (
+            self.decision(BORDERLINE, url, fingerprint, match) if match is not None and match.reason != UPDATE else None
+        )
         if self.keep_texts and fingerprint is not None and fingerprint.text is not None:
             self._texts[url] = fingerprint.text
             self._texts.move_to_end(url)

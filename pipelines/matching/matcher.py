@@ -167,19 +167,22 @@ class Matcher:
         self, row: int, page: Fingerprint, reason: str, kept_sketch: bytes | None, duplicate: bool = True
     ) -> Match:
         content_distance = _distance(self.part(row, 0), page.content)
-        evidence = None
+        sketch = page.sketch
+        evidence: tuple[float, float] | None = None
         if reason == ADDRESS:
-            evidence = self.policy.address_evidence(kept_sketch, page.sketch)  # type: ignore[arg-type] (recrawled)
-        elif has_own_text(kept_sketch) and has_own_text(page.sketch) and content_distance is not None:
-            evidence = self.policy.evidence(content_distance, kept_sketch, page.sketch)  # type: ignore[arg-type]
-        if evidence is None:  # beyond every rule (a structure match): the own texts' similarity, for the log
-            evidence = (_similarity(kept_sketch, page.sketch), None)
+            assert kept_sketch is not None and sketch is not None, "a drop by the address: Policy.recrawled"
+            evidence = self.policy.address_evidence(kept_sketch, sketch)
+        elif has_own_text(kept_sketch) and has_own_text(sketch) and content_distance is not None:
+            evidence = self.policy.evidence(content_distance, kept_sketch, sketch)
+        # beyond every rule (a structure match): the own texts' similarity, for the log
+        found, needed = evidence if evidence is not None else (_similarity(kept_sketch, sketch), None)
         return Match(
             self.pages.url(row),
             reason,
             content_distance,
             _distance(self.part(row, 1), page.structure),
-            *evidence,
+            found,
+            needed,
             duplicate,
             row < self.remembered,
             row,
@@ -203,7 +206,7 @@ def address_keys(urls: list[str]) -> np.ndarray:
 
 
 def _similarity(a: bytes | None, b: bytes | None) -> float | None:
-    return similarity(a, b) if has_own_text(a) and has_own_text(b) else None  # type: ignore[arg-type]
+    return similarity(a, b) if has_own_text(a) and has_own_text(b) else None
 
 
 def _distance(a: int | None, b: int | None) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import TypeGuard
 
 import xxhash
 
@@ -60,8 +61,8 @@ MAIN_SHARE_LINE = 0.5
 #: ``Policy.small_text_extra_bits`` beyond the content distance, at the same ``min_similarity``: SimHash estimates
 #: an angle, and one sentence changed in a text of three turns it by up to 12 bits.
 SMALL_TEXT_SHINGLES = 150
-#: A page met again at the address of a kept page (``Matcher.at_address``) is a re-crawl of it, not a stranger: it is the
-#: same document when it says it is about the same thing and what it shows still agrees on this much (its whole
+#: A page met again at the address of a kept page (``Matcher.at_address``) is a re-crawl of it, not a stranger: it is
+#: the same document when it says it is about the same thing and what it shows still agrees on this much (its whole
 #: visible text's 5-grams, chrome included), however much of its own short text changed.  A product page with one
 #: sentence of its description changed agrees on ~0.9; a home page whose stories changed, under ~0.5 (the real
 #: sites' judge calls that another document): ``bench/quality.py``, "Same address".
@@ -159,22 +160,18 @@ class Policy:
         ``None`` neither (two short texts that differ, a page without own text, a pair beyond the content
         distance).  Symmetric: it serves the stores, which meet the pair in arrival order, and batch jobs,
         which meet it in any order.  (A page at the kept page's address may be its re-crawl: ``recrawled``.)"""
-        both_short = short and other_short
-        if both_short and distance:
-            return None
-        if not both_short and not (all(map(has_own_text, sketches)) and self.evidence(distance, *sketches)):
+        structure_near = structure_distance is not None and structure_distance <= self.structure_distance
+        if short and other_short:  # the same own words, or none
+            if distance or not self.content_match(distance, sketches, short, other_short):
+                return None
+            return ("exact_text", True) if self.mode is not Mode.BOTH or structure_near else None
+        a, b = sketches
+        if not (has_own_text(a) and has_own_text(b) and self.evidence(distance, a, b)):
             return None
         content = self.content_match(distance, sketches, short, other_short)
-        structure_near = structure_distance is not None and structure_distance <= self.structure_distance
         if content and (self.mode is not Mode.BOTH or structure_near):
-            return (
-                "exact_text" if both_short else "both" if self.mode is Mode.BOTH else self.witness(distance, *sketches)
-            ), True  # type: ignore[arg-type] (not short: sketches)
-        if both_short:
-            return None
-        return (
-            "structure_apart" if content else "name" if self.named_apart(distance, *sketches) else "similarity"
-        ), False
+            return ("both" if self.mode is Mode.BOTH else self.witness(distance, a, b)), True
+        return ("structure_apart" if content else "name" if self.named_apart(distance, a, b) else "similarity"), False
 
     def evidence(self, distance: int, a: bytes, b: bytes) -> tuple[float, float] | None:
         """The similarity a content match of two sketches at this distance rests on, and what it must reach;
@@ -189,8 +186,9 @@ class Policy:
         if distance > self.search_distance:
             return None
         own = similarity(a, b)
-        if self.the_same_body(distance, own, a, b):
-            return own, self.same_body_similarity  # type: ignore[return-value] (set: the_same_body checked it)
+        body = self.same_body_similarity
+        if body is not None and self.the_same_body(distance, own, a, b):
+            return own, body
         if distance > self.content_distance and max(sketch_size(a), sketch_size(b)) >= SMALL_TEXT_SHINGLES:
             return None
         if self.min_similarity > -1 and not same_name(a, b):
@@ -304,7 +302,9 @@ class Match:
     page was kept by an earlier crawl (remembered by the store when this one started); ``kept_row``: its row."""
 
     url: str
-    reason: str  # a duplicate: "both", "content", "structure", "exact_text", ADDRESS, BODY; else "similarity", "name", "structure_apart", UPDATE
+    #: A duplicate: "both", "content", "structure", "exact_text", ADDRESS, BODY; else "similarity", "name",
+    #: "structure_apart", UPDATE.
+    reason: str
     content_distance: int | None
     structure_distance: int | None
     similarity: float | None = None
@@ -314,6 +314,7 @@ class Match:
     kept_row: int | None = None  # the earlier page's row in the store that answered (batch mode names its record)
 
 
-def dropped(match: Match | None) -> bool:
-    """Is this the answer for a duplicate (not a keep, with or without a borderline candidate)?"""
+def dropped(match: Match | None) -> TypeGuard[Match]:
+    """Is this the answer for a duplicate (not a keep, with or without a borderline candidate)?  (Yes tells a
+    type checker there is a match.)"""
     return match is not None and match.duplicate

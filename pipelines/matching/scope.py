@@ -1,6 +1,6 @@
 """Which pages a page is compared with (``SIMHASH_DEDUP_SCOPE``): every page of the crawl, or only those of
 its own site (its registrable domain, by the public suffix list) or its own host.  A store in "site" or "host"
-scope decides exactly as one filter per site would (``stores.sites``)."""
+scope decides exactly as one filter per site would (``scoped``; the Redis store: ``stores.redis.sites``)."""
 
 from __future__ import annotations
 

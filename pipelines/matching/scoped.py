@@ -11,7 +11,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, overload
 
 import numpy as np
 
@@ -224,6 +224,14 @@ class ScopedMatchers:
             held.matcher.load_rows(fingerprints, present, addresses)
             held.matcher.remembered = int(np.searchsorted(rows, self.remembered))
         return held
+
+    @overload
+    @staticmethod
+    def _in_store_rows(held: SiteMatcher, match: Match) -> Match: ...
+
+    @overload
+    @staticmethod
+    def _in_store_rows(held: SiteMatcher, match: Match | None) -> Match | None: ...
 
     @staticmethod
     def _in_store_rows(held: SiteMatcher, match: Match | None) -> Match | None:

@@ -99,7 +99,8 @@ class RuleBook:
 
     def applying(self, url: str) -> list[Rule]:
         """The trusted rules that change ``url``."""
-        return [rule for rule in self._trusted.get(host_key(url), ()) if rule.applies(url)]
+        host = host_key(url)
+        return [rule for rule in self._trusted.get(host, ()) if rule.applies(url)] if host is not None else []
 
     def trusted_for(self, host: str) -> list[Rule]:
         return self._trusted.get(host, [])
@@ -123,6 +124,8 @@ class RuleBook:
         """A page was dropped as a near-duplicate of a kept one: every rule shape that explains the pair
         gains a supporting pair.  Returns the rules that just became trusted."""
         host = host_key(dropped_url)
+        if host is None:  # a URL that cannot be parsed explains no pair (``explanations``)
+            return []
         became = []
         for kind, name in explanations(dropped_url, kept_url):  # none for a URL that cannot be parsed
             rule = self._rules.get(host, {}).get((kind, name)) or self._candidate(host, kind, name)
@@ -174,7 +177,7 @@ class RuleBook:
             return False
         if rule.applies(url):  # another kept URL the rule changes, or one it does not, is the same by it
             key = url_key(url, [rule])
-            other = rule.keys.get(key) or self._kept.get(rule.host, {}).get(key)
+            other = rule.keys.get(key) or self._kept.get(rule.host, OrderedDict()).get(key)
             if other is None or other == url:
                 rule.keys[key] = url
                 return False
@@ -236,7 +239,7 @@ class KnownUrls:
         """The host's URLs by rewritten form, made again when its trusted rules changed."""
         version = self.rules.version(host) if self.rules is not None else 0
         if self._versions.get(host) != version or host not in self._keys:
-            rules, keys = self._trusted(host), {}
+            rules, keys = self._trusted(host), dict[int, str]()
             for known in self._urls.get(host, ()):
                 keys.setdefault(url_key(known, rules), known)
             self._keys[host], self._versions[host] = keys, version

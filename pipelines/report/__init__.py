@@ -9,6 +9,13 @@ clusters (a kept page and its dropped copies) largest first, and the pairs
 nearest the threshold first, each as a side-by-side diff of the two texts.
 Nothing in it is fetched when it is opened: no script, no stylesheet, no
 font, no image from elsewhere.
+
+Reading a log from wherever it was kept (``log``), the page (``render``) with its
+histograms (``plots``) and diffs (``diff``), and the URLs that name each kept
+page (``aliases``, the ``aliases`` command).
+
+May import: ``fingerprint``, ``matching``, ``stores``, ``workers``, ``guards``, ``crawl``, ``batch``, ``spark``, and
+``extras``, ``output``, ``version``.
 """
 
 from .log import Log, load_log

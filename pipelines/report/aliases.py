@@ -1,6 +1,6 @@
 """The alias table: every URL that names a kept page, with the page's canonical URL.
 
-A store keeps each naming as it happened (``decisions.Alias``): a kept page's
+A store keeps each naming as it happened (``decision_log.Alias``): a kept page's
 canonical URL, the URLs its near-duplicates were met under, the requests a URL
 rule skipped as copies of a URL already fetched (which may itself be an alias).
 The table resolves them: each row says which kept page an alias names and
@@ -22,7 +22,7 @@ MAX_HOPS = 10
 
 class AliasRow(NamedTuple):
     """``alias`` names the page kept at ``kept_url``, whose canonical URL is ``canonical``; ``reason``: how
-    (see ``decisions.Alias``)."""
+    (see ``decision_log.Alias``)."""
 
     alias: str
     canonical: str

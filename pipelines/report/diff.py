@@ -77,8 +77,12 @@ def _words(a: str | None, b: str | None) -> tuple[str, str]:
 
 
 def _row(n_a: int | None, a: str, kind_a: str, n_b: int | None, b: str, kind_b: str) -> str:
-    number = lambda n: "" if n is None else str(n + 1)  # noqa: E731
     return (
-        f"<tr><td class='n'>{number(n_a)}</td><td class='{kind_a}'>{a}</td>"
-        f"<td class='n'>{number(n_b)}</td><td class='{kind_b}'>{b}</td></tr>"
+        f"<tr><td class='n'>{_line_number(n_a)}</td><td class='{kind_a}'>{a}</td>"
+        f"<td class='n'>{_line_number(n_b)}</td><td class='{kind_b}'>{b}</td></tr>"
     )
+
+
+def _line_number(n: int | None) -> str:
+    """A line's number as a diff shows it (from 1; none for a line one side lacks)."""
+    return "" if n is None else str(n + 1)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..crawl.counts import current_names
+from ..crawl.stats import current_names
 from ..extras import require
 from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
@@ -43,8 +43,9 @@ class Log:
 
 def load_log(source: str, redis_key: str | None = None, policy: Policy = Policy()) -> Log:
     """The log of a SQLite store (a path), a Redis store (``redis://…`` and its key), an outcomes
-    file of ``simhash-dedup dedup`` (JSON Lines), or the output folder of ``simhash-dedup spark``.  ``policy`` gives the thresholds when the source
-    does not say which were used.  Anything else is a ``ValueError`` that says what was expected."""
+    file of ``simhash-dedup dedup`` (JSON Lines), or the output folder of ``simhash-dedup spark``.
+    ``policy`` gives the thresholds when the source does not say which were used.  Anything else is a
+    ``ValueError`` that says what was expected."""
     settings = {
         "mode": policy.mode.value,
         "content_distance": policy.content_distance,

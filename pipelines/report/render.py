@@ -7,8 +7,8 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from ..crawl.counts import current_names
 from ..crawl.settings import DedupSettings
+from ..crawl.stats import current_names
 from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from ..output import Output
 from .aliases import AliasRow, alias_rows
@@ -211,7 +211,8 @@ def _pairs(log: Log, limit: int) -> str:
         f"<details class='pair {d.outcome}'{' open' if n < OPEN_PAIRS else ''}><summary>"
         f"<span class='outcome'>{'dropped' if d.outcome == DROPPED else 'kept (borderline)'}</span> "
         f"{_link(d.url)} <span class='vs'>vs kept</span> {_link(d.kept_url)}<br><span class='why'>{_nearness(d)}"
-        f"</span></summary><div class='sides'><div>kept page</div><div>{'dropped page' if d.outcome == DROPPED else 'page kept beside it'}</div></div>"
+        f"</span></summary><div class='sides'><div>kept page</div>"
+        f"<div>{'dropped page' if d.outcome == DROPPED else 'page kept beside it'}</div></div>"
         f"{side_by_side(d.kept_text, d.text)}</details>"
         for n, d in enumerate(shown)
     )
@@ -271,8 +272,10 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
 .meta, .why, .note { color: #666; } code { background: #f4f4f4; padding: 0 3px; }
 table.counts th { text-align: left; padding-right: 24px; font-weight: normal; } .num { text-align: right; }
-table.runs { border-collapse: collapse; } table.runs td, table.runs th { padding: 2px 10px; border-bottom: 1px solid #eee; }
-.plots { display: flex; flex-wrap: wrap; gap: 12px; } figure { margin: 0; } figure svg { max-width: 100%; height: auto; }
+table.runs { border-collapse: collapse; }
+table.runs td, table.runs th { padding: 2px 10px; border-bottom: 1px solid #eee; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; }
+figure { margin: 0; } figure svg { max-width: 100%; height: auto; }
 .badge { background: #c0392b; color: white; border-radius: 8px; padding: 0 7px; font-size: 12px; }
 details.pair { border: 1px solid #ddd; border-radius: 6px; margin: 10px 0; }
 details.pair > summary { padding: 6px 10px; cursor: pointer; background: #fafafa; }
@@ -280,7 +283,8 @@ details.pair > summary { padding: 6px 10px; cursor: pointer; background: #fafafa
 .sides { display: grid; grid-template-columns: 1fr 1fr; font-weight: bold; padding: 4px 10px; }
 table.diff { width: 100%; border-collapse: collapse; table-layout: fixed; font: 12px/1.4 ui-monospace, monospace; }
 table.diff col.n { width: 3em; } table.diff td { vertical-align: top; padding: 1px 6px; word-wrap: break-word; }
-td.n { color: #999; text-align: right; user-select: none; } td.del { background: #fdecea; } td.ins { background: #e8f6ec; }
+td.n { color: #999; text-align: right; user-select: none; }
+td.del { background: #fdecea; } td.ins { background: #e8f6ec; }
 td.empty { background: #f6f6f6; } tr.fold td { color: #888; text-align: center; background: #f8f8ff; }
 del { background: #f5b7b1; text-decoration: line-through; } ins { background: #abebc6; text-decoration: none; }
 .single .line { font: 12px/1.4 ui-monospace, monospace; padding: 1px 6px; }

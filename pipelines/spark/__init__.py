@@ -2,8 +2,15 @@
 
 ``simhash-dedup spark INPUT... -o DIR`` runs ``job.run`` in Spark's local
 mode (all cores), or on a cluster with ``--master URL`` or through
-``spark-submit`` (``submit.py``).  Only this sub-package imports PySpark (the
+``spark-submit`` (``submit``).  Only this sub-package imports PySpark (the
 extra ``[spark]``); the crawl and ``simhash-dedup dedup`` never do.
+
+The job's stages (``job``): the pages read and fingerprinted (``inputs``), the
+candidate pairs within shards (``candidates``), each page's decision from its
+pairs (``decide``); the JVM Spark starts (``jvm``).
+
+May import: ``fingerprint``, ``matching``, ``stores``, ``workers``, ``guards``, ``crawl``, ``batch``, and
+``extras``, ``output``, ``version``.
 """
 
 from __future__ import annotations

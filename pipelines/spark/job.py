@@ -29,8 +29,8 @@ from typing import Any
 
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED, pages_read
 from ..batch.sources import BadInput, Page, in_arrival_order
-from ..crawl.counts import with_old_names
 from ..crawl.settings import DedupSettings
+from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
 from ..guards.canonical import on_its_host
 from ..matching.decision_log import run_summary
@@ -449,7 +449,12 @@ def _outcomes(results: Any, decided: Decided, policy: Any, parts: int) -> Any:
     kept page declares on its host or None) of every page."""
     if decided.local is not None:
         table = results.context.broadcast(decided.local)
-        return results.flatMap(lambda r: _page_rows(r[0], r[1], *table.value.get(r[0], (False, None)), policy))
+
+        def page_rows(result: tuple[int, Any]) -> Iterator[tuple]:
+            dropped, match = table.value.get(result[0], (False, None))
+            return _page_rows(result[0], result[1], dropped, match, policy)
+
+        return results.flatMap(page_rows)
     kept_earlier = (
         decided.near.map(lambda pair: (pair.earlier, pair))
         .subtractByKey(decided.dropped, parts)

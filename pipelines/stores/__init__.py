@@ -1,9 +1,8 @@
-"""Where kept pages are remembered and decided in arrival order, each store holding a
-``matching.Matcher``: the ``Store`` protocol every store follows (``base``), what a store raises
-(``errors``), the store in memory (``memory``), the SQLite store (``sqlite/``: the store, its file's
-schema, its lock, the readers the report and the CLI use) and Redis (``redis/``: the store's check-and-add
-protocol, its replica, its Lua scripts, the outage's local checks, the write-back of a lost store, the
-log, the batching of a crawl's round trips).
+"""Where kept pages are remembered and decided in arrival order, each store holding a ``matching.Matcher``: the
+``Store`` protocol every store follows (``base``), what a store raises (``errors``: the exceptions the crawl, the
+report and the CLI catch, whichever the store), the store in memory (``memory``), the SQLite store (``sqlite/``)
+and the Redis store (``redis/``); each folder's docstring lists its modules.
 
-May import: ``fingerprint``, ``matching``.
+May import: ``fingerprint``, ``matching``.  Within ``stores``, ``sqlite/`` and ``redis/`` import ``base``,
+``errors`` and ``memory``, never each other.
 """

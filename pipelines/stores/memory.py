@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 
@@ -48,13 +49,13 @@ class MemoryStore(Store):
         """Every kept row near the page (at ``url``, if given: a kept page there may be its earlier version) and
         how (``Matcher.matches``): the batch jobs' candidates (crawl scope: a shard of pages that may all be
         compared)."""
-        return self.matcher.matches(page, url=url)  # type: ignore[call-arg] (a Matcher in crawl scope)
+        return cast(Matcher, self.matcher).matches(page, url=url)  # (crawl scope: a Matcher)
 
     def load(
         self, urls: list[str], fingerprints: np.ndarray, present: np.ndarray, sketches: list[bytes | None]
     ) -> None:
         """Pages known to be kept, added at once (``fingerprint_rows``' arrays): a shard of a batch job."""
-        self.matcher.load_rows(fingerprints, present, address_keys(urls))  # type: ignore[union-attr] (crawl scope)
+        cast(Matcher, self.matcher).load_rows(fingerprints, present, address_keys(urls))  # (crawl scope: a Matcher)
         self._urls.extend(urls)
         self._sketches.extend(sketches)
 

@@ -2,5 +2,6 @@
 from the reactor (``connection``), the crawl's pool of them (``pool``), the fingerprints of recent pages
 (``cache``), and the worker process's side of the socket (``process``).
 
-May import: ``fingerprint``.
+May import: ``fingerprint`` only (the layer below ``stores`` allows ``matching`` too, but a worker process
+loads the fingerprint alone), and ``extras``, ``output``, ``version``.
 """

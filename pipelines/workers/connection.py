@@ -12,7 +12,7 @@ from collections.abc import Callable
 from itertools import islice
 
 from twisted.internet.defer import Deferred
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.protocol import Factory, Protocol, connectionDone
 from twisted.python.failure import Failure
 
 from .process import FingerprinterOptions, FingerprintFailed, page_frames, read_answer, read_message, take_frame
@@ -111,7 +111,7 @@ class FingerprintWorker(Protocol):
             self.transport.abortConnection()
         return pages
 
-    def connectionLost(self, reason: Failure) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._writer.stop()
         self._socket.close()
         pages, self.pages = list(self.pages), deque()
@@ -124,8 +124,8 @@ class FingerprintWorker(Protocol):
             return
         self._on_lost(self, pages[1:])  # the pages it had not started go to another worker
         if pages:  # it died on this one
-            code = self.process.poll()
-            pages[0][3].errback(WorkerCrashed(f"the fingerprint worker died (exit code {code})"))
+            exit_code = self.process.poll()
+            pages[0][3].errback(WorkerCrashed(f"the fingerprint worker died (exit code {exit_code})"))
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
@@ -209,9 +209,9 @@ class SocketWriter:
         except OSError:  # the worker is gone: its connection's loss says so (connectionLost)
             self._unsent.clear()
         if self._unsent and not self._waiting:
-            reactor.addWriter(self)
+            reactor.addWriter(self)  # type: ignore[call-arg,misc]  # zope interface methods lack self (no mypy-zope)
         elif not self._unsent and self._waiting:
-            reactor.removeWriter(self)
+            reactor.removeWriter(self)  # type: ignore[call-arg,misc]  # zope interface methods lack self (no mypy-zope)
         self._waiting = bool(self._unsent)
 
     def stop(self) -> None:

@@ -1,27 +1,23 @@
 """Fingerprinting off the reactor thread, on every core.
 
-The reactor only hands pages out and applies decisions.  Each worker process
-holds one end of a socket, the reactor the other: a page goes out as two
-messages (``multiprocessing.connection``'s framing, which the worker reads
-with a ``Connection``), written at once and without a copy
-(``SocketWriter``), its fingerprint comes back as another, read when it
-arrives; no thread, no wait.  A worker holds at most ``PAGES_PER_WORKER``
-pages; the others wait in a queue for the first worker with room, without
-blocking the reactor, and
-Scrapy's limits on items in progress (``CONCURRENT_ITEMS``, the scraper's
-active size) bound that queue.  A page that kills its worker is known: it
-fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
-``simhash_dedup/errors``), the pages it had not started go to another
-worker, and the next page starts a new worker.  A worker that takes more
-than the page timeout over one page (stopped, or stuck: the bounds on a
-page's work keep any page under ~1 s) is killed and replaced, and the page
-fails with :class:`WorkerTimedOut` (kept, counted).  A worker
-is a fresh interpreter (``start``) that imports the fingerprint's modules
-only, never the crawler's ``__main__`` nor a copy of its memory.
+The reactor only hands pages out and applies decisions.  Each worker process holds one end of a socket, the
+reactor the other.  A page goes out as two messages (``multiprocessing.connection``'s framing), written at once
+and without a copy (``SocketWriter``); its fingerprint comes back as another, read when it arrives.  No thread,
+no wait.
 
-With ``processes`` of 0 there is no worker: pages are fingerprinted
-where they arrive, on the reactor thread, as plain function calls (small
-crawls, debugging, tests that step a coroutine).
+A worker holds at most ``PAGES_PER_WORKER`` pages.  The others wait in a queue for the first worker with room,
+without blocking the reactor; Scrapy's limits on items in progress (``CONCURRENT_ITEMS``, the scraper's active
+size) bound that queue.
+
+A page that kills its worker fails with :class:`WorkerCrashed` (the pipeline keeps it and counts it in
+``simhash_dedup/errors``); the pages it had not started go to another worker, and the next page starts a new
+worker.  A worker that takes more than the page timeout over one page (stopped, or stuck: the bounds on a page's
+work keep any page under ~1 s) is killed and replaced; the page fails with :class:`WorkerTimedOut` (kept,
+counted).  A worker is a fresh interpreter (``start``) that imports the fingerprint's modules only, never the
+crawler's ``__main__`` nor a copy of its memory.
+
+With ``processes`` of 0 there is no worker: pages are fingerprinted where they arrive, on the reactor thread
+(small crawls, debugging, tests that step a coroutine).
 """
 
 from __future__ import annotations
@@ -89,7 +85,8 @@ class FingerprintPool:
             return
         from twisted.internet import reactor
 
-        reactor.addSystemEventTrigger("during", "shutdown", self.close)  # a crawl that ends without closing
+        # for a crawl that ends without closing (type: ignore: zope interface methods lack self; no mypy-zope)
+        reactor.addSystemEventTrigger("during", "shutdown", self.close)  # type: ignore[arg-type]
         self._watch.start(min(1.0, self.page_timeout / 4), now=False)
         while len(self._workers) < self.processes:
             self._start_worker()

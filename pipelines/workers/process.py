@@ -1,7 +1,7 @@
 """A fingerprint worker process: pages in, fingerprints out, through one socket.
 
-Started by :func:`scrapy_simhash_dedup.workers.start_worker_process`, which imports this
-module and calls :func:`main`; imports the fingerprint's modules only (no Scrapy, no
+Started by :func:`scrapy_simhash_dedup.workers.start.start_worker_process`, whose process imports
+this module and calls :func:`main`; imports the fingerprint's modules only (no Scrapy, no
 Twisted, no index).  Its first message says it is ready: a worker that
 cannot start is known before it is given any page.
 """
@@ -16,6 +16,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, fields
 from multiprocessing.connection import Connection
+from typing import TypeAlias
 
 from ..fingerprint.fingerprinter import Fingerprint, Fingerprinter
 from ..fingerprint.process_memory import release_freed_memory, resident_bytes
@@ -141,7 +142,11 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def message(value: object) -> bytes:
+#: What ``message`` sends: plain values ``marshal`` writes (a fingerprint's fields, a traceback, ``READY``).
+Message: TypeAlias = None | bool | int | float | str | bytes | tuple["Message", ...]
+
+
+def message(value: Message) -> bytes:
     """What a worker and the crawl say to each other besides pages: a worker's first message, its answers
     (``answer_message``); marshalled (plain values: no class looked up, nothing pickled)."""
     return marshal.dumps(value)
@@ -161,7 +166,10 @@ def answer_message(answer: Fingerprint | FingerprintFailed) -> bytes:
 def read_answer(data: bytes) -> Fingerprint | FingerprintFailed:
     """The fingerprint (or the failure) ``answer_message`` sent."""
     value = read_message(data)
-    return FingerprintFailed(value) if isinstance(value, str) else Fingerprint(*value)
+    if isinstance(value, str):
+        return FingerprintFailed(value)
+    assert isinstance(value, tuple), "answer_message sends a fingerprint's fields as a tuple"
+    return Fingerprint(*value)
 
 
 def serve(connection: Connection, options: FingerprinterOptions) -> None:
@@ -175,6 +183,7 @@ def serve(connection: Connection, options: FingerprinterOptions) -> None:
             if not connection.poll():  # idle: give back what the last pages freed (a big page's parse)
                 memory.release()
             html, url, content_type = read_page(connection)
+            answer: Fingerprint | FingerprintFailed
             try:
                 answer = fingerprinter.fingerprint(html, url, content_type)
             except Exception:  # a bug: reported in the crawler, the page kept

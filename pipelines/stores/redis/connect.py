@@ -8,6 +8,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from ...matching.policy import Policy
 from ...matching.scope import Scope
+from .keys import RedisClient
 from .sites import SiteRedisStores
 from .store import RedisStore
 
@@ -19,7 +20,7 @@ CRAWL_SCOPE_ON_CLUSTER = (
 )
 
 
-def connect(url: str, timeout: float | None = None) -> redis.Redis | RedisCluster:
+def connect(url: str, timeout: float | None = None) -> RedisClient:
     """A client of the server or cluster at ``url`` (``redis://host:port``, ``rediss://``, ``unix://``; a cluster:
     ``redis://h1:p1,redis://h2:p2`` or ``redis://h1:p1,h2:p2``, the first URL's user, password and TLS for all).
     A single URL is asked whether it is a cluster node (``INFO cluster``); if it cannot be reached, it is taken
@@ -40,13 +41,13 @@ def connect(url: str, timeout: float | None = None) -> redis.Redis | RedisCluste
     return RedisCluster.from_url(first, **options)
 
 
-def is_cluster(client: redis.Redis | RedisCluster) -> bool:
+def is_cluster(client: RedisClient) -> bool:
     return isinstance(client, RedisCluster)
 
 
 def redis_store(
     policy: Policy,
-    client: redis.Redis | RedisCluster,
+    client: RedisClient,
     key: str,
     scheme: str,
     scope: Scope,

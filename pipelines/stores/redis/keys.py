@@ -1,6 +1,7 @@
 """How a store lies in Redis: chunks of ``CHUNK`` pages under ``<key>:fp:<n>`` (32-byte records: both
-fingerprints, the key of the page's address, the time kept, which parts exist), ``<key>:sk:<n>`` (the pages' sketches, ``SKETCH_BYTES``
-each) and ``<key>:pages:<n>`` (their URLs), with ``<key>:meta`` (epoch, count, scheme); and a reset."""
+fingerprints, the key of the page's address, the time kept, which parts exist), ``<key>:sk:<n>`` (the pages'
+sketches, ``SKETCH_BYTES`` each) and ``<key>:pages:<n>`` (their URLs), with ``<key>:meta`` (epoch, count, scheme);
+and a reset.  The client they are read through: ``RedisClient``."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import time
 
 import numpy as np
 import redis
+from redis.cluster import RedisCluster
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import address_key
 
-CHUNK = 4096  # pages per chunk: a 128 KB string of records, an 852 KB string of sketches and a list, read or expired together
+#: A client of one Redis server or of a Redis Cluster (``connect``): the stores take either.
+RedisClient = redis.Redis | RedisCluster
+#: Pages per chunk: a 128 KB string of records, an 852 KB string of sketches and a list, read or expired together.
+CHUNK = 4096
 RECORD = np.dtype(
     [("content", ">u8"), ("structure", ">u8"), ("address", ">u8"), ("stamp", ">u4"), ("flags", "u1"), ("spare", "V3")]
 )
@@ -31,14 +36,15 @@ def pack_record(page: Fingerprint, url: str) -> bytes:
     return _RECORD_STRUCT.pack(page.content or 0, page.structure or 0, address_key(url), 0, flags)
 
 
-def fixed(data: bytes, count: int, size: int) -> bytes:
+def zero_padded(data: bytes, count: int, size: int) -> bytes:
     """``count`` items of ``size`` bytes from ``data``, zeros where it is short (a chunk that expired)."""
     return data[: count * size].ljust(count * size, b"\0")
 
 
-def remove_redis_store(client: redis.Redis, key: str) -> int:
+def remove_redis_store(client: RedisClient, key: str) -> int:
     """Delete every key of the store ``key`` (a reset), leaving a mark on its meta hashes (a site's too, in site
-    scope) that says so: the processes still using it start over, they do not write their replicas back (see ``heal.lua``).  Returns how many keys."""
+    scope) that says so: the processes still using it start over, they do not write their replicas back (see
+    ``heal.lua``).  Returns how many keys."""
     keys = list(client.scan_iter(match=f"{key}:*", count=1000))
     for start in range(0, len(keys), 1000):
         client.unlink(*keys[start : start + 1000])

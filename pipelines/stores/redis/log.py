@@ -8,13 +8,17 @@ import json
 import logging
 from collections import deque
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from ...matching.decision_log import CANONICAL, Alias, Decision, Skip
 from ...matching.urlrules import Rule
-from .guard import RetryGuard
+from .availability import RetryGuard
+from .keys import RedisClient
+
+if TYPE_CHECKING:
+    from redis.typing import EncodableT, FieldT
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +30,7 @@ class RedisLog:
     """Entries recorded on the reactor thread and sent by ``send`` (in the batcher's thread, after each
     check): a failed send keeps them for the next."""
 
-    def __init__(self, client: redis.Redis, guard: RetryGuard, key: str, decisions: int, texts: int) -> None:
+    def __init__(self, client: RedisClient, guard: RetryGuard, key: str, decisions: int, texts: int) -> None:
         self.client = client
         self.guard = guard
         self.key = key
@@ -56,9 +60,10 @@ class RedisLog:
         if not self.decisions_kept:
             return
         try:
-            self.client.pipeline(transaction=False).lpush(f"{self.key}:runs", json.dumps(run)).ltrim(
-                f"{self.key}:runs", 0, MAX_RUNS - 1
-            ).execute()
+            pipe = self.client.pipeline(transaction=False)
+            pipe.lpush(f"{self.key}:runs", json.dumps(run))
+            pipe.ltrim(f"{self.key}:runs", 0, MAX_RUNS - 1)
+            pipe.execute()
         except redis.RedisError as error:
             logger.warning("simhash_dedup: this run's counts could not be saved in Redis: %s", error)
 
@@ -102,11 +107,13 @@ class RedisLog:
             )  # exact: a few large entries, bounded by their count
 
 
-class LoggedInRedis:
-    """The ``Store`` calls a Redis store answers with its log (``log``), and the confirmation of a kept page, which
-    waits for nothing (the page is in Redis at once): the same for one log of a crawl and for a store per site."""
+class RedisLogMethods:
+    """The ``Store`` methods a Redis store answers with its log (``log``: ``RedisLog``), and the confirmation of a kept
+    page, which waits for nothing (the page is in Redis at once): the same for one log of a crawl and for a store per
+    site."""
 
     log: RedisLog
+    unwritten = 0  # kept pages not written yet: none, a kept page is in Redis at once
 
     def confirm(self, row: int) -> None:
         """Nothing waits: the page is in Redis."""
@@ -127,42 +134,42 @@ class LoggedInRedis:
         self.log.save_run(run)
 
 
-def read_redis_log(client: redis.Redis, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
+def read_redis_log(client: RedisClient, key: str) -> tuple[list[Decision], list[dict[str, Any]]]:
     """The decision log and the runs kept under ``key`` (texts joined from ``<key>:texts``)."""
     texts = {}
-    for _, entry in client.xrange(f"{key}:texts"):
+    for entry in _stream(client, f"{key}:texts"):
         decision = _from_stream(entry)
         texts[(decision.time, decision.url)] = decision
-    decisions = [_from_stream(entry) for _, entry in client.xrange(f"{key}:decisions")]
+    decisions = [_from_stream(entry) for entry in _stream(client, f"{key}:decisions")]
     decisions = [texts.get((decision.time, decision.url), decision) for decision in decisions]
     runs = [json.loads(run) for run in reversed(client.lrange(f"{key}:runs", 0, -1))]
     return decisions, runs
 
 
-def read_redis_rules(client: redis.Redis, key: str) -> tuple[list[Rule], list[Skip]]:
+def read_redis_rules(client: RedisClient, key: str) -> tuple[list[Rule], list[Skip]]:
     """The URL rules and the skipped links and requests kept under ``key``."""
-    refuted = {name: by.decode() for name, by in client.hgetall(f"{key}:refuted").items()}
+    refuted = {name: _text(by) for name, by in client.hgetall(f"{key}:refuted").items()}
     rules = [
-        Rule(*name.decode().split("\t"), int(support), refuted.get(name))
+        Rule(*_rule_ident(name), int(support), refuted.get(name))
         for name, support in client.hgetall(f"{key}:rules").items()
     ]
     skips = [
         Skip(
             float(e[b"time"]),
-            e[b"kind"].decode(),
-            e[b"url"].decode(),
-            e[b"because"].decode(),
-            e.get(b"rule", b"").decode(),
+            _text(e[b"kind"]),
+            _text(e[b"url"]),
+            _text(e[b"because"]),
+            _text(e.get(b"rule", b"")),
         )
-        for _, e in client.xrange(f"{key}:skipped")
+        for e in _stream(client, f"{key}:skipped")
     ]
     return rules, skips
 
 
-def read_redis_aliases(client: redis.Redis, key: str) -> list[Alias]:
+def read_redis_aliases(client: RedisClient, key: str) -> list[Alias]:
     """The URLs that name the kept pages of the store ``key``, oldest first."""
     aliases = [
-        Alias(time, url.decode(), kept_url, reason)
+        Alias(time, _text(url), kept_url, reason)
         for url, value in client.hgetall(f"{key}:aliases").items()
         for kept_url, reason, time in [json.loads(value)]
     ]
@@ -173,7 +180,23 @@ def _rule_field(rule: Rule) -> str:
     return "\t".join(rule.ident)
 
 
-def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
+def _rule_ident(field: bytes | str) -> tuple[str, str, str]:
+    """A rule's ``ident`` from its field in ``<key>:rules`` (``_rule_field``)."""
+    host, kind, name = _text(field).split("\t")
+    return host, kind, name
+
+
+def _text(reply: bytes | str) -> str:
+    """A string Redis replied (bytes: the clients here do not decode replies)."""
+    return reply.decode() if isinstance(reply, bytes) else reply
+
+
+def _stream(client: RedisClient, name: str) -> list[dict[bytes | str, bytes | str]]:
+    """The fields of a stream's entries, oldest first."""
+    return [fields for _, fields in client.xrange(name) or [] if fields is not None]
+
+
+def _stream_fields(record: dict[str, Any]) -> dict[FieldT, EncodableT]:
     """A decision's fields as a stream entry holds them: ``None`` left out, the texts packed as they are."""
     return {
         name: value if isinstance(value, bytes) else str(value).encode()
@@ -182,10 +205,10 @@ def _stream_fields(record: dict[str, Any]) -> dict[str, bytes]:
     }
 
 
-def _from_stream(entry: dict[bytes, bytes]) -> Decision:
+def _from_stream(entry: dict[bytes | str, bytes | str]) -> Decision:
     values: dict[str, Any] = {}
     for name, value in entry.items():
-        field = name.decode()
+        field = _text(name)
         if field in ("text", "kept_text"):
             values[f"packed_{field}"] = value
         elif field in ("content_distance", "structure_distance"):
@@ -193,7 +216,7 @@ def _from_stream(entry: dict[bytes, bytes]) -> Decision:
         elif field in ("time", "similarity", "similarity_needed"):
             values[field] = float(value)
         else:
-            values[field] = value.decode()
+            values[field] = _text(value)
     return Decision(
         **{
             "content_distance": None,

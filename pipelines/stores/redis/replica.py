@@ -19,14 +19,38 @@ from ...matching.index import grown
 from ...matching.indexloops import near_any
 from ...matching.matcher import Matcher, address_keys
 from ...matching.policy import Match, Mode, Policy, dropped
-from .guard import RetryGuard
-from .heal import write_back
-from .keys import CHUNK, LOST_URL, PARTS, RECORD, fixed
+from .availability import RetryGuard, write_back
+from .keys import CHUNK, LOST_URL, PARTS, RECORD, RedisClient, zero_padded
 
 logger = logging.getLogger(__name__)
 
 KNOWN_URLS = 100_000  # URLs of replica rows this process met, kept for writing the log back (the latest)
 URL_OVERHEAD = 150  # bytes a URL met costs beyond its characters (the str, its int key, the dict's entry)
+
+
+class MetUrls:
+    """The URLs of the replica rows this process met (it kept the page, or read its URL for a match): the latest
+    ``KNOWN_URLS``, for matches and for writing the log back; ``bytes``, what they take."""
+
+    def __init__(self) -> None:
+        self._urls: OrderedDict[int, str] = OrderedDict()  # row -> URL, the latest met last
+        self.bytes = 0
+
+    def add(self, row: int, url: str) -> None:
+        if (before := self._urls.get(row)) is not None:
+            self.bytes -= len(before) + URL_OVERHEAD
+        self._urls[row] = url
+        self.bytes += len(url) + URL_OVERHEAD
+        self._urls.move_to_end(row)
+        if len(self._urls) > KNOWN_URLS:
+            self.bytes -= len(self._urls.popitem(last=False)[1]) + URL_OVERHEAD
+
+    def get(self, row: int) -> str | None:
+        return self._urls.get(row)
+
+    def get_or_lost(self, row: int) -> str:
+        """The URL of ``row``, or ``LOST_URL`` if this process did not meet it."""
+        return self._urls.get(row, LOST_URL)
 
 
 class Replica:
@@ -36,7 +60,7 @@ class Replica:
     def __init__(
         self,
         policy: Policy,
-        client: redis.Redis,
+        client: RedisClient,
         guard: RetryGuard,
         key: str,
         scheme: str,
@@ -71,8 +95,7 @@ class Replica:
         self.matcher = Matcher(self.policy, self)
         self.stamps = array("I")  # per replica row: when it was kept (server clock, seconds)
         self.sketch_rows = np.zeros((0, SKETCH_BYTES), dtype=np.uint8)  # per replica row: its sketch (or zeros)
-        self.known_urls: OrderedDict[int, str] = OrderedDict()  # row -> URL, for the rows this process met
-        self._url_bytes = 0  # what they take (``memory_bytes``)
+        self.met_urls = MetUrls()
 
     @property
     def rows(self) -> int:
@@ -120,7 +143,7 @@ class Replica:
             count = int(count or 0)
             missing = min(count, (chunk + 1) * CHUNK) - rows
             if missing > 0:  # a chunk that expired reads short: its pages become rows that never match
-                read.append((fixed(data, missing, RECORD.itemsize), fixed(sketches, missing, SKETCH_BYTES)))
+                read.append((zero_padded(data, missing, RECORD.itemsize), zero_padded(sketches, missing, SKETCH_BYTES)))
                 rows += missing
             if rows >= count:
                 break
@@ -146,7 +169,7 @@ class Replica:
         self.open()
 
     def _write_back(self) -> bool:
-        """The store is gone: this replica written back as the log (``heal.write_back``), unless another
+        """The store is gone: this replica written back as the log (``availability.write_back``), unless another
         process did so first or the store was reset.  Whether this replica is the log now."""
         rows = self.rows
         records = np.zeros(rows, dtype=RECORD)
@@ -157,7 +180,7 @@ class Replica:
         records["address"] = self.matcher.addresses[:rows]
         records["stamp"] = np.frombuffer(self.stamps, dtype=np.uint32)[:rows]
         records["flags"] = self.matcher.present[:rows] @ PARTS
-        urls = [self.known_urls.get(row, LOST_URL) for row in range(rows)]
+        urls = [self.met_urls.get_or_lost(row) for row in range(rows)]
         epoch = write_back(
             self.client, self.key, self.scheme, self.expire_seconds, records, self.sketch_rows[:rows], urls
         )
@@ -180,7 +203,7 @@ class Replica:
             content, structure = (self.matcher.part(n, part) for part in (0, 1))
             pages.append(
                 (
-                    self.known_urls.get(n, LOST_URL),
+                    self.met_urls.get_or_lost(n),
                     Fingerprint(content, structure, sketch=self.sketch(n), short=bool(self.matcher.present[n, 2])),
                 )
             )
@@ -199,7 +222,7 @@ class Replica:
             self.matcher.memory_bytes()
             + self.sketch_rows.nbytes
             + self.stamps.itemsize * len(self.stamps)
-            + self._url_bytes
+            + self.met_urls.bytes
         )
 
     def append_records(self, records: np.ndarray, sketches: bytes) -> None:
@@ -247,21 +270,12 @@ class Replica:
         now = time.time() + self.clock_offset
         return not self.expire_seconds or now - self.stamps[row] <= self.expire_seconds
 
-    def known(self, row: int, url: str) -> None:
-        if (before := self.known_urls.get(row)) is not None:
-            self._url_bytes -= len(before) + URL_OVERHEAD
-        self.known_urls[row] = url
-        self._url_bytes += len(url) + URL_OVERHEAD
-        self.known_urls.move_to_end(row)
-        if len(self.known_urls) > KNOWN_URLS:
-            self._url_bytes -= len(self.known_urls.popitem(last=False)[1]) + URL_OVERHEAD
-
     def url(self, row: int) -> str:
         """A kept page's URL: from the batch, from the URLs met, else from Redis (a placeholder if Redis
         cannot say: the page's fingerprints and sketch are in the replica, its URL is not)."""
         if row in self._batch_pages:
             return self._batch_pages[row][0]
-        if (url := self.known_urls.get(row)) is not None:
+        if (url := self.met_urls.get(row)) is not None:
             return url
         if self.guard.failed_recently():  # Redis failed a moment ago: not waited for again
             return LOST_URL
@@ -270,8 +284,8 @@ class Replica:
             entry = self.client.lindex(f"{self.key}:pages:{chunk}", position)
         except redis.RedisError:
             return LOST_URL
-        url = entry.decode() if entry and entry != b"\0" else LOST_URL
-        self.known(row, url)
+        url = entry.decode() if isinstance(entry, bytes) and entry and entry != b"\0" else LOST_URL
+        self.met_urls.add(row, url)
         return url
 
     def sketch(self, row: int) -> bytes | None:

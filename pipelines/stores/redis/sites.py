@@ -9,16 +9,15 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-import redis
-
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match, Policy, dropped
 from ...matching.scope import Scope, site_key
 from ...matching.scoped import SITE_OVERHEAD, IdleSites
 from ...matching.urlrules import Rule
 from ..errors import CheckedLocally, StoreUnavailable
-from .guard import RetryGuard
-from .log import LoggedInRedis, RedisLog, read_redis_rules
+from .availability import RetryGuard
+from .keys import RedisClient
+from .log import RedisLog, RedisLogMethods, read_redis_rules
 from .store import RedisStore, check_in_stores
 
 
@@ -28,7 +27,7 @@ def site_prefix(key: str, site: str) -> str:
     return f"{key}:{{{site.replace('{', '_').replace('}', '_') or '_'}}}"  # ("{}" is no hash tag: a site "" is "_")
 
 
-class SiteRedisStores(LoggedInRedis):
+class SiteRedisStores(RedisLogMethods):
     """A ``Store`` of one ``RedisStore`` per site (``site_prefix``), sharing the crawl's connection, retry guard and
     log.  Rows are this process's kept pages, numbered in the order it kept them (a site's replica numbers its
     own log); pages kept while Redis could not be reached keep their site's replica held until they are added."""
@@ -38,7 +37,7 @@ class SiteRedisStores(LoggedInRedis):
     def __init__(
         self,
         policy: Policy,
-        client: redis.Redis,
+        client: RedisClient,
         key: str,
         scheme: str,
         scope: Scope,

@@ -19,11 +19,12 @@ processes, exactly one is kept.  Redis's one thread only appends, whatever
 the distances and however many processes share it.
 
 While Redis cannot be reached, pages are checked against the replica and the
-pages kept meanwhile (``CheckedLocally``, ``outage``), and those kept are added
-first when it answers.  If it comes back without the store (restarted without
-its data), the replica is written back as the log (``heal``): the first
-process to do so wins, the others reload it.  The decision log, rules,
-aliases and runs go with each batch (``log``).
+pages kept meanwhile (``CheckedLocally``, ``availability.LocalChecks``), and
+those kept are added first when it answers.  If it comes back without the
+store (restarted without its data), the replica is written back as the log
+(``availability.write_back``): the first process to do so wins, the others
+reload it.  The decision log, rules, aliases and runs go with each batch
+(``log``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Generator, Iterable
+from functools import partial
 from importlib.resources import files
 
 import numpy as np
@@ -45,10 +47,9 @@ from ...matching.matcher import fingerprint_rows
 from ...matching.policy import Match, Policy, dropped
 from ...matching.urlrules import FETCHED_URLS, Rule
 from ..errors import CheckedLocally, StoreUnavailable
-from .guard import RetryGuard
-from .keys import CHUNK, LAYOUT, RECORD, pack_record
-from .log import LoggedInRedis, RedisLog, read_redis_rules
-from .outage import LocalChecks
+from .availability import LocalChecks, RetryGuard
+from .keys import CHUNK, LAYOUT, RECORD, RedisClient, pack_record
+from .log import RedisLog, RedisLogMethods, read_redis_rules
 from .replica import Replica
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ _SHA = hashlib.sha1(_SCRIPT.encode()).hexdigest()
 Steps = Generator[list, list, list[Match | None]]
 
 
-class RedisStore(LoggedInRedis):
+class RedisStore(RedisLogMethods):
     """A ``Store`` shared by every process that uses the same Redis key: the check-and-add protocol with
     ``check_and_add.lua``, over the parts that keep the replica, the outage's pages and the log."""
 
@@ -71,7 +72,7 @@ class RedisStore(LoggedInRedis):
     def __init__(
         self,
         policy: Policy,
-        client: redis.Redis,
+        client: RedisClient,
         key: str,
         scheme: str,
         expire_seconds: int = 0,
@@ -205,7 +206,7 @@ class RedisStore(LoggedInRedis):
                 replica.set_clock(seconds)
                 replica.append_records(np.frombuffer(appended, dtype=RECORD), sketches)
                 for n, i in enumerate(kept):  # its own pages come last
-                    replica.known(replica.rows - len(kept) + n, pages[i][0])
+                    replica.met_urls.add(replica.rows - len(kept) + n, pages[i][0])
                 break
             replica.append_records(np.frombuffer(reply[0], dtype=RECORD), reply[1])  # "moved": others kept pages near
             max_pairs = -1  # a retry's tail is what others kept during one round trip: always compared
@@ -237,7 +238,7 @@ def check_in_stores(
     decided: list[list[Match | None]] = [[] for _ in work]
     try:
         for store in {id(store): store for store in [*(store for store, _ in work), *waiting]}.values():
-            store.local.add_back(lambda batch, store=store: guard.call(store._check_all, batch), MAX_BATCH)
+            store.local.add_back(partial(guard.call, store._check_all), MAX_BATCH)
         if not work:
             return []
         return guard.call(
@@ -260,7 +261,7 @@ def check_in_stores(
 SCRIPT_LOADS = 2
 
 
-def run_steps(client: redis.Redis, steps: list[Steps]) -> list[list[Match | None]]:
+def run_steps(client: RedisClient, steps: list[Steps]) -> list[list[Match | None]]:
     """Run the stores' steps together: each round, one pipeline of the script calls they wait on (on a cluster,
     one per node), until every store has its matches.  A call that failed raises its error once every call
     answered has been taken in (their pages are in Redis: their replicas know it)."""
@@ -290,7 +291,7 @@ def run_steps(client: redis.Redis, steps: list[Steps]) -> list[list[Match | None
     return results  # type: ignore[return-value]
 
 
-def _script_calls(client: redis.Redis | RedisCluster, calls: list[list]) -> list:
+def _script_calls(client: RedisClient, calls: list[list]) -> list:
     """The script's replies to ``calls`` (errors as values): one pipeline to one server, or one per node of a
     cluster (whose client pipelines no script); a call a node does not take (its slot moved, the node gone) is
     made again through the cluster client, which follows the cluster."""
@@ -326,6 +327,6 @@ def _advance(
     step: Steps, reply: list | None, n: int, waiting: dict[int, list], results: list[list[Match | None] | None]
 ) -> None:
     try:
-        waiting[n] = step.send(reply)
+        waiting[n] = next(step) if reply is None else step.send(reply)  # (the first step: sent nothing)
     except StopIteration as done:
         results[n] = done.value

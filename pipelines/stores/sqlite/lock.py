@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ..errors import StoreNotOpened
@@ -39,16 +40,16 @@ class StoreLock:
         self.close()
 
 
-if os.name == "posix":
-    import fcntl
-
-    def _exclusive(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-else:  # Windows
+if sys.platform == "win32":  # (the test mypy understands: it checks only this platform's branch)
     import msvcrt
 
     def _exclusive(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+else:  # POSIX
+    import fcntl
+
+    def _exclusive(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def check_store_path(path: Path, folder_must_exist: bool) -> None:

@@ -64,10 +64,10 @@ def check(connection: sqlite3.Connection, site_scope: bool, repair: bool, integr
     found.pages_without_rows = int((~np.isin(pages, _joined(every))).sum())
     orphans = pages[~np.isin(pages, _joined(held))]  # and the pages of the batches dropped
     if repair and (broken or len(orphans)):
-        key = "id" if site_scope else "first_row"
+        column = "id" if site_scope else "first_row"
         with connection:
             connection.execute("BEGIN")
-            connection.executemany(f"DELETE FROM {table} WHERE {key} = ?", [(k,) for k in broken])
+            connection.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(k,) for k in broken])
             connection.executemany("DELETE FROM pages WHERE row = ?", [(int(row),) for row in orphans])
     return found
 
