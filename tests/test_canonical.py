@@ -22,12 +22,12 @@ from scrapy_simhash_dedup import Fingerprinter, cli
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls, looks_canonical
-from scrapy_simhash_dedup.matching.decision_log import CANONICAL, DROPPED, RULE, Alias, Decision
+from scrapy_simhash_dedup.guards.traps import RuleBook
 from scrapy_simhash_dedup.matching.policy import Policy
-from scrapy_simhash_dedup.matching.urlrules import RuleBook
 from scrapy_simhash_dedup.report.aliases import AliasRow, alias_rows, canonical_names
 from scrapy_simhash_dedup.report.log import load_log
 from scrapy_simhash_dedup.report.render import render
+from scrapy_simhash_dedup.stores.records import CANONICAL, DROPPED, RULE, Alias, Decision
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_aliases, read_redis_log
 from scrapy_simhash_dedup.stores.sqlite.readers import read_aliases, read_log

@@ -19,8 +19,8 @@ import pytest
 
 from scrapy_simhash_dedup.batch.dedup import summary
 from scrapy_simhash_dedup.batch.sources import write_warc
-from scrapy_simhash_dedup.matching.decision_log import Decision
 from scrapy_simhash_dedup.report.plots import similarity_histogram
+from scrapy_simhash_dedup.stores.records import Decision
 
 from .pages import real_page
 

@@ -7,9 +7,9 @@ import time
 import redis
 
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
-from scrapy_simhash_dedup.matching.decision_log import BORDERLINE, DROPPED, Decision, Reviewer
 from scrapy_simhash_dedup.matching.policy import BODY, Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
+from scrapy_simhash_dedup.stores.records import BORDERLINE, DROPPED, Decision, Reviewer
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_log
 from scrapy_simhash_dedup.stores.redis.store import RedisStore

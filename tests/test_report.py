@@ -71,8 +71,8 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
 def test_both_histograms_account_for_every_pair_and_say_why_some_have_no_similarity():
     """A short page dropped on its exact text has a content distance but no sketch similarity: the similarity
     histogram says it left it out, so that its total and the distance histogram's agree."""
-    from scrapy_simhash_dedup.matching.decision_log import Decision
     from scrapy_simhash_dedup.report.plots import distance_histogram, similarity_histogram
+    from scrapy_simhash_dedup.stores.records import Decision
 
     decisions = [
         Decision(0.0, "dropped", "https://a.test/copy", "https://a.test/page", "content", 2, 1, 0.9, 0.65),

@@ -158,8 +158,7 @@ def test_the_report_lists_the_rules_and_what_was_not_followed(trap_site, tmp_pat
 @pytest.mark.parametrize("url", ["http://a.test:abc/x", "http://[::1/x", "http://a.test:99999/", "", "not a url"])
 def test_a_url_that_cannot_be_parsed_never_raises_and_never_gets_a_rule(url):
     """An item's URL field can hold anything: the pipeline learns from it, the guards read it."""
-    from scrapy_simhash_dedup.guards.linkguard import LinkGuard, url_shape
-    from scrapy_simhash_dedup.matching.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.guards.traps import KnownUrls, LinkGuard, RuleBook, url_shape
 
     book = RuleBook(support=1)
     book.kept("http://a.test/x")
@@ -205,7 +204,7 @@ def test_requests_a_failing_callback_yielded_before_any_item_still_go_on():
 
 
 def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
-    from scrapy_simhash_dedup.guards.linkguard import url_shape
+    from scrapy_simhash_dedup.guards.traps import url_shape
 
     assert (
         url_shape("http://a.test/cs-CZ/sect.apt.html")
@@ -225,7 +224,7 @@ def test_a_url_shape_keeps_the_folders_and_the_parameter_names():
 
 
 def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_page():
-    from scrapy_simhash_dedup.guards.linkguard import LinkGuard
+    from scrapy_simhash_dedup.guards.traps import LinkGuard
 
     guard = LinkGuard(None, budget=3)
     months = [f"http://a.test/calendar?month=2026-{n:02d}" for n in range(1, 13)]
@@ -241,7 +240,7 @@ def test_a_shape_is_spent_by_near_duplicates_in_a_row_and_restored_by_a_unique_p
 
 
 def test_known_urls_are_found_again_through_the_rules_trusted_since():
-    from scrapy_simhash_dedup.matching.urlrules import KnownUrls, RuleBook
+    from scrapy_simhash_dedup.guards.traps import KnownUrls, RuleBook
 
     rules = RuleBook(support=2)
     known = KnownUrls(rules)

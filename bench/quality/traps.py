@@ -53,7 +53,7 @@ from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter
 from scrapy_simhash_dedup.fingerprint.sketch import written_in
 from scrapy_simhash_dedup.guards.canonical import LANGUAGE_CODES
-from scrapy_simhash_dedup.matching.urlrules import host_key, split
+from scrapy_simhash_dedup.guards.traps import host_key, split
 from scrapy_simhash_dedup.report.aliases import canonical_names
 from scrapy_simhash_dedup.report.log import load_log
 from tools.fingerprint_reference import DATA, shared_pages

@@ -13,9 +13,9 @@ from ..crawl.settings import DedupSettings
 from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
-from ..matching.decision_log import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..matching.policy import Match, dropped
 from ..stores.base import Store
+from ..stores.records import Alias, Decision, Reviewer, canonical_aliases, run_summary
 from ..stores.sqlite.store import SqliteStore
 from .fingerprints import fingerprinted
 from .sources import STATUS, BadInput, Page, in_arrival_order, is_page_count, plural, read_inputs
@@ -158,7 +158,7 @@ class OutcomeLines:
 
 
 class Names:
-    """A batch's canonical URLs and aliases, as a crawl's (``guards.canonical``, ``decision_log.Alias``): a kept
+    """A batch's canonical URLs and aliases, as a crawl's (``guards.canonical``, ``records.Alias``): a kept
     page's canonical URL is the one it declares when believable, else its URL (a batch learns no URL rules); the
     store keeps the aliases (a SQLite or Redis store)."""
 

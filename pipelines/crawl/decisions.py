@@ -20,11 +20,10 @@ from twisted.python.failure import Failure
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..fingerprint.sketch import written_in
 from ..guards.canonical import CanonicalUrls
-from ..guards.linkguard import LinkGuard, RepeatedPages, is_recrawl
-from ..matching.decision_log import CANONICAL, RULE, Alias, Reviewer, Skip, canonical_aliases
+from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_recrawl
 from ..matching.policy import Match, dropped
-from ..matching.urlrules import KnownUrls, Rule, RuleBook
 from ..stores.errors import CheckedLocally, StoreUnavailable
+from ..stores.records import CANONICAL, RULE, Alias, Reviewer, Rule, Skip, canonical_aliases
 from ..workers.cache import RecentPages
 from ..workers.pool import FingerprintPool
 from ..workers.start import WorkerTimedOut

@@ -18,7 +18,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import IgnoreRequest
 
 from ..fingerprint.declared import declared_in_header
-from ..matching.decision_log import Skip, run_summary
+from ..stores.records import Skip, run_summary
 from ..workers.pool import FingerprintPool
 from .decisions import DecisionQueue, Learner
 from .gcfreeze import StartupObjects

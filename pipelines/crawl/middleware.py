@@ -8,14 +8,14 @@ with its ``Content-Type``), and every item of the response goes on at once
 and follows that verdict in the pipeline.  No item field is needed.  With
 ``SIMHASH_DEDUP_SKIP_LINKS`` the requests the callback yields are held until
 the verdict is known; those of a near-duplicate page are not scheduled when
-the link guard (:mod:`scrapy_simhash_dedup.guards.linkguard`) finds them covered.  A callback
+the link guard (:mod:`scrapy_simhash_dedup.guards.traps`) finds them covered.  A callback
 that yields no item decides nothing, and its requests go on at its end; a
 request with ``dont_filter`` always goes on (the spider asked for it).
 
 :class:`SimhashDedupDownloaderMiddleware` (a downloader middleware) holds a
 request back while the fingerprint workers are behind (so that downloaded
 pages do not pile up in memory, where a killed crawl loses them), and skips it
-when the trusted URL rules (:mod:`scrapy_simhash_dedup.matching.urlrules`) rewrite its URL to a
+when the trusted URL rules (:mod:`scrapy_simhash_dedup.guards.traps`) rewrite its URL to a
 page already fetched (never a request with ``dont_filter``).
 """
 

@@ -31,7 +31,7 @@ from ..fingerprint.fingerprinter import (
     Fingerprinter,
 )
 from ..fingerprint.structure import DEFAULT_DECAY
-from ..guards.linkguard import DEFAULT_BUDGET
+from ..guards.traps import DEFAULT_BUDGET
 from ..matching.policy import Mode, Policy
 from ..matching.scope import Scope
 from ..workers.pool import DEFAULT_PAGE_TIMEOUT

@@ -1,6 +1,6 @@
 """The alias table: every URL that names a kept page, with the page's canonical URL.
 
-A store keeps each naming as it happened (``decision_log.Alias``): a kept page's
+A store keeps each naming as it happened (``records.Alias``): a kept page's
 canonical URL, the URLs its near-duplicates were met under, the requests a URL
 rule skipped as copies of a URL already fetched (which may itself be an alias).
 The table resolves them: each row says which kept page an alias names and
@@ -14,7 +14,7 @@ import csv
 import json
 from typing import IO, NamedTuple
 
-from ..matching.decision_log import CANONICAL, RULE, Alias
+from ..stores.records import CANONICAL, RULE, Alias
 
 #: Rule-skipped requests name a URL already fetched, which may itself name another: followed this far at most.
 MAX_HOPS = 10
@@ -22,7 +22,7 @@ MAX_HOPS = 10
 
 class AliasRow(NamedTuple):
     """``alias`` names the page kept at ``kept_url``, whose canonical URL is ``canonical``; ``reason``: how
-    (see ``decision_log.Alias``)."""
+    (see ``records.Alias``)."""
 
     alias: str
     canonical: str

@@ -10,10 +10,9 @@ from typing import Any
 
 from ..crawl.stats import current_names
 from ..extras import require
-from ..matching.decision_log import BORDERLINE, DROPPED, Alias, Decision, Skip, canonical_aliases
 from ..matching.policy import Policy
-from ..matching.urlrules import Rule
 from ..stores.errors import StoreUnavailable
+from ..stores.records import BORDERLINE, DROPPED, Alias, Decision, Rule, Skip, canonical_aliases
 from ..stores.sqlite.readers import read_aliases, read_log, read_rules
 
 

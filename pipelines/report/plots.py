@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from ..extras import require
-from ..matching.decision_log import BORDERLINE, DROPPED, Decision
+from ..stores.records import BORDERLINE, DROPPED, Decision
 
 COLORS = {DROPPED: "#c0392b", BORDERLINE: "#2471a3"}
 LABELS = {DROPPED: "dropped", BORDERLINE: "kept, borderline"}

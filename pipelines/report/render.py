@@ -9,8 +9,8 @@ from pathlib import Path
 
 from ..crawl.settings import DedupSettings
 from ..crawl.stats import current_names
-from ..matching.decision_log import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from ..output import Output
+from ..stores.records import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
 from .diff import side_by_side
 from .log import Log

@@ -33,10 +33,10 @@ from ..crawl.settings import DedupSettings
 from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
 from ..guards.canonical import on_its_host
-from ..matching.decision_log import run_summary
+from ..guards.traps import url_key
 from ..matching.policy import Match
 from ..matching.scope import Scope, site_key
-from ..matching.urlrules import url_key
+from ..stores.records import run_summary
 from .candidates import Node, Pair, fingerprint_of, pairs, shard_store, shard_tasks
 from .decide import dropped_by_rounds, dropped_locally
 from .inputs import RECORD_BITS, RECORD_MASK, Fields, InputFile, Located, input_files, locate, read_located
@@ -543,7 +543,7 @@ def _canonical_urls(kept: Any) -> Any:
 
 
 def _key(url: str) -> int | None:
-    """``urlrules.url_key``; None for a URL that cannot be parsed (a declared one on the page's host always can)."""
+    """``traps.url_key``; None for a URL that cannot be parsed (a declared one on the page's host always can)."""
     try:
         return url_key(url)
     except ValueError:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..fingerprint.fingerprinter import Fingerprint
-from ..matching.decision_log import Alias, Decision, Skip
 from ..matching.policy import Match
-from ..matching.urlrules import Rule
+from .records import Alias, Decision, Rule, Skip
 
 
 class Store(Protocol):

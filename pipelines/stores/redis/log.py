@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ...matching.decision_log import CANONICAL, Alias, Decision, Skip
-from ...matching.urlrules import Rule
+from ..records import CANONICAL, Alias, Decision, Rule, Skip
 from .availability import RetryGuard
 from .keys import RedisClient
 

@@ -13,8 +13,8 @@ from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match, Policy, dropped
 from ...matching.scope import Scope, site_key
 from ...matching.scoped import SITE_OVERHEAD, IdleSites
-from ...matching.urlrules import Rule
 from ..errors import CheckedLocally, StoreUnavailable
+from ..records import Rule
 from .availability import RetryGuard
 from .keys import RedisClient
 from .log import RedisLog, RedisLogMethods, read_redis_rules

@@ -45,8 +45,8 @@ from ...fingerprint.sketch import SKETCH_BYTES, fixed_width
 from ...matching.indexloops import near_any
 from ...matching.matcher import fingerprint_rows
 from ...matching.policy import Match, Policy, dropped
-from ...matching.urlrules import FETCHED_URLS, Rule
 from ..errors import CheckedLocally, StoreUnavailable
+from ..records import FETCHED_URLS, Rule
 from .availability import LocalChecks, RetryGuard
 from .keys import CHUNK, LAYOUT, RECORD, RedisClient, pack_record
 from .log import RedisLog, RedisLogMethods, read_redis_rules

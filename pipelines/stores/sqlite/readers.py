@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...matching.decision_log import Alias, Decision, Skip
-from ...matching.urlrules import Rule
 from ..errors import StoreNotOpened
+from ..records import Alias, Decision, Rule, Skip
 from .schema import DECISION_COLUMNS, is_store, tables
 
 

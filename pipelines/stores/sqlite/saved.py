@@ -12,7 +12,7 @@ from ...matching.matcher import KeptPages, Matcher
 from ...matching.policy import Policy
 from ...matching.scope import Scope
 from ...matching.scoped import ScopedMatchers, SiteRows
-from ...matching.urlrules import FETCHED_URLS, Rule
+from ..records import FETCHED_URLS, Rule
 
 
 class SavedState:

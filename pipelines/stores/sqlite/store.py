@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ...fingerprint.fingerprinter import Fingerprint
-from ...matching.decision_log import Alias, Decision, Skip
 from ...matching.policy import Match, Policy
 from ...matching.scope import Scope
 from ...matching.scoped import ScopedMatchers
-from ...matching.urlrules import Rule
 from ..errors import StoreNotOpened
+from ..records import Alias, Decision, Rule, Skip
 from .lock import StoreLock
 from .repair import check
 from .saved import SavedState

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...matching.decision_log import Alias, Decision, Skip
-from ...matching.urlrules import Rule
+from ..records import Alias, Decision, Rule, Skip
 
 #: A kept page's URL and sketch.
 Page = tuple[str, bytes | None]

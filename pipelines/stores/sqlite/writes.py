@@ -7,10 +7,9 @@ import sqlite3
 
 import numpy as np
 
-from ...matching.decision_log import CANONICAL, DECISION_FIELDS, Alias, Decision, Skip, field_values
 from ...matching.matcher import Matcher
 from ...matching.scoped import ScopedMatchers
-from ...matching.urlrules import Rule
+from ..records import CANONICAL, DECISION_FIELDS, Alias, Decision, Rule, Skip, field_values
 from .schema import DECISION_COLUMNS
 from .waiting import WriteBatch
 

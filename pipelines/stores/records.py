@@ -1,4 +1,6 @@
-"""The decision log: every page dropped and why, and the kept pages a user should look at.
+"""The records a store keeps beside its pages, plain data every layer above reads: the decision log (every
+page dropped and why, and the kept pages a user should look at), the names of kept pages (``Alias``), the links
+and requests skipped (``Skip``) and the URL rules learned (``Rule``; taught and applied by ``guards.traps``).
 
 A *borderline* keep is a kept page whose nearest content candidate was
 within the search distance but failed the sketch (or, in mode "both", the
@@ -20,7 +22,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..fingerprint.fingerprinter import Fingerprint, packed, unpacked
-from .policy import UPDATE, Match, Policy
+from ..matching.policy import UPDATE, Match, Policy
 
 #: Own texts of the most recently kept pages held in memory, for the kept side of a pair (~2 KB each).
 KEPT_TEXTS = 5_000
@@ -181,3 +183,29 @@ def run_summary(name: str, started: float, policy: Policy, counts: Mapping[str, 
         },
         "counts": dict(counts),
     }
+
+
+#: Known URLs per host (fetched, or requested) whose rewritten forms are remembered (the most recent); a store
+#: gives back as many of the pages it kept (``Store.load_rules``).
+FETCHED_URLS = 50_000
+
+
+@dataclass
+class Rule:
+    """A URL rewrite rule and what is known of it (``guards.traps.RuleBook`` learns and applies it)."""
+
+    host: str  # the host it applies to, ``www.`` left out
+    kind: str  # "param", "path_param", "segment" or "host"
+    name: str  # the parameter or segment (``""`` for a host alias)
+    support: int = 0  # pairs of near-duplicates it makes equal
+    refuted_by: str | None = None  # "url1 url2": two kept, different pages it makes equal
+
+    @property
+    def ident(self) -> tuple[str, str, str]:
+        return self.host, self.kind, self.name
+
+    def describe(self) -> str:
+        if self.kind == "host":
+            return f"www.{self.host} = {self.host}"
+        what = {"param": "query parameter", "path_param": "path parameter ;", "segment": "path segment"}[self.kind]
+        return f"{self.host}: {what}{'' if self.kind == 'path_param' else ' '}{self.name!r} does not change the page"

@@ -1,4 +1,8 @@
-"""URL rewrite rules learned from near-duplicates, so a crawl trap's URLs are skipped before download.
+"""The requests and links a crawl trap would cost, cut: URL rules learned from near-duplicates (a request the
+trusted rules rewrite to a page already fetched is skipped) and the link guard (the links of a near-duplicate
+that lead where the crawl has been are not followed).
+
+URL rewrite rules learned from near-duplicates, so a crawl trap's URLs are skipped before download.
 
 Every page dropped as a near-duplicate gives a pair (its URL, the kept page's
 URL).  Each rule of the shapes below that makes the two URLs equal gets one
@@ -21,60 +25,48 @@ one already fetched (:class:`KnownUrls`, ``find``): the page it would give
 is, by the rule, a copy of one the crawl has.  (DustBuster, Bar-Yossef et
 al., WWW 2007, and Koppula et al., WSDM 2010, learn such rules from duplicate
 URL pairs.)
+
+Which links of a near-duplicate page the crawl can do without.
+
+A near-duplicate page's links often lead where its kept page's links lead (a
+copy's navigation), and in a crawl trap only to more copies; but not always:
+the identical index pages of language or mirror folders each lead into their
+own folder, where some pages are unique.  So a link of a near-duplicate page
+is skipped only when what it leads to is known to be covered:
+
+- its URL, or a URL the trusted URL rules make equal to it, was already
+  requested or fetched by this crawl: the crawl has, or will have, that page;
+- or its *shape* (its host, its folders with numbers generalised and a
+  repeated folder counted once, its query parameters' names) has led to
+  ``budget`` near-duplicates in a row and to no unique page since: an endless
+  calendar, a mirrored path or session ids run out of budget, a folder whose
+  pages are sometimes unique does not (katana spends a budget per cluster of
+  near-duplicates in the same spirit).
+
+A near-duplicate of a page kept by an earlier crawl under the same URL (or
+the same URL by the trusted rules) is a re-crawl, not a copy: its links are
+followed, so a re-run finds what was added since.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from urllib.parse import SplitResult, parse_qsl, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import xxhash
 
-KINDS = ("param", "path_param", "segment", "host")
+from ..matching.policy import Match
+from ..stores.records import FETCHED_URLS, Rule
+
 #: Kept URLs per host a new rule is checked against for counterexamples (the most recent).
 KEPT_URLS = 20_000
-#: Known URLs per host (fetched, or requested) whose rewritten forms are remembered (the most recent).
-FETCHED_URLS = 50_000
 #: Query parameters in which a pair may differ and still support each of them.
 MAX_PARAMS = 3
 #: Candidate rules per host: more are not started (the oldest candidates without support go first).
 MAX_CANDIDATES = 200
-
-
-@dataclass
-class Rule:
-    """A rewrite rule and what is known of it."""
-
-    host: str  # the host it applies to, ``www.`` left out
-    kind: str  # one of KINDS
-    name: str  # the parameter or segment (``""`` for a host alias)
-    support: int = 0  # pairs of near-duplicates it makes equal
-    refuted_by: str | None = None  # "url1 url2": two kept, different pages it makes equal
-    keys: dict[int, str] = field(default_factory=dict, repr=False)  # rewritten kept URL -> the kept URL
-
-    @property
-    def ident(self) -> tuple[str, str, str]:
-        return self.host, self.kind, self.name
-
-    def describe(self) -> str:
-        if self.kind == "host":
-            return f"www.{self.host} = {self.host}"
-        what = {"param": "query parameter", "path_param": "path parameter ;", "segment": "path segment"}[self.kind]
-        return f"{self.host}: {what}{'' if self.kind == 'path_param' else ' '}{self.name!r} does not change the page"
-
-    def applies(self, url: str) -> bool:
-        """Does the rule change ``url`` (has it the parameter, the segment, the ``www.``)?"""
-        parts = split(url)
-        if self.kind == "host":
-            return parts.netloc.startswith("www.")
-        if self.kind == "param":
-            return any(name == self.name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
-        if self.kind == "path_param":
-            return any(name == self.name for name, _ in _path_params(parts.path))
-        return self.name in _segments(parts.path)
 
 
 class RuleBook:
@@ -90,6 +82,8 @@ class RuleBook:
         self._versions: dict[str, int] = {}  # host -> how many times its trusted rules changed
         self._kept: dict[str, OrderedDict[int, str]] = {}  # host -> recently kept URLs, by their normal form
         self._changed: dict[tuple[str, str, str], Rule] = {}  # rules to save
+        # a rule's ident -> the kept URLs it changes, by their rewritten form (until it is refuted)
+        self._keys: dict[tuple[str, str, str], dict[int, str]] = {}
 
     def trusted(self) -> list[Rule]:
         return [rule for rules in self._trusted.values() for rule in rules]
@@ -100,7 +94,7 @@ class RuleBook:
     def applying(self, url: str) -> list[Rule]:
         """The trusted rules that change ``url``."""
         host = host_key(url)
-        return [rule for rule in self._trusted.get(host, ()) if rule.applies(url)] if host is not None else []
+        return [rule for rule in self._trusted.get(host, ()) if applies(rule, url)] if host is not None else []
 
     def trusted_for(self, host: str) -> list[Rule]:
         return self._trusted.get(host, [])
@@ -164,6 +158,7 @@ class RuleBook:
             if weakest is None:
                 return None
             del rules[weakest.kind, weakest.name]
+            self._keys.pop(weakest.ident, None)
         rule = rules[kind, name] = Rule(host, kind, name)
         for url in list(self._kept.get(host, {}).values()):
             if self._refutes(rule, url):
@@ -172,21 +167,22 @@ class RuleBook:
 
     def _refutes(self, rule: Rule, url: str) -> bool:
         """Is ``url``, a kept page, a counterexample to ``rule`` (with a page kept before)?  The rule
-        remembers the kept URLs it changes, by their rewritten form; the host, all its kept URLs."""
+        book remembers the kept URLs each rule changes, by their rewritten form; the host, all its kept URLs."""
         if rule.refuted_by is not None:
             return False
-        if rule.applies(url):  # another kept URL the rule changes, or one it does not, is the same by it
+        keys = self._keys.setdefault(rule.ident, {})
+        if applies(rule, url):  # another kept URL the rule changes, or one it does not, is the same by it
             key = url_key(url, [rule])
-            other = rule.keys.get(key) or self._kept.get(rule.host, OrderedDict()).get(key)
+            other = keys.get(key) or self._kept.get(rule.host, OrderedDict()).get(key)
             if other is None or other == url:
-                rule.keys[key] = url
+                keys[key] = url
                 return False
         else:  # a kept URL the rule changes becomes this one
-            other = rule.keys.get(url_key(url))
+            other = keys.get(url_key(url))
             if other is None or other == url:
                 return False
         rule.refuted_by = f"{other} {url}"
-        rule.keys.clear()
+        self._keys.pop(rule.ident, None)
         self._changed[rule.ident] = rule
         return True
 
@@ -244,6 +240,18 @@ class KnownUrls:
                 keys.setdefault(url_key(known, rules), known)
             self._keys[host], self._versions[host] = keys, version
         return self._keys[host]
+
+
+def applies(rule: Rule, url: str) -> bool:
+    """Does ``rule`` change ``url`` (has it the parameter, the segment, the ``www.``)?"""
+    parts = split(url)
+    if rule.kind == "host":
+        return parts.netloc.startswith("www.")
+    if rule.kind == "param":
+        return any(name == rule.name for name, _ in parse_qsl(parts.query, keep_blank_values=True))
+    if rule.kind == "path_param":
+        return any(name == rule.name for name, _ in _path_params(parts.path))
+    return rule.name in _segments(parts.path)
 
 
 def explanations(a: str, b: str) -> list[tuple[str, str]]:
@@ -386,3 +394,114 @@ def _drop_path_param(segment: str, name: str) -> str:
 
 def _key(url: str) -> int:
     return xxhash.xxh3_64_intdigest(url.encode("utf-8", "surrogatepass"))
+
+
+#: Near-duplicates in a row a URL shape may lead to before the links of near-duplicate pages with that
+#: shape are skipped (``SIMHASH_DEDUP_LINK_BUDGET``).
+DEFAULT_BUDGET = 10
+#: URL shapes whose count is kept (the most recently met).
+MAX_SHAPES = 100_000
+_NUMBER = re.compile(r"\d+")
+
+
+def url_shape(url: str) -> str | None:
+    """What a URL looks like without its particulars: ``host/folders/?names``.  Numbers in folders become
+    ``N``, a folder repeated next to itself counts once (``/mirror/mirror/`` is ``/mirror/``), the last
+    path segment (the page) is left out, and of the query only the parameters' names are kept, sorted.
+    None for a URL that cannot be parsed."""
+    host = host_key(url)
+    if host is None:
+        return None
+    parts = split(url)
+    folders: list[str] = []
+    for segment in parts.path.split("/")[1:-1]:
+        folder = _NUMBER.sub("N", segment.split(";")[0])
+        if not folders or folders[-1] != folder:
+            folders.append(folder)
+    names = sorted({name for name, _ in parse_qsl(parts.query, keep_blank_values=True)})
+    return f"{host}/{''.join(f'{folder}/' for folder in folders)}?{'&'.join(names)}"
+
+
+def is_recrawl(url: str, match: Match, rules: RuleBook | None) -> bool:
+    """Is a page that matched ``match`` the same page met again by a re-run (not a copy): the page an earlier
+    crawl kept, under its URL or one the trusted URL ``rules`` make equal to it?"""
+    if not match.remembered:
+        return False
+    if url == match.url:
+        return True
+    applying = rules.applying(url) + rules.applying(match.url) if rules is not None else []
+    return bool(applying) and rewritten(url, applying) == rewritten(match.url, applying)
+
+
+class ShapeBudget:
+    """Per URL shape: the near-duplicates its pages were in a row, since the last unique page."""
+
+    def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
+        self.budget = budget
+        self._in_a_row: OrderedDict[str, int] = OrderedDict()
+
+    def decided(self, url: str, duplicate: bool) -> None:
+        """A page of this URL was decided: one more near-duplicate in a row, or a unique page (count 0)."""
+        if (shape := url_shape(url)) is None:
+            return
+        self._in_a_row[shape] = self._in_a_row.get(shape, 0) + 1 if duplicate else 0
+        self._in_a_row.move_to_end(shape)
+        if len(self._in_a_row) > MAX_SHAPES:
+            self._in_a_row.popitem(last=False)
+
+    def spent(self, url: str) -> str | None:
+        """The URL's shape, if it has led to ``budget`` near-duplicates in a row."""
+        shape = url_shape(url)
+        return shape if shape is not None and self._in_a_row.get(shape, 0) >= self.budget else None
+
+
+class RepeatedPages:
+    """Pages without content of their own that show the same but for a date or a number in their name (empty
+    calendar months, empty pages of results): per site, the first URL that showed each such page
+    (``Fingerprint.repeat_key``).  Each is kept (it names a month of its own), yet for the link guard and the URL
+    rules it is the same page as the first: an endless calendar whose months are named apart runs out of budget
+    as one whose months read the same.  A page with content of its own (a list, a product) has no key."""
+
+    def __init__(self) -> None:
+        self._first: OrderedDict[tuple[str, int], str] = OrderedDict()
+
+    def repeats(self, url: str, key: int | None) -> str | None:
+        """The earlier URL of the site whose page showed what the page at ``url`` shows (key ``key``), if any;
+        else the page is remembered as the first."""
+        if key is None or (host := host_key(url)) is None:
+            return None
+        first = self._first.setdefault((host, key), url)
+        self._first.move_to_end((host, key))
+        if len(self._first) > MAX_SHAPES:
+            self._first.popitem(last=False)
+        return first if first != url else None
+
+
+class LinkGuard:
+    """The crawl's memory for the link guard: what it requested and fetched, and the shapes' budgets."""
+
+    def __init__(self, rules: RuleBook | None, budget: int = DEFAULT_BUDGET) -> None:
+        self.rules = rules
+        self.known = KnownUrls(rules)  # requested or fetched by this crawl
+        self.shapes = ShapeBudget(budget)
+
+    def page_decided(self, url: str, duplicate: bool | None) -> None:
+        """A page was fetched and decided: a near-duplicate, unique, or (None) not compared."""
+        self.known.add(url)
+        if duplicate is not None:
+            self.shapes.decided(url, duplicate)
+
+    def followed(self, url: str) -> None:
+        """A request the crawl schedules."""
+        self.known.add(url)
+
+    def covered(self, url: str) -> str | None:
+        """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it)."""
+        known = self.known.find(url)
+        if known is not None and rewritten(known, []) == rewritten(url, []):  # the same URL, but for a fragment
+            return "already requested"
+        if known is not None:
+            return f"{known} already requested, the same page by the URL rules"
+        if (shape := self.shapes.spent(url)) is not None:
+            return f"its URL shape {shape} led to {self.shapes.budget} near-duplicates in a row"
+        return None
