@@ -258,8 +258,8 @@ def test_a_store_names_no_page_it_never_wrote_and_the_log_keeps_older_drops(tmp_
     fingerprinter = Fingerprinter()
     for n, html in enumerate(ARTICLES[:2]):
         store.check_and_add(f"https://a.test/{n}", fingerprinter.fingerprint(html))
-    store.record_alias(Alias(1, "https://a.test/0?copy", "https://a.test/0", "content"))
-    store.record_alias(Alias(2, "https://a.test/1?copy", "https://a.test/1", "content"))
+    store.record(Alias(1, "https://a.test/0?copy", "https://a.test/0", "content"))
+    store.record(Alias(2, "https://a.test/1?copy", "https://a.test/1", "content"))
     store.confirm(1)  # page 1's item got past every pipeline, page 0's never does
     store.close()
     assert [a.url for a in read_aliases(tmp_path / "seen.sqlite")] == ["https://a.test/1?copy"]
@@ -419,9 +419,9 @@ def test_a_page_without_a_canonical_is_named_by_the_copy_that_looks_canonical() 
 
 def test_a_renamed_page_has_its_last_name_in_the_store_s_alias_table(tmp_path: Path) -> None:
     store = SqliteStore(Policy(), tmp_path / "s.sqlite", DedupSettings().scheme)
-    store.record_alias(Alias(1, "https://a.test/p?sid=1&x=1", "https://a.test/p?sid=1", CANONICAL))
-    store.record_alias(Alias(2, "https://a.test/p", "https://a.test/p?sid=1", "content"))
-    store.record_alias(Alias(3, "https://a.test/p", "https://a.test/p?sid=1", CANONICAL))  # renamed
+    store.record(Alias(1, "https://a.test/p?sid=1&x=1", "https://a.test/p?sid=1", CANONICAL))
+    store.record(Alias(2, "https://a.test/p", "https://a.test/p?sid=1", "content"))
+    store.record(Alias(3, "https://a.test/p", "https://a.test/p?sid=1", CANONICAL))  # renamed
     store.close()
     rows = alias_rows(read_aliases(tmp_path / "s.sqlite"))
     assert {row.alias: row.canonical for row in rows} == {

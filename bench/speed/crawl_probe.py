@@ -38,15 +38,15 @@ RESULTS = RESULTS_FOLDER / "speed" / "crawl_probe.json"
 #: What the reactor calls into the filter: (module, class, method).
 ENTRY_POINTS = [
     # a response's first item: the hand-out
-    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "decide_response"),
+    ("scrapy_simhash_dedup.crawl.filter", "PageFilter", "decide_response"),
     # a worker's answer: the page decided
     ("scrapy_simhash_dedup.workers.connection", "FingerprintWorker", "dataReceived"),
-    ("scrapy_simhash_dedup.crawl.pipeline", "SimhashDedupPipeline", "assign"),
+    ("scrapy_simhash_dedup.crawl.filter", "PageFilter", "assign"),
     ("scrapy_simhash_dedup.crawl.items", "AssignedItems", "take"),
     ("scrapy_simhash_dedup.crawl.items", "ItemVerdicts", "apply"),
     ("scrapy_simhash_dedup.crawl.items", "WriteConfirmation", "_item_passed"),
     ("scrapy_simhash_dedup.crawl.items", "WriteConfirmation", "_item_lost"),
-    ("scrapy_simhash_dedup.crawl.middleware", "SimhashDedupSpiderMiddleware", "_follow"),
+    ("scrapy_simhash_dedup.crawl.filter", "PageFilter", "follows"),
     ("scrapy_simhash_dedup.crawl.stats", "Counts", "hand_over"),
 ]
 #: Parts inside the entry points.
@@ -66,7 +66,6 @@ PARTS = [
     ("scrapy_simhash_dedup.crawl.decisions", "Learner", "_learn"),
     ("scrapy_simhash_dedup.stores.records", "Reviewer", "decision"),
     ("scrapy_simhash_dedup.stores.sqlite.store", "SqliteStore", "record"),
-    ("scrapy_simhash_dedup.stores.sqlite.store", "SqliteStore", "record_alias"),
     ("scrapy_simhash_dedup.crawl.decisions", "Learner", "_named"),
     ("scrapy_simhash_dedup.crawl.items", "PageDecision", "settle"),
     ("scrapy_simhash_dedup.stores.sqlite.store", "SqliteStore", "confirm"),

@@ -172,14 +172,13 @@ class Names:
         canonical URL recorded in the store."""
         if outcome == DROPPED:
             assert decision is not None, "a drop has its decision (_decide)"
-            self.store.record_alias(Alias(decision.time, page.url, decision.kept_url, decision.reason))
+            self.store.record(Alias(decision.time, page.url, decision.kept_url, decision.reason))
             return None
         if not self.field:
             return None
         declared = result.canonical if isinstance(result, Fingerprint) else None
         canonical = self.canonicals.choose(page.url, declared).url
-        for alias in canonical_aliases(page.url, canonical, time.time()):
-            self.store.record_alias(alias)
+        self.store.record(*canonical_aliases(page.url, canonical, time.time()))
         return canonical
 
 

@@ -23,7 +23,7 @@ from ..guards.canonical import CanonicalUrls
 from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_recrawl
 from ..matching.policy import Match, dropped
 from ..stores.errors import CheckedLocally, StoreUnavailable
-from ..stores.records import CANONICAL, RULE, Alias, Reviewer, Rule, Skip, canonical_aliases
+from ..stores.records import CANONICAL, RULE, Alias, Record, Reviewer, Rule, Skip, canonical_aliases
 from ..workers.cache import RecentPages
 from ..workers.pool import FingerprintPool
 from ..workers.start import WorkerTimedOut
@@ -174,11 +174,17 @@ class Learner:
         return PageVerdict(url, fingerprint, match, row, repeat_of=repeat_of)
 
     def settle(self, page: PageDecision, verdict: PageVerdict) -> None:
-        """The page is decided: counted, logged and learned from, a kept page named; its items go on."""
+        """The page is decided: counted, logged and learned from, a kept page named; its items go on.  What it
+        taught the log, the names and the rules goes to the store in one visit."""
+        taught: list[Record] = []
         try:
-            self._decided(verdict)
-            verdict = self._named(verdict, page.declared)
-            self._renamed()
+            try:
+                self._decided(verdict, taught)
+                verdict = self._named(verdict, page.declared, taught)
+                self._renamed(taught)
+            finally:
+                if taught:
+                    self.store.record(*taught)
         except Exception:
             self.counts.add("errors", page.url, exc_info=True)
         page.settle(verdict)
@@ -186,12 +192,14 @@ class Learner:
     def skipped(self, skip: Skip) -> None:
         """A link or a request the crawl will not make (the guards): counted and logged in the store."""
         self.counts.add("links_skipped" if skip.kind == "link" else "requests_skipped")
-        self.store.record_skip(skip)
         if skip.kind == "request":
-            self.store.record_alias(Alias(skip.time, skip.url, skip.because, RULE))
+            self.store.record(skip, Alias(skip.time, skip.url, skip.because, RULE))
+        else:
+            self.store.record(skip)
 
-    def _decided(self, page: PageVerdict) -> None:
-        """A page was decided: counted, logged for review, and taught to the URL rules and the link guard."""
+    def _decided(self, page: PageVerdict, taught: list[Record]) -> None:
+        """A page was decided: counted, logged for review (``taught``), and taught to the URL rules and the link
+        guard."""
         if self.links is not None:
             self.links.page_decided(
                 page.url, (page.duplicate or page.repeat_of is not None) if page.fingerprint is not None else None
@@ -205,8 +213,8 @@ class Learner:
         if page.duplicate:
             match, fingerprint = page.match, page.fingerprint
             assert match is not None and fingerprint is not None  # a page dropped was checked and matched
-            self.store.record(self.reviewer.dropped(page.url, fingerprint, match))
-            self.store.record_alias(Alias(time.time(), page.url, match.url, match.reason))
+            taught.append(self.reviewer.dropped(page.url, fingerprint, match))
+            taught.append(Alias(time.time(), page.url, match.url, match.reason))
             if self.canonicals is not None:
                 self.canonicals.kept_page_dropped(page.url, match.url)
         else:
@@ -217,12 +225,12 @@ class Learner:
             elif page.match is not None:
                 self.counts.add("borderline")
             if decision := self.reviewer.kept(page.url, page.fingerprint, page.match):
-                self.store.record(decision)
+                taught.append(decision)
         if self.rules is not None and self.fetched is not None:  # (both or neither)
             self.fetched.add(page.url)
-            self._learn(self.rules, page)
+            taught.extend(self._learn(self.rules, page))
 
-    def _named(self, page: PageVerdict, declared: str | None) -> PageVerdict:
+    def _named(self, page: PageVerdict, declared: str | None, taught: list[Record]) -> PageVerdict:
         """A kept page with its canonical URL (``guards.canonical.CanonicalUrls``): chosen after the rules
         learned from the page, so that a rule it refutes never names it.  The page's ``<link rel="canonical">``
         comes before its ``Link`` header's."""
@@ -237,19 +245,19 @@ class Learner:
         self.counts.add(f"canonical/{canonical.source}")
         if canonical.cleaned:
             self.counts.add("canonical/cleaned")
-        for alias in canonical_aliases(page.url, canonical.url, time.time()):
-            self.store.record_alias(alias)
+        taught.extend(canonical_aliases(page.url, canonical.url, time.time()))
         return replace(page, canonical=canonical.url)
 
-    def _renamed(self) -> None:
+    def _renamed(self, taught: list[Record]) -> None:
         """Kept pages that what the crawl learned names otherwise: their new names in the alias table (the
         last naming of a page is its name there)."""
         for page in self.canonicals.take_renamed() if self.canonicals is not None else ():
             self.counts.add("canonical/renamed")
-            self.store.record_alias(Alias(time.time(), page.name, page.kept_url, CANONICAL))
+            taught.append(Alias(time.time(), page.name, page.kept_url, CANONICAL))
 
-    def _learn(self, rules: RuleBook, page: PageVerdict) -> None:
-        """A decided page teaches the URL ``rules``: a drop is a supporting pair, a keep may refute."""
+    def _learn(self, rules: RuleBook, page: PageVerdict) -> list[Rule]:
+        """A decided page teaches the URL ``rules``: a drop is a supporting pair, a keep may refute.  Returns the
+        rules that changed, for the store."""
         if page.duplicate or page.repeat_of is not None:
             earlier = page.repeat_of or (page.match.url if page.match is not None else None)
             assert earlier is not None  # a drop has its match, a repeat its earlier page
@@ -266,6 +274,7 @@ class Learner:
                         rule.describe(),
                         " and ".join((rule.refuted_by or "").split(" ", 1)),
                     )
-        if changed := rules.take_changed():
-            self.store.save_rules(changed)
+        changed = rules.take_changed()
+        if changed:
             self.crawler.stats.set_value(f"{STATS_PREFIX}/rules", len(rules.trusted()))
+        return changed

@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from ..fingerprint.fingerprinter import Fingerprint
 from ..matching.policy import Match
-from .records import Alias, Decision, Rule, Skip
+from .records import Record, Rule
 
 
 class Store(Protocol):
@@ -44,20 +44,10 @@ class Store(Protocol):
         """An item of the page kept at ``row`` got past every pipeline: the page may be written."""
         return None
 
-    def record(self, decision: Decision) -> None:
-        """Add to the decision log (none with a log size of 0)."""
-        return None
-
-    def record_skip(self, skip: Skip) -> None:
-        """Add a skipped link or request to the log (none with a log size of 0)."""
-        return None
-
-    def record_alias(self, alias: Alias) -> None:
-        """Keep a URL that names a kept page (the first naming of a URL stays), once the page is written."""
-        return None
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        """Keep the URL rules that changed."""
+    def record(self, *entries: Record) -> None:
+        """Keep what a decision taught, in one visit: decisions and skipped links or requests in the log (none
+        with a log size of 0), the URLs that name a kept page (``Alias``: the first naming of a URL stays; once the
+        page is written), the URL rules that changed (``Rule``: the latest of each)."""
         return None
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:

@@ -10,7 +10,7 @@ carry both pages' own texts (the words their content fingerprints were built
 from), so a report can show them side by side without the HTML.  The stores
 keep the log (``record``) and the counts of each run (``save_run``):
 SQLite in tables beside the fingerprints, Redis in capped streams; and,
-uncapped, the URLs that name each kept page (``Alias``, ``record_alias``).
+uncapped, the URLs that name each kept page (``Alias``, ``Store.record``).
 """
 
 from __future__ import annotations
@@ -209,3 +209,7 @@ class Rule:
             return f"www.{self.host} = {self.host}"
         what = {"param": "query parameter", "path_param": "path parameter ;", "segment": "path segment"}[self.kind]
         return f"{self.host}: {what}{'' if self.kind == 'path_param' else ' '}{self.name!r} does not change the page"
+
+
+#: What a store keeps beside its pages (``Store.record``).
+Record = Decision | Skip | Alias | Rule

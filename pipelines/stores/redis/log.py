@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ..records import CANONICAL, Alias, Decision, Rule, Skip
+from ..records import CANONICAL, Alias, Decision, Record, Rule, Skip
 from .availability import RetryGuard
 from .keys import RedisClient
 
@@ -35,25 +35,14 @@ class RedisLog:
         self.key = key
         self.decisions_kept = decisions
         self.texts_kept = texts
-        self._waiting: deque[Decision | Skip | Alias | Rule] = deque(maxlen=MAX_WAITING)
+        self._waiting: deque[Record] = deque(maxlen=MAX_WAITING)
 
-    def record(self, decision: Decision) -> None:
-        if self.decisions_kept:
-            self._waiting.append(decision)
-
-    def record_skip(self, skip: Skip) -> None:
-        if self.decisions_kept:
-            self._waiting.append(skip)
-
-    def record_alias(self, alias: Alias) -> None:
-        """Sent to the hash ``<key>:aliases`` (a URL's first naming stays, a canonical URL's last): the page is
-        in Redis already."""
-        self._waiting.append(alias)
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        """Sent to the hash ``<key>:rules``: each rule's support as this process knows it (the last process
-        to save a rule sets it); in ``<key>:refuted`` its first counterexample, for good."""
-        self._waiting.extend(rules)
+    def record(self, *entries: Record) -> None:
+        """Sent with the next round trip: decisions and skips to the log's streams (none with a log size of 0);
+        aliases to the hash ``<key>:aliases`` (a URL's first naming stays, a canonical URL's last: the page is in
+        Redis already); rules to the hash ``<key>:rules``, each rule's support as this process knows it (the last
+        process to save a rule sets it), and in ``<key>:refuted`` its first counterexample, for good."""
+        self._waiting.extend(entry for entry in entries if self.decisions_kept or isinstance(entry, (Alias, Rule)))
 
     def save_run(self, run: dict[str, Any]) -> None:
         if not self.decisions_kept:
@@ -117,17 +106,8 @@ class RedisLogMethods:
     def confirm(self, row: int) -> None:
         """Nothing waits: the page is in Redis."""
 
-    def record(self, decision: Decision) -> None:
-        self.log.record(decision)
-
-    def record_skip(self, skip: Skip) -> None:
-        self.log.record_skip(skip)
-
-    def record_alias(self, alias: Alias) -> None:
-        self.log.record_alias(alias)
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        self.log.save_rules(rules)
+    def record(self, *entries: Record) -> None:
+        self.log.record(*entries)
 
     def save_run(self, run: dict[str, Any]) -> None:
         self.log.save_run(run)

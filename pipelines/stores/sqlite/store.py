@@ -16,7 +16,7 @@ from ...matching.policy import Match, Policy
 from ...matching.scope import Scope
 from ...matching.scoped import ScopedMatchers
 from ..errors import StoreNotOpened
-from ..records import Alias, Decision, Rule, Skip
+from ..records import Alias, Decision, Record, Rule
 from .lock import StoreLock
 from .repair import check
 from .saved import SavedState
@@ -138,11 +138,23 @@ class SqliteStore:
         if self._waiting.confirm(row) and len(self._waiting.confirmed) >= self.commit_every:
             self.flush()
 
-    def record(self, decision: Decision) -> None:
-        if self.decisions_kept:
-            self._waiting.decisions.append(decision)
-            if len(self._waiting.decisions) >= self.commit_every:
-                self.flush()
+    def record(self, *entries: Record) -> None:
+        """An alias is written with its page, never if the page is not (not confirmed yet); the rest with the next
+        write, which comes once ``commit_every`` decisions, skips or aliases wait."""
+        waiting = self._waiting
+        for entry in entries:
+            if isinstance(entry, Alias):
+                waiting.add_alias(entry)
+            elif isinstance(entry, Rule):
+                waiting.rules[entry.ident] = entry
+            elif not self.decisions_kept:
+                continue
+            elif isinstance(entry, Decision):
+                waiting.decisions.append(entry)
+            else:
+                waiting.skips.append(entry)
+        if max(len(waiting.decisions), len(waiting.skips), len(waiting.aliases)) >= self.commit_every:
+            self.flush()
 
     def save_run(self, run: dict[str, Any]) -> None:
         if self.decisions_kept:
@@ -150,20 +162,6 @@ class SqliteStore:
                 self._connection.execute("INSERT INTO runs (run) VALUES (?)", (json.dumps(run),))
             except sqlite3.Error as error:
                 self._writes.failed(error)
-
-    def record_skip(self, skip: Skip) -> None:
-        if self.decisions_kept:
-            self._waiting.skips.append(skip)
-            if len(self._waiting.skips) >= self.commit_every:
-                self.flush()
-
-    def record_alias(self, alias: Alias) -> None:
-        """Written with its page, never if the page is not (its page not confirmed yet); else with the next write."""
-        if self._waiting.add_alias(alias) and len(self._waiting.aliases) >= self.commit_every:
-            self.flush()
-
-    def save_rules(self, rules: list[Rule]) -> None:
-        self._waiting.rules.update((rule.ident, rule) for rule in rules)
 
     def load_rules(self) -> tuple[list[Rule], list[str]]:
         """The rules, and the URLs of the last ``FETCHED_URLS`` pages written (kept, their items exported)."""

@@ -1,0 +1,81 @@
+"""The modules of the package a page's trip through the crawl process crosses (#61's map): the demo's crawl
+(``make demo``'s site, 385 pages) in this process under ``sys.setprofile``, every call into a module of
+``scrapy_simhash_dedup`` counted (compiled modules by their functions' ``__module__``).  A module called at
+least once a page on average is on the page's trip; the rest run at start and close.  The worker processes are
+not traced (their modules: ``fingerprint/``).  Seconds: ~1 minute.
+
+    python -m bench.speed.trip [--against-root DIR]
+
+``--against-root`` puts a folder first on ``sys.path`` whose ``scrapy_simhash_dedup`` is another checkout's
+package (a symbolic link to its ``pipelines/``, compiled), to count an earlier layout the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tarfile
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+PACKAGE = "scrapy_simhash_dedup"
+
+
+def count_calls(calls: Counter[str]):
+    def profile(frame, event, arg):
+        if event == "call":
+            module = frame.f_globals.get("__name__", "")
+        elif event == "c_call":
+            module = getattr(arg, "__module__", None) or ""
+        else:
+            return
+        if module.startswith(PACKAGE):
+            calls[module] += 1
+
+    return profile
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against-root", type=Path, help="a folder whose scrapy_simhash_dedup is used instead")
+    parser.add_argument("--out", type=Path, help="write the counts here (JSON)")
+    options = parser.parse_args()
+    if options.against_root:
+        sys.path.insert(0, str(options.against_root))
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.project import get_project_settings
+
+    from crawler.demo import LOCAL_CRAWL, SITE_ARCHIVE
+    from crawler.local_site import serve_directory
+
+    calls: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(SITE_ARCHIVE) as archive:
+            archive.extractall(tmp, filter="data")
+        with serve_directory(Path(tmp) / "html") as base_url:
+            settings = get_project_settings()
+            settings.setdict(LOCAL_CRAWL, priority="cmdline")
+            settings.set("SIMHASH_DEDUP_PATH", str(Path(tmp) / "seen.sqlite"), "cmdline")
+            process = CrawlerProcess(settings)
+            crawler = process.create_crawler("site")
+            process.crawl(crawler, url=base_url)
+            threading.setprofile(count_calls(calls))
+            sys.setprofile(count_calls(calls))
+            process.start()
+            sys.setprofile(None)
+            threading.setprofile(None)
+    pages = crawler.stats.get_value("simhash_dedup/checked") or 1
+    per_page = {module: round(n / pages, 1) for module, n in sorted(calls.items()) if n >= pages}
+    print(f"{PACKAGE} from {sys.modules[PACKAGE].__file__}; {pages} pages checked")
+    print(f"modules called at least once a page: {len(per_page)} of {len(calls)} called")
+    for module, n in per_page.items():
+        print(f"  {module[len(PACKAGE) + 1 :]:40} {n:8.1f} calls a page")
+    if options.out:
+        options.out.write_text(json.dumps({"pages": pages, "per_page": per_page, "called": len(calls)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
