@@ -26,7 +26,7 @@ from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
 from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
 from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, THIN_NAMED_SIMILARITY, Policy
-from scrapy_simhash_dedup.workers.cache import RecentPages
+from scrapy_simhash_dedup.workers.pool import RecentPages
 
 from .pages import (
     CHINESE_ARTICLE,

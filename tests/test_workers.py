@@ -21,8 +21,8 @@ import pytest
 from bench.common import cpu_seconds
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.workers import process as worker_process
-from scrapy_simhash_dedup.workers.cache import RecentPages
 from scrapy_simhash_dedup.workers.connection import UnsentBytes
+from scrapy_simhash_dedup.workers.pool import RecentPages
 from scrapy_simhash_dedup.workers.process import (
     READY,
     FingerprinterOptions,

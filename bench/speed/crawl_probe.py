@@ -51,7 +51,7 @@ ENTRY_POINTS = [
 ]
 #: Parts inside the entry points.
 PARTS = [
-    ("scrapy_simhash_dedup.workers.cache", "RecentPages", "key"),
+    ("scrapy_simhash_dedup.workers.pool", "RecentPages", "key"),
     ("scrapy_simhash_dedup.workers.pool", "FingerprintPool", "fingerprint"),
     ("scrapy_simhash_dedup.workers.connection", "FingerprintWorker", "send"),
     ("scrapy_simhash_dedup.crawl.decisions", "DecisionQueue", "_fingerprinted"),

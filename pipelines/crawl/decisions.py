@@ -24,8 +24,7 @@ from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_rec
 from ..matching.policy import Match, dropped
 from ..stores.errors import CheckedLocally, StoreUnavailable
 from ..stores.records import CANONICAL, RULE, Alias, Record, Reviewer, Rule, Skip, canonical_aliases
-from ..workers.cache import RecentPages
-from ..workers.pool import FingerprintPool
+from ..workers.pool import FingerprintPool, RecentPages
 from ..workers.start import WorkerTimedOut
 from .items import PageDecision, PageVerdict
 from .settings import DedupSettings

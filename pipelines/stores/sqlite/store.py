@@ -1,5 +1,12 @@
-"""Kept pages in one SQLite file per spider: remembered across pause/resume and, when asked, across runs;
-the decision log, URL rules and aliases beside them."""
+"""Kept pages in one SQLite file per spider: remembered across pause/resume and, when asked, across runs; the
+decision log, URL rules and aliases beside them.
+
+``SqliteStore`` decides and keeps; ``Waiting`` holds what is not in the file yet (the pages kept and not confirmed,
+those confirmed and not written, the log's entries and the rules changed since the last write); ``SavedState`` is
+the file read back (the kept pages' fingerprints at open in crawl scope, or a site's when it is met in a narrower
+scope; a page's URL and sketch when a match needs them; the URL rules) and where this run's pages lie in it (the row
+map).
+"""
 
 from __future__ import annotations
 
@@ -11,19 +18,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ...fingerprint.fingerprinter import Fingerprint
+from ...matching.matcher import KeptPages, Matcher
 from ...matching.policy import Match, Policy
 from ...matching.scope import Scope
-from ...matching.scoped import ScopedMatchers
+from ...matching.scoped import ScopedMatchers, SiteRows
 from ..errors import StoreNotOpened
-from ..records import Alias, Decision, Record, Rule
+from ..records import FETCHED_URLS, Alias, Decision, Record, Rule, Skip
 from .lock import StoreLock
 from .repair import check
-from .saved import SavedState
 from .schema import SCHEMA, SITE_SCHEMA, is_store, remove_store
-from .transaction import CLOSE_TRIES, WriteTransaction
-from .waiting import Waiting
-from .writes import write_batch
+from .writes import CLOSE_TRIES, Page, WriteBatch, WriteTransaction, write_batch
 
 logger = logging.getLogger(__name__)
 
@@ -272,3 +279,177 @@ def reset_store(path: Path) -> bool:
             )
         remove_store(path)
     return True
+
+
+class Waiting:
+    """What is not in the file yet.  A kept page waits for one of its items to be confirmed (``confirm``), then for
+    the next write; an alias of a page not confirmed yet waits for its page (it is never written if the page is
+    not).  A write takes a ``WriteBatch`` and, once it committed (only then), ``written`` lets go of what it took:
+    entries added meanwhile stay for the next write."""
+
+    def __init__(self) -> None:
+        self.decisions: list[Decision] = []
+        self.skips: list[Skip] = []
+        self.aliases: list[Alias] = []
+        self.rules: dict[tuple[str, str, str], Rule] = {}  # changed
+        self.confirmed: dict[int, Page] = {}  # row -> page: confirmed, not written yet
+        self._unconfirmed: dict[int, Page] = {}  # row -> page: kept, no item past the pipelines yet
+        self._unconfirmed_rows: dict[str, int] = {}  # the URL of a page kept, not confirmed yet -> its row
+        self._naming: dict[int, list[Alias]] = {}  # kept, not confirmed yet -> the aliases it gets once written
+
+    def kept(self, row: int, page: Page) -> None:
+        self._unconfirmed[row] = page
+        self._unconfirmed_rows[page[0]] = row
+
+    def confirm(self, row: int) -> bool:
+        """The page kept at ``row`` is to be written, with its aliases; whether it was waiting for that (not if it
+        was confirmed before, by another of its items)."""
+        if (page := self._unconfirmed.pop(row, None)) is None:
+            return False
+        self.confirmed[row] = page
+        if self._unconfirmed_rows.get(page[0]) == row:
+            del self._unconfirmed_rows[page[0]]
+        self.aliases.extend(self._naming.pop(row, ()))
+        return True
+
+    def add_alias(self, alias: Alias) -> bool:
+        """Whether ``alias`` is written with the next write; if not, with its page (not confirmed yet)."""
+        if (row := self._unconfirmed_rows.get(alias.kept_url)) is not None:
+            self._naming.setdefault(row, []).append(alias)
+            return False
+        self.aliases.append(alias)
+        return True
+
+    def page(self, row: int) -> Page | None:
+        """A kept page not written yet (``None``: it is in the file)."""
+        for waiting in (self._unconfirmed, self.confirmed):
+            if row in waiting:
+                return waiting[row]
+        return None
+
+    def __bool__(self) -> bool:
+        """Is there anything to write?"""
+        return bool(self.confirmed or self.decisions or self.skips or self.rules or self.aliases)
+
+    def count(self) -> int:
+        """Pages and log entries to write (the rules changed are not counted)."""
+        return len(self.confirmed) + len(self.decisions) + len(self.skips) + len(self.aliases)
+
+    def batch(self) -> WriteBatch:
+        rows = sorted(self.confirmed)
+        return WriteBatch(
+            rows,
+            [self.confirmed[row] for row in rows],
+            self.decisions[:],
+            self.skips[:],
+            self.aliases[:],
+            list(self.rules.values()),
+        )
+
+    def written(self, batch: WriteBatch) -> None:
+        """``batch`` is in the file (its transaction committed): what it took no longer waits."""
+        for row in batch.rows:
+            del self.confirmed[row]
+        del self.decisions[: len(batch.decisions)], self.skips[: len(batch.skips)], self.aliases[: len(batch.aliases)]
+        for rule in batch.rules:
+            if self.rules.get(rule.ident) is rule:
+                del self.rules[rule.ident]
+
+
+class SavedState:
+    """The file's pages as rows of the store's matcher, and the way back from a row to its page in the file.
+
+    In crawl scope the file's pages are read back at open (``load``), numbered from 0 whatever their rows in the
+    file (those of pages never confirmed are left out); this run's pages written are numbered on from the file's
+    last row (``written``).  In "site" or "host" scope a page keeps its row in the file, and a site's pages are
+    read back when the site is first met (``site_rows``)."""
+
+    def __init__(self, connection: sqlite3.Connection, scope: Scope) -> None:
+        self.connection = connection
+        self.scope = scope
+        self.next_row = 0  # the file's next row
+        self.loaded = 0  # rows read from the file at open
+        self._file_rows = np.zeros(0, dtype=np.int64)  # (crawl scope) their rows in the file
+        self._written_as: dict[int, int] = {}  # (crawl scope) this run's rows written -> their row in the file
+
+    def load(self, policy: Policy, pages: KeptPages, budget: int | None) -> Matcher | ScopedMatchers:
+        """The store's matcher (``pages``: the store), holding the pages kept by earlier crawls (crawl scope; in a
+        narrower scope, a site's pages are read when it is met, under ``budget``)."""
+        (self.next_row,) = self.connection.execute("SELECT coalesce(max(row) + 1, 0) FROM pages").fetchone()
+        if self.scope is not Scope.CRAWL:
+            rows = self.next_row
+            self.loaded = rows
+            return ScopedMatchers(policy, self.scope, pages, budget, self.site_rows, rows, rows)
+        matcher = Matcher(policy, pages)
+        batches = self.connection.execute(
+            "SELECT first_row, content, structure, present, addresses FROM batches ORDER BY first_row"
+        )
+        parts = [
+            (
+                np.arange(f, f + len(c) // 8, dtype=np.int64),
+                np.frombuffer(c, dtype="<u8"),
+                np.frombuffer(s, dtype="<u8"),
+                np.frombuffer(p, dtype=bool),
+                np.frombuffer(a, dtype="<u8"),
+            )
+            for f, c, s, p, a in batches
+        ]
+        if parts:
+            self._file_rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
+            matcher.load_rows(
+                np.column_stack([content, structure]), present.reshape(-1, 3), addresses.astype(np.uint64)
+            )
+        self.loaded = matcher.remembered = matcher.rows
+        return matcher
+
+    def site_rows(self, site: str) -> SiteRows:
+        """A site's written pages: their rows (ascending), fingerprints, present flags and addresses' keys."""
+        parts = [
+            (
+                np.frombuffer(r, dtype="<i8"),
+                np.frombuffer(c, dtype="<u8"),
+                np.frombuffer(s, dtype="<u8"),
+                np.frombuffer(p, dtype=bool).reshape(-1, 3),
+                np.frombuffer(a, dtype="<u8"),
+            )
+            for r, c, s, p, a in self.connection.execute(
+                "SELECT rows, content, structure, present, addresses FROM site_batches WHERE site = ?", (site,)
+            )
+        ]
+        if not parts:
+            return (
+                np.zeros(0, dtype=np.int64),
+                np.zeros((0, 2), dtype=np.uint64),
+                np.zeros((0, 3), dtype=bool),
+                np.zeros(0, dtype=np.uint64),
+            )
+        rows, content, structure, present, addresses = (np.concatenate(column) for column in zip(*parts))
+        order = np.argsort(rows, kind="stable")  # pages are confirmed out of order
+        return (
+            rows[order],
+            np.column_stack([content, structure])[order],
+            present[order],
+            addresses.astype(np.uint64)[order],
+        )
+
+    def written(self, rows: list[int]) -> None:
+        """(Crawl scope) the pages at ``rows`` are in the file now, numbered on from its last row."""
+        for n, row in enumerate(rows):
+            self._written_as[row] = self.next_row + n
+        self.next_row += len(rows)
+
+    def page(self, row: int) -> tuple[str, bytes | None]:
+        """URL and sketch of a kept page written to the file."""
+        if self.scope is not Scope.CRAWL:
+            written = row
+        else:
+            written = int(self._file_rows[row]) if row < self.loaded else self._written_as[row]
+        return self.connection.execute("SELECT url, sketch FROM pages WHERE row = ?", (written,)).fetchone()
+
+    def load_rules(self) -> tuple[list[Rule], list[str]]:
+        """The rules, and the URLs of the last ``FETCHED_URLS`` pages written (kept, their items exported)."""
+        rules = [
+            Rule(*row) for row in self.connection.execute("SELECT host, kind, name, support, refuted_by FROM rules")
+        ]
+        urls = self.connection.execute("SELECT url FROM pages ORDER BY row DESC LIMIT ?", (FETCHED_URLS,))
+        return rules, [url for (url,) in reversed(urls.fetchall())]
