@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -764,3 +764,33 @@ def lost(own_pages: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[
         if not covered:
             missing.append(url)
     return missing
+
+
+def write_warc(path: Path, pages: Iterable[tuple[str, bytes, str]]) -> None:
+    """A WARC.gz of HTTP 200 responses (URL, body, Content-Type), one gzip member per record as crawlers
+    write them: for tests and benchmarks of ``batch.sources.read_warc``."""
+    from fastwarc.stream_io import GzipWriter
+    from fastwarc.warc import WarcRecord, WarcRecordType
+
+    with GzipWriter(str(path)) as out:
+        for url, body, content_type in pages:
+            record = WarcRecord()
+            record.init_headers(WarcRecordType.response)
+            record.headers["WARC-Target-URI"] = url
+            record.headers["Content-Type"] = "application/http; msgtype=response"
+            record.set_bytes_content(
+                f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            record.write(out)
+            out.finish()
+
+
+def declared_in_html(root: Any) -> str | None:
+    """The ``href`` of the page's first ``<link rel="canonical">`` in its ``<head>`` (where browsers and
+    search engines read it), against the page's ``<base href>`` if it has one; relative otherwise.  The
+    fingerprint reads it in its own walk of the tree (``declared_link``)."""
+    from scrapy_simhash_dedup.fingerprint.content import PageText
+    from scrapy_simhash_dedup.fingerprint.declared import declared_link
+
+    return declared_link(PageText.read(root).canonical_link)

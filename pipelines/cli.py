@@ -302,7 +302,7 @@ def dedup_settings(arguments: argparse.Namespace) -> Any:
 def run_dedup(arguments: argparse.Namespace) -> int:
     from .batch import dedup
     from .batch.dedup import pages_read, summary
-    from .batch.progress import Progress
+    from .batch.progress import ProgressBar
     from .batch.sources import input_size
 
     settings = dedup_settings(arguments)
@@ -317,7 +317,7 @@ def run_dedup(arguments: argparse.Namespace) -> int:
             kept, outcomes = (
                 files.enter_context(named[name]) if name else None for name in (arguments.output, arguments.outcomes)
             )
-            progress = files.enter_context(Progress(input_size(arguments.inputs), enabled=not arguments.no_progress))
+            progress = files.enter_context(ProgressBar(input_size(arguments.inputs), enabled=not arguments.no_progress))
             files.enter_context(_messages_to(progress.say))
             # entered last, closed first: its last write flushes the outputs, still open, before it
             store = files.enter_context(_closing(open_store(arguments.store, arguments.key, settings)))

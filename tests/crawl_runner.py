@@ -21,6 +21,7 @@ from scrapy.exceptions import ScrapyDeprecationWarning
 
 warnings.filterwarnings("error", category=ScrapyDeprecationWarning)
 
+# after the filter above: Scrapy's deprecation warnings are errors from its first import on
 import scrapy  # noqa: E402
 from scrapy import signals  # noqa: E402
 from scrapy.crawler import CrawlerProcess  # noqa: E402
@@ -185,7 +186,7 @@ class CrawlRecord:
         self.dropped: list[dict[str, Any]] = []
         self.canonical: dict[str, str | None] = {}  # a kept item's URL -> its canonical_url field
         self.frozen: dict[str, int] = {"during": 0}  # objects frozen out of the collector while items passed, and after
-        self.kept_log = open(kept_log, "a") if kept_log else None  # noqa: SIM115
+        self.kept_log = open(kept_log, "a") if kept_log else None  # noqa: SIM115 (closed at the spider's close)
         crawler.signals.connect(self.on_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.on_dropped, signal=signals.item_dropped)
 

@@ -14,6 +14,7 @@ class FailingWrites(sqlite3.Connection):
     failing: set[int] = set()
     writes = 0
 
+    # (the stubs overload execute and executemany by their parameters; one signature serves the test)
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:  # type: ignore[override]
         self._count(sql)
         return super().execute(sql, *args)
@@ -38,4 +39,4 @@ def fail_writes(numbers: list[int]) -> None:
     def connect_failing(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         return connect(*args, factory=FailingWrites, **kwargs)
 
-    sqlite3.connect = connect_failing  # type: ignore[assignment]
+    sqlite3.connect = connect_failing  # type: ignore[assignment]  # the patch is the point: every connection fails

@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import lxml.etree
@@ -119,3 +119,10 @@ CHINESE_ARTICLE = (
     "<p>据了解，今年春季全市新增绿地面积超过两百公顷，多个社区公园陆续建成开放，受到居民欢迎。</p>"
     "</body></html>"
 )
+
+
+def own_blocks(root: Any) -> list[list[str]]:
+    """The tokens of the page's own text, block by block (see ``PageText.own_blocks``)."""
+    from scrapy_simhash_dedup.fingerprint.content import PageText
+
+    return PageText.read(root).own_blocks()

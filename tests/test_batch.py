@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash_dedup.batch.sources import Page, write_warc
+from bench.common import write_warc
+from scrapy_simhash_dedup.batch.sources import Page
 
 from .conftest import PROJECT
 

@@ -16,11 +16,12 @@ import pytest
 import redis
 import scrapy
 
+from bench.common import declared_in_html
 from bench.quality.traps import crawl as crawl_site
 from crawler.trap_site import CANONICAL_KINDS, serve_trap_site
 from scrapy_simhash_dedup import Fingerprinter, cli
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
-from scrapy_simhash_dedup.fingerprint.declared import declared_in_header, declared_in_html
+from scrapy_simhash_dedup.fingerprint.declared import declared_in_header
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls, looks_canonical
 from scrapy_simhash_dedup.guards.traps import RuleBook
 from scrapy_simhash_dedup.matching.policy import Policy

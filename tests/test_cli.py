@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import write_warc
 from scrapy_simhash_dedup.batch.dedup import summary
-from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.report.plots import similarity_histogram
 from scrapy_simhash_dedup.stores.records import Decision
 

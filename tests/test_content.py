@@ -12,7 +12,7 @@ import pytest
 
 from bench.quality.sets import wrap_in_form
 from scrapy_simhash_dedup import Fingerprinter, hamming
-from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, own_blocks, words
+from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, words
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.sketch import link_share, similarity, visible_similarity
 from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs
@@ -29,7 +29,7 @@ from scrapy_simhash_dedup.fingerprint.treewalk import (
 )
 from scrapy_simhash_dedup.matching.policy import Policy
 
-from .pages import CHINESE_ARTICLE, DATA, real_page, with_date_and_counters
+from .pages import CHINESE_ARTICLE, DATA, own_blocks, real_page, with_date_and_counters
 
 
 def root(html: str | bytes):

@@ -9,7 +9,7 @@ import redis
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint, packed
 from scrapy_simhash_dedup.matching.policy import BODY, Policy, dropped
 from scrapy_simhash_dedup.stores.memory import MemoryStore
-from scrapy_simhash_dedup.stores.records import BORDERLINE, DROPPED, Decision, Reviewer
+from scrapy_simhash_dedup.stores.records import BORDERLINE, DROPPED, Decision, DecisionLogEntries
 from scrapy_simhash_dedup.stores.redis.keys import remove_redis_store
 from scrapy_simhash_dedup.stores.redis.log import read_redis_log
 from scrapy_simhash_dedup.stores.redis.store import RedisStore
@@ -75,17 +75,17 @@ def test_a_long_text_beyond_the_search_distance_is_no_candidate_at_all():
 
 
 def test_the_reviewer_gives_both_texts_of_a_pair_while_it_holds_them():
-    reviewer = Reviewer(keep_texts=True, recent=1)
+    log_entries = DecisionLogEntries(keep_texts=True, recent=1)
     store = MemoryStore(Policy())
     words = [f"w{n}" for n in range(300)]
     for url, text in (("https://a.test/1", "first kept"), ("https://a.test/2", "second kept")):
-        assert reviewer.kept(url, page(hash(url) & 0xFFFF_0000, words[::-1] + [url], text), None) is None
+        assert log_entries.kept(url, page(hash(url) & 0xFFFF_0000, words[::-1] + [url], text), None) is None
     match = store.check_and_add("https://a.test/1", page(1, words, "first kept"))
     match = store.check_and_add("https://a.test/copy", page(1, words, "the copy"))
-    entry = reviewer.dropped("https://a.test/copy", page(1, words, "the copy"), match)
+    entry = log_entries.dropped("https://a.test/copy", page(1, words, "the copy"), match)
     assert (entry.outcome, entry.text, entry.kept_url) == (DROPPED, "the copy", "https://a.test/1")
     assert entry.kept_text is None  # only the most recent kept page's text is held (recent=1)
-    entry = reviewer.decision(
+    entry = log_entries.decision(
         BORDERLINE, "https://a.test/x", None, match.__class__("https://a.test/2", "similarity", 5, 0, 0.1, 0.65, False)
     )
     assert entry.kept_text == "second kept" and entry.text is None

@@ -20,7 +20,7 @@ from twisted.internet.task import Clock
 from bench.speed.hostile import PAGES as HOSTILE
 from scrapy_simhash_dedup import Fingerprinter, SimhashDedupPipeline, SimhashDuplicate, hamming
 from scrapy_simhash_dedup.crawl.settings import StartRefused
-from scrapy_simhash_dedup.fingerprint.content import PageText, own_blocks
+from scrapy_simhash_dedup.fingerprint.content import PageText
 from scrapy_simhash_dedup.fingerprint.document import decode, load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
@@ -34,6 +34,7 @@ from .pages import (
     REWORDED_SEUSS,
     author_stubs,
     deeply_nested,
+    own_blocks,
     real_page,
     with_date_and_counters,
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_simhash_dedup.batch.sources import write_warc
+from bench.common import write_warc
 
 from .conftest import serve_directory
 from .pages import real_page

@@ -11,11 +11,10 @@ import random
 import lxml.html
 import pytest
 
-from bench.common import html_tree
+from bench.common import html_tree, write_warc
 from bench.quality.real_sites import replaced_sentence
 from scrapy_simhash_dedup import Fingerprinter, SimhashDuplicate
 from scrapy_simhash_dedup.batch import dedup
-from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.sketch import has_own_text, named_alike, named_the_same
 from scrapy_simhash_dedup.matching.policy import ADDRESS, SAME_ADDRESS_VISIBLE_SIMILARITY

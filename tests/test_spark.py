@@ -24,8 +24,9 @@ import pyarrow.dataset
 import pyarrow.parquet as pq
 import pytest
 
+from bench.common import write_warc
 from scrapy_simhash_dedup.batch import dedup
-from scrapy_simhash_dedup.batch.sources import read_warc, write_warc
+from scrapy_simhash_dedup.batch.sources import read_warc
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.fingerprint.simhash import hamming

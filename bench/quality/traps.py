@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from bench.common import PROJECT, RESULTS_FOLDER, command_line, lost
+from bench.common import PROJECT, RESULTS_FOLDER, command_line, declared_in_html, lost
 from crawler.local_site import serve_directory
 from crawler.trap_site import TrapSite, articles_from_html, serve_trap_site
-from scrapy_simhash_dedup.fingerprint.declared import declared_in_html
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import DEFAULT_MAX_BYTES, Fingerprinter
 from scrapy_simhash_dedup.fingerprint.sketch import written_in

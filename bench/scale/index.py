@@ -68,7 +68,7 @@ def measure(kind: str, size: int, distance: int, planted: bool) -> dict:
         index = PackageIndex([], k=distance)
         for key, value in enumerate(values):
             index.add(str(key), Simhash(value))
-        lookup = lambda q: index.get_near_dups(Simhash(q))  # noqa: E731
+        lookup = lambda q: index.get_near_dups(Simhash(q))  # noqa: E731 (one line per design, read as a table)
     else:  # numpy brute force
         stored = fingerprints.copy()
         lookup = lambda q: np.flatnonzero(np.bitwise_count(stored ^ np.uint64(q)) <= distance)  # noqa: E731

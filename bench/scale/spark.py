@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import RESULTS_FOLDER, command_line
+from bench.common import RESULTS_FOLDER, command_line, write_warc
 from scrapy_simhash_dedup.batch import dedup
-from scrapy_simhash_dedup.batch.sources import read_inputs, write_warc
+from scrapy_simhash_dedup.batch.sources import read_inputs
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.spark import JobOptions, Jvm, run, session

@@ -20,9 +20,8 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from bench.common import RESULTS_FOLDER, command_line
+from bench.common import RESULTS_FOLDER, command_line, write_warc
 from scrapy_simhash_dedup.batch import dedup, read_inputs
-from scrapy_simhash_dedup.batch.sources import write_warc
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprinter
 from scrapy_simhash_dedup.stores.memory import MemoryStore

@@ -24,8 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS_FOLDER, command_line
-from scrapy_simhash_dedup.batch.sources import write_warc
+from bench.common import RESULTS_FOLDER, command_line, write_warc
 from tools.fingerprint_reference import DATA, shared_pages
 
 RESULTS = RESULTS_FOLDER / "speed" / "spark_command.json"

@@ -15,7 +15,7 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.policy import Match, dropped
 from ..stores.base import Store
-from ..stores.records import Alias, Decision, Reviewer, canonical_aliases, run_summary
+from ..stores.records import Alias, Decision, DecisionLogEntries, canonical_aliases, run_summary
 from ..stores.sqlite.store import SqliteStore
 from .fingerprints import fingerprinted
 from .sources import STATUS, BadInput, Page, in_arrival_order, is_page_count, plural, read_inputs
@@ -25,7 +25,7 @@ KEPT, BORDERLINE, DROPPED, FAILED = "kept", "borderline", "dropped", "failed"
 NOT_COMPARED = "not_compared/"
 
 
-class Progress(Protocol):
+class ShowsProgress(Protocol):
     """Where a run shows how far it is and says what went wrong (``scrapy_simhash_dedup.batch.progress``)."""
 
     def advance(self, read: int, pages: int) -> None: ...
@@ -40,7 +40,7 @@ def dedup(
     kept: IO[str] | None = None,
     outcomes_file: IO[str] | None = None,
     workers: int = 1,
-    progress: Progress | None = None,
+    progress: ShowsProgress | None = None,
     all_statuses: bool = False,
     argument_order: bool = False,
     outcome_texts: int = 0,
@@ -54,7 +54,7 @@ def dedup(
     ``outcome_texts`` decisions of ``outcomes_file`` carry both pages' texts (the store's log keeps its own,
     ``SIMHASH_DEDUP_REVIEW_TEXTS``)."""
     fingerprinter = settings.fingerprinter(keep_text=settings.keep_texts)
-    reviewer = Reviewer(settings.keep_texts)
+    log_entries = DecisionLogEntries(settings.keep_texts)
     names = Names(settings.canonical_field, store)
     lines = OutcomeLines(outcomes_file, outcome_texts)
     happened: Counter[str] = Counter()
@@ -77,7 +77,7 @@ def dedup(
             if progress is not None:
                 progress.say(f"{item.source}: {item.message}")
         else:
-            outcome, decision, match = _decide(item, result, store, reviewer, stats)
+            outcome, decision, match = _decide(item, result, store, log_entries, stats)
             happened[outcome] += 1
             canonical = names.named(item, outcome, decision, result)
             lines.write(item, outcome, decision, match, canonical)
@@ -95,7 +95,11 @@ def dedup(
 
 
 def _decide(
-    page: Page, result: Fingerprint | Exception | None, store: Store, reviewer: Reviewer, stats: Counter[str]
+    page: Page,
+    result: Fingerprint | Exception | None,
+    store: Store,
+    log_entries: DecisionLogEntries,
+    stats: Counter[str],
 ) -> tuple[str, Decision | None, Match | None]:
     """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it."""
     stats["checked"] += 1
@@ -109,11 +113,11 @@ def _decide(
     match = store.check_and_add(page.url, result)
     if dropped(match):
         stats.update(["pages_dropped", "items_dropped", f"items_dropped/{match.reason}"])
-        decision = reviewer.dropped(page.url, result, match)
+        decision = log_entries.dropped(page.url, result, match)
         store.record(decision)
         return DROPPED, decision, match
     stats.update(["pages_kept", "items_kept"])
-    borderline = reviewer.kept(page.url, result, match)
+    borderline = log_entries.kept(page.url, result, match)
     if borderline is not None:
         stats["borderline"] += 1
         store.record(borderline)

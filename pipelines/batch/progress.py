@@ -13,7 +13,7 @@ from ..extras import installed
 PLAIN_EVERY = 60.0
 
 
-class Progress:
+class ProgressBar:
     """Shows ``read`` bytes of ``total`` (the inputs' size) and the pages read, on ``stream``."""
 
     def __init__(self, total: int, stream: IO[str] = sys.stderr, enabled: bool = True) -> None:
@@ -64,7 +64,7 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *_: object) -> None:

@@ -339,23 +339,3 @@ def read_warc(
 def plural(count: int, noun: str) -> str:
     """``1 page``, ``2 pages``, ``1,234 pages``."""
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def write_warc(path: Path, pages: Iterable[tuple[str, bytes, str]]) -> None:
-    """A WARC.gz of HTTP 200 responses (URL, body, Content-Type), one gzip member per record as crawlers
-    write them: for tests and benchmarks of ``read_warc``."""
-    from fastwarc.stream_io import GzipWriter
-    from fastwarc.warc import WarcRecord, WarcRecordType
-
-    with GzipWriter(str(path)) as out:
-        for url, body, content_type in pages:
-            record = WarcRecord()
-            record.init_headers(WarcRecordType.response)
-            record.headers["WARC-Target-URI"] = url
-            record.headers["Content-Type"] = "application/http; msgtype=response"
-            record.set_bytes_content(
-                f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            record.write(out)
-            out.finish()

@@ -8,20 +8,20 @@ from .middleware import SimhashDedupDownloaderMiddleware, SimhashDedupSpiderMidd
 from .pipeline import SimhashDedupPipeline
 
 PIPELINE_PRIORITY = 200  # before typical storage pipelines (300+), so duplicates are not stored
-PAGE_MIDDLEWARE_PRIORITY = 650  # nearer the spider than most: it sees the callback's own items and requests
-REQUEST_MIDDLEWARE_PRIORITY = 50  # before robots.txt (100) and the cache: a skipped or held request costs nothing
+SPIDER_MIDDLEWARE_PRIORITY = 650  # nearer the spider than most: it sees the callback's own items and requests
+DOWNLOADER_MIDDLEWARE_PRIORITY = 50  # before robots.txt (100) and the cache: a skipped or held request costs nothing
 
 
 class SimhashDedupAddon:
-    """``ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}``: the pipeline, the page middleware (each
-    response's page decided once, for all its items, and the link guard) and the URL rules; priorities
-    set by hand win.  Items need no field: the page is the response they came from."""
+    """``ADDONS = {"scrapy_simhash_dedup.SimhashDedupAddon": 0}``: the pipeline, the spider middleware (each
+    response's page decided once, for all its items, and the link guard) and the downloader middleware (the URL
+    rules); priorities set by hand win.  Items need no field: the page is the response they came from."""
 
     def update_settings(self, settings: BaseSettings) -> None:
         settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", SimhashDedupPipeline, PIPELINE_PRIORITY)
         settings.setdefault_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", SimhashDedupSpiderMiddleware, PAGE_MIDDLEWARE_PRIORITY
+            "SPIDER_MIDDLEWARES", SimhashDedupSpiderMiddleware, SPIDER_MIDDLEWARE_PRIORITY
         )
         settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", SimhashDedupDownloaderMiddleware, REQUEST_MIDDLEWARE_PRIORITY
+            "DOWNLOADER_MIDDLEWARES", SimhashDedupDownloaderMiddleware, DOWNLOADER_MIDDLEWARE_PRIORITY
         )

@@ -1,7 +1,7 @@
 """The pages of a crawl decided one at a time, in their order of arrival, and what each decision teaches.
 
 ``DecisionQueue``: a page is fingerprinted (in the worker processes, or at once when known by its bytes), then
-checked against the store (Redis: in batches, off the reactor thread), then settled.  ``Learner``: whoever
+checked against the store (Redis: in batches, off the reactor thread), then settled.  ``DecisionEffects``: whoever
 decided it, a decided page is counted, summed up for the close, logged for review, taught to the URL rules and
 the link guard, and, kept, named; the links and requests the guards skip are logged.
 """
@@ -23,7 +23,7 @@ from ..guards.canonical import CanonicalUrls
 from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_recrawl
 from ..matching.policy import Match, dropped
 from ..stores.errors import CheckedLocally, StoreUnavailable
-from ..stores.records import CANONICAL, RULE, Alias, Record, Reviewer, Rule, Skip, canonical_aliases
+from ..stores.records import CANONICAL, RULE, Alias, DecisionLogEntries, Record, Rule, Skip, canonical_aliases
 from ..workers.pool import FingerprintPool, RecentPages
 from ..workers.start import WorkerTimedOut
 from .items import PageDecision, PageVerdict
@@ -47,12 +47,12 @@ class DecisionQueue:
     store atomically (the next one is checked after it is in the store, or in the Redis batcher's queue)."""
 
     def __init__(
-        self, fingerprints: FingerprintPool, store: Store, learner: Learner, counts: Counts, outage: StoreOutage
+        self, fingerprints: FingerprintPool, store: Store, effects: DecisionEffects, counts: Counts, outage: StoreOutage
     ) -> None:
         self.fingerprints = fingerprints
         self.store = store
         self.batcher: StoreBatcher | None = None  # for the Redis store: checks off the reactor thread
-        self.learner = learner
+        self.effects = effects
         self.counts = counts
         self.outage = outage
         self._recent = RecentPages()  # byte-identical pages are fingerprinted once
@@ -92,7 +92,7 @@ class DecisionQueue:
     def _decide(self, page: PageDecision) -> None:
         """Check the page against the store and add it if kept; then settle its verdict."""
         if page.fingerprint is None:
-            self.learner.settle(page, PageVerdict(page.url))
+            self.effects.settle(page, PageVerdict(page.url))
             return
         try:
             if self.batcher is not None:  # Redis: checked off the reactor thread, in batches
@@ -103,7 +103,7 @@ class DecisionQueue:
             self._checked(Failure(error), page)
             return
         row = len(self.store) - 1 if self.store.confirms and not dropped(match) else None  # written once confirmed
-        self.learner.settle(page, self.learner.verdict(page.url, page.fingerprint, match, row))
+        self.effects.settle(page, self.effects.verdict(page.url, page.fingerprint, match, row))
 
     def _checked(self, result: Match | None | Failure, page: PageDecision) -> None:
         """The store's answer for the page (Redis: when it comes back), or why there is none."""
@@ -111,13 +111,13 @@ class DecisionQueue:
         assert fingerprint is not None  # only a fingerprinted page is checked
         if not isinstance(result, Failure):
             self.outage.answered()
-            verdict = self.learner.verdict(url, fingerprint, result)
+            verdict = self.effects.verdict(url, fingerprint, result)
         elif isinstance(error := result.value, CheckedLocally):  # Redis down: checked against this crawler's replica
             self.outage.failed(url, error)
             verdict = (
                 PageVerdict(url, unchecked=True)
                 if self.outage.closed
-                else self.learner.verdict(url, fingerprint, error.matches[0])
+                else self.effects.verdict(url, fingerprint, error.matches[0])
             )
             self.counts.add("checked_locally")
         elif isinstance(
@@ -128,10 +128,10 @@ class DecisionQueue:
         else:  # a bug or an odd page must never lose the page
             self.counts.add("errors", url, exc_info=result)
             verdict = PageVerdict(url)
-        self.learner.settle(page, verdict)
+        self.effects.settle(page, verdict)
 
 
-class Learner:
+class DecisionEffects:
     """The guards a crawl learns (``rules``, ``fetched``, ``links``, ``canonicals``: ``None`` when their
     setting is off; the middlewares read them) and what a decided page teaches them."""
 
@@ -139,7 +139,7 @@ class Learner:
         self.crawler = crawler
         self.counts = counts
         self.store = store  # the crawl's store (Redis replaces the memory store at the spider's open)
-        self.reviewer = Reviewer(settings.keep_texts)  # makes the decision log's entries
+        self.log_entries = DecisionLogEntries(settings.keep_texts)  # makes the decision log's entries
         self.summary = CrawlSummary()  # said at close: pages kept and dropped by rule, sites mostly dropped
         self.rules = RuleBook(settings.rule_support) if settings.url_rules else None
         # pages fetched, and those earlier crawls kept: what the downloader middleware skips requests for
@@ -212,7 +212,7 @@ class Learner:
         if page.duplicate:
             match, fingerprint = page.match, page.fingerprint
             assert match is not None and fingerprint is not None  # a page dropped was checked and matched
-            taught.append(self.reviewer.dropped(page.url, fingerprint, match))
+            taught.append(self.log_entries.dropped(page.url, fingerprint, match))
             taught.append(Alias(time.time(), page.url, match.url, match.reason))
             if self.canonicals is not None:
                 self.canonicals.kept_page_dropped(page.url, match.url)
@@ -223,7 +223,7 @@ class Learner:
                 self.counts.add("updated")
             elif page.match is not None:
                 self.counts.add("borderline")
-            if decision := self.reviewer.kept(page.url, page.fingerprint, page.match):
+            if decision := self.log_entries.kept(page.url, page.fingerprint, page.match):
                 taught.append(decision)
         if self.rules is not None and self.fetched is not None:  # (both or neither)
             self.fetched.add(page.url)

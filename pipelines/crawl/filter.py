@@ -20,7 +20,7 @@ from scrapy.exceptions import IgnoreRequest
 from ..fingerprint.declared import declared_in_header
 from ..stores.records import Skip, run_summary
 from ..workers.pool import FingerprintPool
-from .decisions import DecisionQueue, Learner
+from .decisions import DecisionEffects, DecisionQueue
 from .gcfreeze import StartupObjects
 from .items import (
     AssignedItems,
@@ -69,8 +69,8 @@ class PageFilter:
         self.opener = StoreOpener(crawler, settings)
         store = self.opener.open_local(partial(flush_feeds, crawler), self.outage)  # SQLite: before the feeds open
         self.confirmation = WriteConfirmation(crawler, store)
-        self.learner = Learner(crawler, settings, self.counts, store)
-        self.queue = DecisionQueue(self.fingerprints, store, self.learner, self.counts, self.outage)
+        self.effects = DecisionEffects(crawler, settings, self.counts, store)
+        self.queue = DecisionQueue(self.fingerprints, store, self.effects, self.counts, self.outage)
         self.items = ItemVerdicts(settings, self.counts)
         self._use(store)
         self._assigned = AssignedItems()
@@ -80,7 +80,7 @@ class PageFilter:
 
     def _use(self, store: Store, batcher: StoreBatcher | None = None) -> None:
         """Every part works with ``store`` (through ``batcher``, for Redis)."""
-        self.store = self.confirmation.store = self.learner.store = self.queue.store = store
+        self.store = self.confirmation.store = self.effects.store = self.queue.store = store
         self.queue.batcher = batcher
 
     async def open(self) -> None:
@@ -98,7 +98,7 @@ class PageFilter:
             )
         self.crawler.stats.set_value(f"{STATS_PREFIX}/remembered", len(self.store))
         if not self.outage.closing:
-            await self.learner.load_rules(self._read_rules)
+            await self.effects.load_rules(self._read_rules)
         if self.settings.gc_freeze:
             self._frozen = True
             frozen = StartupObjects.freeze()  # last: the store, the workers and the rules are loaded
@@ -117,7 +117,7 @@ class PageFilter:
         if self.queue.batcher is not None:
             self.queue.batcher.stop()
         self.counts.stop()
-        self.learner.summary.log(self.opener.report_hint(self.store))
+        self.effects.summary.log(self.opener.report_hint(self.store))
         self.store.save_run(self.run_summary())
         self.store.close()
         if self.opener.write_faults is not None:
@@ -146,7 +146,7 @@ class PageFilter:
                 self._warn_if_no_html()
                 return item
             decision = self._item_pages.page(html, lambda: self._begin_item_page(url, html))
-        page = decision.made or await decision.verdict()  # no wait when it is made: no other item runs between
+        page = decision.decided or await decision.verdict()  # no wait when it is made: no other item runs between
         if page.row is not None:
             self.confirmation.expect(item, page.row)
         return self.items.apply(item, adapter, page)
@@ -174,7 +174,7 @@ class PageFilter:
         """Start deciding the page of a response (the spider middleware, at its first item), from its body
         and the ``Content-Type`` it came with; its items and links await the verdict."""
         content_type = response.headers.get(b"Content-Type")
-        links = response.headers.getlist(b"Link") if self.learner.canonicals is not None else []
+        links = response.headers.getlist(b"Link") if self.effects.canonicals is not None else []
         page = PageDecision(response.url, declared_in_header(links) if links else None)
         self.queue.begin(page, response.body, content_type.decode("latin-1") if content_type is not None else None)
         return page
@@ -186,23 +186,23 @@ class PageFilter:
 
     def skipped(self, skip: Skip) -> None:
         """A link or a request the guards skip (the middlewares)."""
-        self.learner.skipped(skip)
+        self.effects.skipped(skip)
 
     @property
     def guards_links(self) -> bool:
         """The link guard is on (``SIMHASH_DEDUP_SKIP_LINKS``): a page's links wait for its verdict."""
-        return self.learner.links is not None
+        return self.effects.links is not None
 
-    async def room(self) -> None:
+    async def wait_for_room(self) -> None:
         """Returns once the fingerprint workers have room for another page (the downloader middleware
         waits here, so that downloaded pages do not pile up in memory)."""
-        await self.fingerprints.room()
+        await self.fingerprints.wait_for_room()
 
     def follows(self, request: Request, page: PageVerdict | None) -> bool:
         """Schedule ``request``, yielded by the callback of ``page`` (None: not decided)?  Not when the page
         is the same page as an earlier one (``PageVerdict.same_as``: a near-duplicate, not a re-crawl, or an empty
         page that repeats one but for a date) and the link guard finds the link covered."""
-        guard = self.learner.links
+        guard = self.effects.links
         if guard is None:
             return True
         if (
@@ -227,10 +227,10 @@ class PageFilter:
     def skip_if_fetched(self, request: Request) -> None:
         """``IgnoreRequest`` when the trusted URL rules rewrite ``request``'s URL to a page already fetched
         (never a request with ``dont_filter``)."""
-        if request.dont_filter or self.learner.rules is None:
+        if request.dont_filter or self.effects.rules is None:
             return
-        rules = self.learner.rules.applying(request.url)
-        fetched = self.learner.fetched
+        rules = self.effects.rules.applying(request.url)
+        fetched = self.effects.fetched
         target = fetched.find(request.url) if rules and fetched is not None else None
         if target is None or target == request.url:
             return

@@ -82,25 +82,25 @@ class PageDecision:
     """A page being decided: fingerprinted (off the reactor thread), then decided in its turn; each of its
     items, and for the link guard its links, await the verdict (at once once it is made)."""
 
-    __slots__ = ("url", "declared", "fingerprint", "fingerprinted", "made", "_waiting")
+    __slots__ = ("url", "declared", "fingerprint", "fingerprinted", "decided", "_waiting")
 
     def __init__(self, url: str, declared: str | None = None) -> None:
         self.url = url
         self.declared = declared  # the canonical URL its response's ``Link`` header gives
         self.fingerprint: Fingerprint | None = None  # None: nothing to compare (kept)
         self.fingerprinted = False  # its fingerprint is ready (or known not to be): its turn may come
-        self.made: PageVerdict | None = None
+        self.decided: PageVerdict | None = None
         self._waiting: list[Deferred[PageVerdict]] = []
 
     async def verdict(self) -> PageVerdict:
         """The page's verdict, at once if it is made."""
-        if self.made is not None:
-            return self.made
+        if self.decided is not None:
+            return self.decided
         self._waiting.append(Deferred())
         return await maybe_deferred_to_future(self._waiting[-1])
 
     def settle(self, verdict: PageVerdict) -> None:
-        self.made = verdict
+        self.decided = verdict
         waiting, self._waiting = self._waiting, []
         for waiter in waiting:
             waiter.callback(verdict)

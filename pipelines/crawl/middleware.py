@@ -89,8 +89,8 @@ class SimhashDedupSpiderMiddleware(_Component):
         try:
             async for output in result:
                 if isinstance(output, Request):
-                    if not page_filter.guards_links or (page is not None and page.made is not None):
-                        if page_filter.follows(output, page.made if page is not None else None):
+                    if not page_filter.guards_links or (page is not None and page.decided is not None):
+                        if page_filter.follows(output, page.decided if page is not None else None):
                             yield output
                     else:
                         held.append(output)
@@ -117,7 +117,7 @@ class SimhashDedupDownloaderMiddleware(_Component):
         page_filter = self.filter
         if page_filter is None:
             return
-        await page_filter.room()
+        await page_filter.wait_for_room()
         page_filter.skip_if_fetched(request)
 
 

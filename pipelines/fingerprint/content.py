@@ -310,11 +310,6 @@ def words(text: str) -> list[str]:
     return only_words(tokens(text))
 
 
-def own_blocks(root: lxml.etree._Element) -> list[list[str]]:
-    """The tokens of the page's own text, block by block (see ``PageText.own_blocks``)."""
-    return PageText.read(root).own_blocks()
-
-
 def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
     for the rest; compiled, ``textloops.tf_idf``).  The first block is the page's title (``own_blocks``):

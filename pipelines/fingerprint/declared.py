@@ -7,20 +7,9 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin
 
-import lxml.etree
-
-from .content import PageText
-
 #: One link of a ``Link`` header: ``<target>; param; param``.
 _LINK = re.compile(r"<([^>]*)>((?:\s*;\s*[^;,]*)*)")
 _REL = re.compile(r"""\brel\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s;,]+))""", re.IGNORECASE)
-
-
-def declared_in_html(root: lxml.etree._Element) -> str | None:
-    """The ``href`` of the page's first ``<link rel="canonical">`` in its ``<head>`` (where browsers and
-    search engines read it), against the page's ``<base href>`` if it has one; relative otherwise.  The
-    fingerprint reads it in its own walk of the tree (``declared_link``)."""
-    return declared_link(PageText.read(root).canonical_link)
 
 
 def declared_link(link: tuple[str | None, str] | None) -> str | None:

@@ -1,6 +1,6 @@
 """The duplicate decision in "site" or "host" scope: a ``Matcher`` per site, each deciding a page against its
 own site's pages only, so that the decisions are exactly those of one filter per site (``ScopedMatchers``);
-and the sites a process holds in memory under a budget, the least recently used let go first (``IdleSites``).
+and the sites a process holds in memory under a budget, the least recently used let go first (``SitesInMemory``).
 
 A store in crawl scope holds one ``Matcher``; in a narrower scope one ``ScopedMatchers``, which answers the same
 calls with the store's own row numbers."""
@@ -29,7 +29,7 @@ SITE_OVERHEAD = 16_384
 SiteRows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # rows, fingerprints, present, addresses
 
 
-class IdleSites(Generic[T]):
+class SitesInMemory(Generic[T]):
     """What a process holds per site (a matcher, a replica), opened when a site is first met (``hold``) and let
     go, least recently used first, while their bytes pass ``budget`` (never without one); the sites in use (the
     last ``hold``'s) and those ``pinned`` says must stay (pages kept while Redis was down) stay."""
@@ -147,7 +147,7 @@ class ScopedMatchers:
         self.load = load
         self.rows = first_row  # the store's next row
         self.remembered = remembered  # store rows below this one were kept by an earlier crawl
-        self.sites: IdleSites[SiteMatcher] = IdleSites(self._open, SiteMatcher.memory_bytes, budget)
+        self.sites: SitesInMemory[SiteMatcher] = SitesInMemory(self._open, SiteMatcher.memory_bytes, budget)
         # pages kept, not written yet, of a store that reads sites back: per site, store row -> fingerprints, flags,
         # address (read back with the site's written rows when a site let go is met again)
         self._unwritten: dict[str, dict[int, tuple[np.ndarray, np.ndarray, np.uint64]]] = {}

@@ -123,7 +123,7 @@ def canonical_aliases(kept_url: str, canonical: str | None, when: float = 0.0) -
     return [Alias(when, canonical, kept_url, CANONICAL)] if canonical and canonical != kept_url else []
 
 
-class Reviewer:
+class DecisionLogEntries:
     """Turns matches into decisions, with the texts of both pages while they are at hand.
 
     The dropped page's text comes with its fingerprint; the kept page's from

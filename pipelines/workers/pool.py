@@ -122,7 +122,7 @@ class FingerprintPool:
     def full(self) -> bool:
         return self.processes > 0 and not self._closed and self.waiting() >= WAITING_PER_WORKER * self.processes
 
-    async def room(self) -> None:
+    async def wait_for_room(self) -> None:
         """Return once fewer than ``WAITING_PER_WORKER`` pages per worker wait (at once if so): downloads
         wait here, so that pages do not pile up, downloaded, while the workers are behind."""
         while self.full():

@@ -1,7 +1,7 @@
 """The Redis store in "site" or "host" scope: a ``RedisStore`` per site, each the whole check-and-add protocol
 on its own keys, ``<key>:{<site>}:…``.  The braces are Redis Cluster's hash tag: a site's keys lie in one slot,
 so its script runs on the one node that holds them, and the sites spread over the cluster's nodes.  A crawler
-holds the replicas of the sites it meets under a budget (``IdleSites``), reading a site's log when it meets it
+holds the replicas of the sites it meets under a budget (``SitesInMemory``), reading a site's log when it meets it
 again; the decision log, rules, aliases and runs are the crawl's, under ``<key>:…`` as in crawl scope."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import replace
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match, Policy, dropped
 from ...matching.scope import Scope, site_key
-from ...matching.scoped import SITE_OVERHEAD, IdleSites
+from ...matching.scoped import SITE_OVERHEAD, SitesInMemory
 from ..errors import CheckedLocally, StoreUnavailable
 from ..records import Rule
 from .availability import RetryGuard
@@ -54,7 +54,7 @@ class SiteRedisStores(RedisLogMethods):
         self.expire_seconds = expire_seconds
         self.guard = RetryGuard()
         self.log = RedisLog(client, self.guard, key, decisions, texts)
-        self.sites: IdleSites[RedisStore] = IdleSites(
+        self.sites: SitesInMemory[RedisStore] = SitesInMemory(
             self._open, lambda store: store.replica.memory_bytes() + SITE_OVERHEAD, budget, self._pinned
         )
         self.rows = 0

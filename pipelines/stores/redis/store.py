@@ -288,7 +288,7 @@ def run_steps(client: RedisClient, steps: list[Steps]) -> list[list[Match | None
                 raise redis.exceptions.NoScriptError("the check-and-add script cannot be loaded")
             loads += 1
             client.script_load(_SCRIPT)  # (scripts are not replicated: a promoted replica lacks it)
-    return results  # type: ignore[return-value]
+    return results  # type: ignore[return-value]  # redis-py types a pipeline's replies as a list of anything
 
 
 def _script_calls(client: RedisClient, calls: list[list]) -> list:
