@@ -86,25 +86,12 @@ def node_lines(text: str | bytes) -> list[tuple[int, set[str], str]]:
     return nodes
 
 
-class RedisCluster:
-    """6 ``redis-server`` in cluster mode, each in a sub-folder of ``folder``, no persistence.
+class ClusterNodes:
+    """What the tests read of a running cluster: its addresses and clients, which nodes are up, masters and
+    replicas, which master serves a slot or a key (``RedisCluster`` starts, kills and restarts them)."""
 
-    Configured for quick failovers: a node is failed after 1 s without answers (``cluster-node-timeout``),
-    a replica may always be promoted however long it was cut from its master
-    (``cluster-replica-validity-factor 0``), the other masters keep answering for their slots while a slot
-    range has no master (``cluster-require-full-coverage no``), and replicas stay with their masters
-    (``cluster-allow-replica-migration no``) so that the layout is only what the tests make it; a master
-    syncs a replica at once, not 5 s later (``repl-diskless-sync-delay 0``)."""
-
-    def __init__(self, folder: Path) -> None:
-        server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
-        if server is None or cli is None:
-            raise RuntimeError("redis-server is not installed: `make test` installs it (Debian package redis-server)")
-        self.server_binary, self.cli_binary, self.folder = server, cli, folder
-        self.ports: list[int] = []
-        self.processes: dict[int, subprocess.Popen] = {}
-        self.killed_slots: dict[int, list[tuple[int, int]]] = {}  # slot ranges a killed master served
-        folder.mkdir(parents=True, exist_ok=True)
+    ports: list[int]
+    processes: dict[int, subprocess.Popen]
 
     # -- addresses and clients
 
@@ -203,6 +190,27 @@ class RedisCluster:
         raise RuntimeError(f"no key of prefix {prefix!r} lands on {master}")
 
     # -- starting and stopping
+
+
+class RedisCluster(ClusterNodes):
+    """6 ``redis-server`` in cluster mode, each in a sub-folder of ``folder``, no persistence.
+
+    Configured for quick failovers: a node is failed after 1 s without answers (``cluster-node-timeout``),
+    a replica may always be promoted however long it was cut from its master
+    (``cluster-replica-validity-factor 0``), the other masters keep answering for their slots while a slot
+    range has no master (``cluster-require-full-coverage no``), and replicas stay with their masters
+    (``cluster-allow-replica-migration no``) so that the layout is only what the tests make it; a master
+    syncs a replica at once, not 5 s later (``repl-diskless-sync-delay 0``)."""
+
+    def __init__(self, folder: Path) -> None:
+        server, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        if server is None or cli is None:
+            raise RuntimeError("redis-server is not installed: `make test` installs it (Debian package redis-server)")
+        self.server_binary, self.cli_binary, self.folder = server, cli, folder
+        self.ports: list[int] = []
+        self.processes: dict[int, subprocess.Popen] = {}
+        self.killed_slots: dict[int, list[tuple[int, int]]] = {}  # slot ranges a killed master served
+        folder.mkdir(parents=True, exist_ok=True)
 
     def start(self, attempts: int = 3) -> None:
         """Start the 6 nodes, join them (``redis-cli --cluster create``, a replica per master) and wait until

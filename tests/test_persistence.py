@@ -130,6 +130,7 @@ def test_a_page_whose_item_a_later_pipeline_drops_is_not_remembered(site: tuple[
     assert all(Path(d["duplicate_of"]).name != "a3.html" for d in second["dropped"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("commit_every", [100, 10])
 def test_a_crawl_killed_at_random_moments_loses_no_page(
     site: tuple[Path, str], tmp_path: Path, commit_every: int

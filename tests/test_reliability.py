@@ -107,6 +107,7 @@ BAD_PAGES: dict[str, tuple[bytes, str | None]] = {
 }
 
 
+@pytest.mark.slow
 def test_bad_pages_through_the_addon_are_kept_counted_and_logged_once(site: tuple[Path, str], crawls: Callable) -> None:
     """Every bad page as a real crawl meets it through the add-on (the response's body), with no worker, one
     and two: every page kept, each outcome counted as its pages and logged once a crawl."""

@@ -75,6 +75,7 @@ def test_another_document_at_the_same_address_is_kept() -> None:
     assert stat(pipeline, "pages_kept") == 2
 
 
+@pytest.mark.spark
 def test_dedup_and_spark_decide_a_recrawl_as_the_crawl_does(tmp_path) -> None:
     page = real_page(API_PAGE)
     records = [

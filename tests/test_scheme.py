@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 import jieba
+import pytest
 
 from scrapy_simhash_dedup import SCHEME_VERSION
 from scrapy_simhash_dedup.fingerprint.content import _HAN, PageText, tokens
@@ -24,6 +25,7 @@ from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 from .pages import SHARED_DATA
 
 
+@pytest.mark.slow
 def test_every_shared_page_keeps_the_fingerprint_recorded_for_the_scheme() -> None:
     reference = json.loads(gzip.decompress(REFERENCE.read_bytes()))
     assert reference["scheme"] == SCHEME_VERSION
@@ -32,6 +34,7 @@ def test_every_shared_page_keeps_the_fingerprint_recorded_for_the_scheme() -> No
     assert [name for name, digest in found.items() if digest != reference["pages"][name]] == []
 
 
+@pytest.mark.slow
 def test_chinese_is_segmented_as_jieba_segments_it() -> None:
     runs: set[str] = set()
     han_run = re.compile(f"[{_HAN}]+")

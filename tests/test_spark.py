@@ -42,6 +42,8 @@ from tools.fingerprint_reference import shared_pages
 from .conftest import PROJECT
 from .test_batch import wget_warc
 
+pytestmark = pytest.mark.spark  # every test here runs Spark (the fixture, or the command line)
+
 DEMO_SITE = PROJECT / "crawler" / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 #: Sizes that make a small input take the paths of a large one: several shards, rounds of joins.
 AT_SCALE = JobOptions(shard_pages=1_500, driver_pairs=0, pages_per_task=300)

@@ -160,6 +160,7 @@ def small_disk(tmp_path: Path) -> Any:
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_warning_and_a_re_run_delivers_only_what_was_not_remembered(
     site: tuple[Path, str], tmp_path: Path, small_disk: Path
 ) -> None:

@@ -4,7 +4,7 @@
 least once a page on average is on the page's trip; the rest run at start and close.  The worker processes are
 not traced (their modules: ``fingerprint/``).  Seconds: ~1 minute.
 
-    python -m bench.speed.trip [--against-root DIR]
+    python -m bench.speed.trip [--against-root DIR] [--out bench/results/speed/trip.json]
 
 ``--against-root`` puts a folder first on ``sys.path`` whose ``scrapy_simhash_dedup`` is another checkout's
 package (a symbolic link to its ``pipelines/``, compiled), to count an earlier layout the same way.
@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 PACKAGE = "scrapy_simhash_dedup"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "speed" / "trip.json"
 
 
 def count_calls(calls: Counter[str]):
@@ -41,8 +42,11 @@ def count_calls(calls: Counter[str]):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against-root", type=Path, help="a folder whose scrapy_simhash_dedup is used instead")
-    parser.add_argument("--out", type=Path, help="write the counts here (JSON)")
+    parser.add_argument(
+        "--out", type=Path, help=f"write the counts here (JSON; default, without --against-root: {RESULTS})"
+    )
     options = parser.parse_args()
+    out = options.out or (None if options.against_root else RESULTS)
     if options.against_root:
         sys.path.insert(0, str(options.against_root))
     from scrapy.crawler import CrawlerProcess
@@ -73,8 +77,10 @@ def main() -> None:
     print(f"modules called at least once a page: {len(per_page)} of {len(calls)} called")
     for module, n in per_page.items():
         print(f"  {module[len(PACKAGE) + 1 :]:40} {n:8.1f} calls a page")
-    if options.out:
-        options.out.write_text(json.dumps({"pages": pages, "per_page": per_page, "called": len(calls)}, indent=1))
+    if out is not None:
+        command = " ".join(["python -m bench.speed.trip", *sys.argv[1:]])
+        summary = {"command": command, "pages": pages, "modules_a_page": len(per_page), "per_page": per_page}
+        out.write_text(json.dumps(summary, indent=1) + "\n")
 
 
 if __name__ == "__main__":
