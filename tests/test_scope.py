@@ -254,7 +254,7 @@ def test_a_crawl_of_several_sites_keeps_what_a_crawl_of_each_site_keeps(tmp_path
 
 
 def test_idle_sites_keep_the_sites_in_use_and_the_pinned_ones() -> None:
-    from scrapy_simhash_dedup.matching.scoped import SitesInMemory
+    from scrapy_simhash_dedup.matching.scope import SitesInMemory
 
     opened: list[str] = []
     sites = SitesInMemory(

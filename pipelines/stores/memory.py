@@ -10,8 +10,7 @@ import numpy as np
 from ..fingerprint.fingerprinter import Fingerprint
 from ..matching.matcher import Matcher, address_keys
 from ..matching.policy import Match, Policy
-from ..matching.scope import Scope
-from ..matching.scoped import ScopedMatchers
+from ..matching.scope import Scope, ScopedMatchers
 from .base import Store
 
 

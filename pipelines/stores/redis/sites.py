@@ -11,8 +11,7 @@ from dataclasses import replace
 
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.policy import Match, Policy, dropped
-from ...matching.scope import Scope, site_key
-from ...matching.scoped import SITE_OVERHEAD, SitesInMemory
+from ...matching.scope import SITE_OVERHEAD, Scope, SitesInMemory, site_key
 from ..errors import CheckedLocally, StoreUnavailable
 from ..records import Rule
 from .availability import RetryGuard

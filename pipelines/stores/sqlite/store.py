@@ -23,8 +23,7 @@ import numpy as np
 from ...fingerprint.fingerprinter import Fingerprint
 from ...matching.matcher import KeptPages, Matcher
 from ...matching.policy import Match, Policy
-from ...matching.scope import Scope
-from ...matching.scoped import ScopedMatchers, SiteRows
+from ...matching.scope import Scope, ScopedMatchers, SiteRows
 from ..errors import StoreNotOpened
 from ..records import FETCHED_URLS, Alias, Decision, Record, Rule, Skip
 from .lock import StoreLock

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ...matching.matcher import Matcher
-from ...matching.scoped import ScopedMatchers
+from ...matching.scope import ScopedMatchers
 from ..records import CANONICAL, DECISION_FIELDS, Alias, Decision, Rule, Skip, field_values
 from .schema import DECISION_COLUMNS
 
