@@ -674,15 +674,19 @@ def crawl(
             reactor.callLater(0.01, probe, now + 0.01)
 
     def sample_cpu(when: str) -> None:
-        pool = getattr(dedup_pipeline(), "fingerprints", None)
+        pool = fingerprint_pool()
         workers = [pid for pid, _ in pool.workers()] if pool is not None else []
         cpu[when] = {"crawl": cpu_seconds(), **{pid: cpu_seconds(pid) for pid in workers}}
         collected[when] = dict(collector.seconds)
 
-    def dedup_pipeline() -> Any:
-        return next(
-            (m for m in getattr(crawler.engine.scraper.itemproc, "middlewares", ()) if hasattr(m, "fingerprints")), None
-        )
+    def fingerprint_pool() -> Any:
+        """The filter's pool of worker processes: its page filter's (since #61), or its pipeline's (before: the
+        runs ``--against`` an earlier commit)."""
+        for component in getattr(crawler.engine.scraper.itemproc, "middlewares", ()):
+            owner = getattr(component, "filter", component)
+            if hasattr(owner, "fingerprints"):
+                return owner.fingerprints
+        return None
 
     def started() -> None:
         from twisted.internet import reactor
