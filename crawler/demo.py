@@ -15,11 +15,13 @@ import argparse
 import tarfile
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from scrapy import signals
-from scrapy.crawler import CrawlerProcess
+from scrapy.crawler import Crawler, CrawlerProcess
 from scrapy.utils.project import get_project_settings
 
 from crawler.local_site import serve_directory
@@ -35,6 +37,22 @@ LOCAL_CRAWL = {  # a local server needs no politeness
 }
 
 
+@contextmanager
+def demo_crawl(store: Path | None = None, **settings: Any) -> Iterator[tuple[CrawlerProcess, Crawler, str]]:
+    """The demo's site served on 127.0.0.1 and a crawler of the ``site`` spider made for it (``LOCAL_CRAWL``, then
+    ``settings``; its store at ``store``, else beside the site in a temporary folder): the caller connects what it
+    listens to, then ``process.crawl(crawler, url=base_url)`` and ``process.start()``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(SITE_ARCHIVE) as archive:
+            archive.extractall(tmp, filter="data")
+        with serve_directory(Path(tmp) / "html") as base_url:
+            crawl_settings = get_project_settings()
+            path = str(store if store is not None else Path(tmp) / "seen.sqlite")
+            crawl_settings.setdict({**LOCAL_CRAWL, "SIMHASH_DEDUP_PATH": path, **settings}, priority="cmdline")
+            process = CrawlerProcess(crawl_settings)
+            yield process, process.create_crawler("site"), base_url
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=Path("demo-output"), help="where the demo writes")
@@ -45,20 +63,12 @@ def main() -> None:
     def record_drop(item: Any, exception: Exception, **_: Any) -> None:
         dropped.append((item["url"], exception.match))
 
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(SITE_ARCHIVE) as archive:
-            archive.extractall(tmp, filter="data")
-        with serve_directory(Path(tmp) / "html") as base_url:
-            settings = get_project_settings()
-            settings.setdict(LOCAL_CRAWL, priority="cmdline")
-            # its own store, beside its output: a crawl of your site with the same spider never meets the demo's
-            settings.set("SIMHASH_DEDUP_PATH", str(output / "seen.sqlite"), "cmdline")
-            settings.set("FEEDS", {str(output / "kept.jsonl"): {"format": "jsonlines", "overwrite": True}}, "cmdline")
-            process = CrawlerProcess(settings)
-            crawler = process.create_crawler("site")
-            crawler.signals.connect(record_drop, signal=signals.item_dropped)
-            process.crawl(crawler, url=base_url)
-            process.start()
+    # its own store, beside its output: a crawl of your site with the same spider never meets the demo's
+    feeds = {str(output / "kept.jsonl"): {"format": "jsonlines", "overwrite": True}}
+    with demo_crawl(output / "seen.sqlite", FEEDS=feeds) as (process, crawler, base_url):
+        crawler.signals.connect(record_drop, signal=signals.item_dropped)
+        process.crawl(crawler, url=base_url)
+        process.start()
     print_summary(crawler.stats.get_stats(), dropped, base_url, output)
     write_demo_report(output)
 

@@ -43,6 +43,7 @@ import xxhash
 
 from bench.common import CODE, PROJECT, code_version, command_line, html_tree, visible_text
 from bench.quality import built_sites
+from crawler.trap_site import MONTH_NAMES
 from scrapy_simhash_dedup import Fingerprinter
 from scrapy_simhash_dedup.crawl.settings import DedupSettings
 from scrapy_simhash_dedup.fingerprint.content import content_features, tokens
@@ -208,21 +209,7 @@ def _paragraph(root: lxml.html.HtmlElement) -> lxml.html.HtmlElement | None:
 
 
 def last_updated(root: lxml.html.HtmlElement, rng: random.Random, language: str = "en") -> None:
-    months = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ]
-    line = f"<p>Last updated on {rng.choice(months)} {rng.randint(1, 28)}, {rng.randint(2019, 2026)}.</p>"
+    line = f"<p>Last updated on {rng.choice(MONTH_NAMES)} {rng.randint(1, 28)}, {rng.randint(2019, 2026)}.</p>"
     (root.body if root.body is not None else root).append(lxml.html.fragment_fromstring(line))
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import lxml.html
 
 from bench.common import html_tree, language_of, visible_text
+from crawler.trap_site import MONTH_NAMES
 
 #: Readability's hand-made fixtures: not real pages, left out (see shared/data/README.md).
 READABILITY_FIXTURES = {
@@ -612,21 +613,9 @@ def timestamp_in_text(root, rng, language, variant):
     if language == "zh":
         stamp = f"（更新时间：{year}年{month}月{day}日 {hour:02d}:{minute:02d}）"
     else:
-        months = [
-            "January",
-            "February",
-            "March",
-            "April",
-            "May",
-            "June",
-            "July",
-            "August",
-            "September",
-            "October",
-            "November",
-            "December",
-        ]
-        stamp = f"Updated {months[month - 1]} {day}, {year} at {hour}:{minute:02d} {rng.choice(['a.m.', 'p.m.'])} ET."
+        stamp = (
+            f"Updated {MONTH_NAMES[month - 1]} {day}, {year} at {hour}:{minute:02d} {rng.choice(['a.m.', 'p.m.'])} ET."
+        )
     first = paragraphs[0]
     first.text = f"{stamp} {first.text or ''}"
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tarfile
-import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
@@ -49,28 +47,16 @@ def main() -> None:
     out = options.out or (None if options.against_root else RESULTS)
     if options.against_root:
         sys.path.insert(0, str(options.against_root))
-    from scrapy.crawler import CrawlerProcess
-    from scrapy.utils.project import get_project_settings
-
-    from crawler.demo import LOCAL_CRAWL, SITE_ARCHIVE
-    from crawler.local_site import serve_directory
+    from crawler.demo import demo_crawl
 
     calls: Counter[str] = Counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(SITE_ARCHIVE) as archive:
-            archive.extractall(tmp, filter="data")
-        with serve_directory(Path(tmp) / "html") as base_url:
-            settings = get_project_settings()
-            settings.setdict(LOCAL_CRAWL, priority="cmdline")
-            settings.set("SIMHASH_DEDUP_PATH", str(Path(tmp) / "seen.sqlite"), "cmdline")
-            process = CrawlerProcess(settings)
-            crawler = process.create_crawler("site")
-            process.crawl(crawler, url=base_url)
-            threading.setprofile(count_calls(calls))
-            sys.setprofile(count_calls(calls))
-            process.start()
-            sys.setprofile(None)
-            threading.setprofile(None)
+    with demo_crawl() as (process, crawler, base_url):
+        process.crawl(crawler, url=base_url)
+        threading.setprofile(count_calls(calls))
+        sys.setprofile(count_calls(calls))
+        process.start()
+        sys.setprofile(None)
+        threading.setprofile(None)
     pages = crawler.stats.get_value("simhash_dedup/checked") or 1
     per_page = {module: round(n / pages, 1) for module, n in sorted(calls.items()) if n >= pages}
     print(f"{PACKAGE} from {sys.modules[PACKAGE].__file__}; {pages} pages checked")
