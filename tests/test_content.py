@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 import re
 import subprocess
 import sys
@@ -12,10 +13,11 @@ import pytest
 
 from bench.quality.sets import wrap_in_form
 from scrapy_simhash_dedup import Fingerprinter, hamming
+from scrapy_simhash_dedup.fingerprint import content
 from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, words
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.sketch import link_share, similarity, visible_similarity
-from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs
+from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs, ascii_tokens, has_invisible, has_unspaced
 from scrapy_simhash_dedup.fingerprint.treewalk import (
     AD_HINTS,
     AD_NAMES,
@@ -254,6 +256,31 @@ def test_words_are_split_where_the_regular_expression_split_them() -> None:
     ]
     for text in samples:
         assert alnum_runs(text) == re.findall(r"[^\W_]+", text), text
+
+
+def test_ascii_texts_are_split_and_lowered_as_the_regular_expression_and_lower_do() -> None:
+    """``ascii_tokens`` (one pass, a run lowered only when it has capitals) gives what ``alnum_runs(text.lower())``
+    gives, over every ASCII character in runs of every shape; it refuses a text outside ASCII."""
+    every = "".join(map(chr, range(128)))
+    rng = random.Random(7)
+    texts = ["", " ", "a", "Z", "ABC def", "x_Y-z9 ", "__", every, every[::-1]]
+    texts += ["".join(rng.choice(every) for _ in range(rng.randrange(1, 60))) for _ in range(2000)]
+    for text in texts:
+        assert ascii_tokens(text) == re.findall(r"[^\W_]+", text.lower()), text
+    with pytest.raises(ValueError):
+        ascii_tokens("caf\u00e9")
+
+
+def test_the_compiled_scans_find_what_the_regular_expressions_find() -> None:
+    """``has_invisible`` and ``has_unspaced`` answer as ``_INVISIBLE`` and the class of Han and unspaced scripts
+    (``_TOKEN``'s) do, over every code point, alone and inside other text."""
+    unspaced = re.compile(f"[{content._HAN}{content._UNSPACED}]")
+    for code in range(0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        text = f"ab{chr(code)}c"
+        assert has_invisible(text) == bool(content._INVISIBLE.search(text)), hex(code)
+        assert has_unspaced(text) == bool(unspaced.search(text)), hex(code)
 
 
 def test_chinese_is_segmented_with_jieba() -> None:

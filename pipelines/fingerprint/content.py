@@ -42,7 +42,17 @@ import lxml.etree
 from . import treewalk
 from .document import tree
 from .structure import DEFAULT_DECAY
-from .textloops import IdfTable, alnum_runs, only_words, surface_shingle_hashes, tf_idf, word_counts
+from .textloops import (
+    IdfTable,
+    alnum_runs,
+    ascii_tokens,
+    has_invisible,
+    has_unspaced,
+    only_words,
+    surface_shingle_hashes,
+    tf_idf,
+    word_counts,
+)
 from .treewalk import Block, Node
 
 #: Blocks with fewer words than this are page furniture (labels, menus, bylines).
@@ -70,7 +80,6 @@ _HAN = "".join(f"{chr(first)}-{chr(last)}" for first, last in HAN_RANGES)
 #: Scripts written without spaces that jieba does not segment: kana, Thai, Lao, Khmer, Myanmar.
 _UNSPACED = "\u3040-\u30ff\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f"
 _TOKEN = re.compile(f"([{_HAN}]+)|([{_UNSPACED}]+)|([^\\W_{_HAN}{_UNSPACED}]+)")
-_NOT_SPACED = re.compile(f"[{_HAN}{_UNSPACED}]")
 
 
 @dataclass
@@ -141,19 +150,32 @@ class PageText:
         (lists, captions, table cells), and ``listing`` says so.
         """
         page_chars = self.text_chars
-        block_tokens = functools.cache(lambda n: self._tokens_of(self.blocks[n].own))
-        block_words = functools.cache(lambda n: only_words(block_tokens(n)))
-        word_sets = functools.cache(lambda n: set(block_words(n)))
+        tokens_of: dict[int, list[str]] = {}  # block -> its tokens, its words, whether it is long: plain dicts
+        words_of: dict[int, list[str]] = {}  # (a page asks thousands of times, and ``functools.cache`` costs
+        long_blocks: dict[int, bool] = {}  # more a call)
 
-        @functools.cache
+        def block_tokens(n: int) -> list[str]:
+            if (found := tokens_of.get(n)) is None:
+                found = tokens_of[n] = self._tokens_of(self.blocks[n].own)
+            return found
+
+        def block_words(n: int) -> list[str]:
+            if (found := words_of.get(n)) is None:
+                found = words_of[n] = only_words(block_tokens(n))
+            return found
+
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            return len(self.blocks[n].own) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
+            if (found := long_blocks.get(n)) is None:
+                found = long_blocks[n] = (
+                    len(self.blocks[n].own) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
+                )
+            return found
 
         for read_named in (False, True):
             containers = self.main_content(read_named)
             main = self._blocks_inside(containers, read_named)
             main_own = [n for n in main if long(n)]
-            if len(set().union(*map(word_sets, main_own))) < MIN_OWN_WORDS:
+            if len(set().union(*map(block_words, main_own))) < MIN_OWN_WORDS:
                 continue
             chosen = set(main_own) | {
                 n
@@ -165,7 +187,7 @@ class PageText:
                 main_chars = sum(map(len, self.main_texts))
                 self.main_share = sum(len(self.blocks[n].prose) for n in main_own) / main_chars if main_chars else 1.0
                 return [self._tokens_of(self.title)] + [block_tokens(n) for n in sorted(chosen)]
-        if len(set().union(*map(word_sets, main))) < MIN_OWN_WORDS:
+        if len(set().union(*map(block_words, main))) < MIN_OWN_WORDS:
             return []
         self.listing = True
         self.main_texts = [self.blocks[n].prose for n in main]
@@ -241,7 +263,7 @@ class PageText:
 
 
 #: Words that name an element as a page's heading (in its class or id), when it has no ``h1``.
-HEADING_NAMES = re.compile(r"title|headline|heading", re.IGNORECASE)
+HEADING_NAMES = treewalk.Words("title|headline|heading")
 #: What separates the parts of a title ("Headline | Site", "Index — Python 3.11 documentation", "Site :: Page").
 TITLE_SEPARATOR = re.compile(r"\s+(?:[|\-–—·:»«/]{1,2})\s+")
 
@@ -288,11 +310,11 @@ def tokens(text: str) -> list[str]:
     """Normalised tokens of ``text``: jieba for Chinese runs, word split elsewhere; characters that show
     nothing (``_INVISIBLE``) are read as a reader sees them, as nothing."""
     if text.isascii():  # NFKC leaves ASCII as it is, and casefolds it as lower() does
-        return alnum_runs(text.lower())
-    if _INVISIBLE.search(text):
+        return ascii_tokens(text)
+    if has_invisible(text):
         text = _INVISIBLE.sub("", text)
     text = unicodedata.normalize("NFKC", text).casefold()
-    if not _NOT_SPACED.search(text):
+    if not has_unspaced(text):
         return alnum_runs(text)
     found: list[str] = []
     for match in _TOKEN.finditer(text):
