@@ -73,30 +73,31 @@ def test_a_dropped_item_leaves_no_reference_cycle_holding_its_response(site: tup
     assert not {"SimhashDuplicate", "HtmlResponse", "traceback"} & set(result["garbage"])
 
 
-def test_the_objects_a_crawl_starts_with_are_frozen_out_of_full_collections_only_when_asked(
+def test_the_objects_a_crawl_starts_with_are_frozen_out_of_full_collections_unless_told_not_to(
     site: tuple[Path, str], crawl: Callable, tmp_path: Path
 ) -> None:
-    """Full garbage collections walk every object Scrapy and the filter loaded: with SIMHASH_DEDUP_GC_FREEZE they
-    are frozen at spider open, skipped until the crawl closes, then the collector has them back.  The collector
-    is the whole process's: by default the filter leaves it alone."""
+    """Full garbage collections walk every object Scrapy and the filter loaded: by default they are frozen at
+    spider open, skipped until the crawl closes, then the collector has them back; with SIMHASH_DEDUP_GC_FREEZE
+    off the filter leaves the collector alone."""
     root, base_url = site
     paths = write_known_duplicates(root)
     urls = [base_url + p for p in paths]
-    frozen = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "SIMHASH_DEDUP_GC_FREEZE": True})
+    frozen = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}})
     assert_expected_drops(frozen, paths, base_url)
     # (frozen objects that are freed, by reference counting, leave the frozen generation: fewer as the crawl goes)
     assert 10_000 < frozen["frozen"]["during"] <= frozen["stats"]["simhash_dedup/gc_frozen"]  # Scrapy's own, at least
     assert frozen["frozen"]["after"] == 0
-    by_default = crawl(
+    not_frozen = crawl(
         urls,
         {
             "ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0},
-            "SIMHASH_DEDUP_PATH": str(tmp_path / "by-default.sqlite"),
+            "SIMHASH_DEDUP_GC_FREEZE": False,
+            "SIMHASH_DEDUP_PATH": str(tmp_path / "not-frozen.sqlite"),
         },
     )
-    assert_expected_drops(by_default, paths, base_url)
-    assert by_default["frozen"] == {"during": 0, "after": 0}
-    assert "simhash_dedup/gc_frozen" not in by_default["stats"]
+    assert_expected_drops(not_frozen, paths, base_url)
+    assert not_frozen["frozen"] == {"during": 0, "after": 0}
+    assert "simhash_dedup/gc_frozen" not in not_frozen["stats"]
 
 
 def test_crawl_with_only_the_pipeline_enabled(site: tuple[Path, str], crawl: Callable) -> None:

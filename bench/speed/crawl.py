@@ -167,14 +167,23 @@ def run_variant(variant: str, mode: str, url: str, work: Path, feed: bool, tree:
             env=plugin_environment(tree),
         )
         peak = [0.0, 0.0]
+        peak_pss = {"crawl": 0.0, "workers": 0.0}  # each part's own peak (they need not peak together)
         while process.poll() is None:
             pids = [process.pid, *children(process.pid)]
             sample = [memory_mb(pid) for pid in pids]
             peak = [max(peak[which], sum(s[which] for s in sample)) for which in (0, 1)]
+            peak_pss["crawl"] = max(peak_pss["crawl"], sample[0][1])
+            peak_pss["workers"] = max(peak_pss["workers"], sum(s[1] for s in sample[1:]))
             time.sleep(0.2)
     if process.returncode:
         raise RuntimeError(f"{variant} failed:\n{errors.read_text()[-3000:]}")
-    return {**json.loads(out.read_text()), "rss_mb_max": peak[0], "pss_mb_max": peak[1]}
+    return {
+        **json.loads(out.read_text()),
+        "rss_mb_max": peak[0],
+        "pss_mb_max": peak[1],
+        "pss_mb_max_crawl": peak_pss["crawl"],
+        "pss_mb_max_workers": peak_pss["workers"],
+    }
 
 
 def children(pid: int) -> list[int]:
@@ -188,10 +197,10 @@ def children(pid: int) -> list[int]:
 def columns(baseline: str) -> str:
     return (
         f"| variant | pages/s | x {baseline} | CPU ms/page: crawl process + workers (vs {baseline}) "
-        "| of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
+        f"| CPU added ÷ {baseline}'s: all (crawl process) | of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
         "(x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
         f"| PSS MB peak (vs {baseline}) | RSS MB peak | kept / dropped |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
 
 
@@ -204,6 +213,13 @@ def compared(result: dict[str, Any], baseline: dict[str, Any], in_process: float
         "crawl_ms_added": result["cpu_ms_per_page_crawl"] - baseline["cpu_ms_per_page_crawl"],
         "workers_vs_in_process": per_fingerprint / in_process if per_fingerprint else None,
         "pss_mb_added": result["pss_mb_max"] - baseline["pss_mb_max"],
+        # what the issue's bars read: the CPU added a page as a multiple of the baseline's own, all of it and the
+        # crawl process's part; the memory added, in the crawl process and in the workers
+        "cpu_added_vs_own": (result["cpu_ms_per_page"] - baseline["cpu_ms_per_page"]) / baseline["cpu_ms_per_page"],
+        "crawl_added_vs_own": (result["cpu_ms_per_page_crawl"] - baseline["cpu_ms_per_page_crawl"])
+        / baseline["cpu_ms_per_page"],
+        "crawl_pss_mb_added": result.get("pss_mb_max_crawl", 0.0) - baseline.get("pss_mb_max_crawl", 0.0),
+        "workers_pss_mb": result.get("pss_mb_max_workers", 0.0),
     }
 
 
@@ -215,9 +231,11 @@ def row(name: str, result: dict[str, Any]) -> str:
         f"| {name} | {result['pages_per_s']:.1f} | {result['ratio']:.2f} | {result['cpu_ms_per_page_crawl']:.2f} + "
         f"{result['cpu_ms_per_page_workers']:.2f} = {result['cpu_ms_per_page']:.2f} "
         f"({result['crawl_ms_added']:+.2f} + {result['cpu_ms_per_page_workers']:.2f}) | "
+        f"{result['cpu_added_vs_own']:.2f} ({result['crawl_added_vs_own']:.2f}) | "
         f"{result['all_gc_ms_per_page']:.2f} ({result['full_gc_ms_per_page']:.2f}) | {workers} | "
         f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
-        f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}) | "
+        f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}: crawl process {result['crawl_pss_mb_added']:+.0f}, "
+        f"workers {result['workers_pss_mb']:.0f}) | "
         f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |"
     )
 
@@ -240,6 +258,8 @@ def median_result(rounds: list[dict[str, Any]], mode: str, variant: str, baselin
                 "fingerprinted",
                 "rss_mb_max",
                 "pss_mb_max",
+                "pss_mb_max_crawl",
+                "pss_mb_max_workers",
                 "items",
                 "dropped",
                 "all_gc_ms_per_page",

@@ -75,7 +75,7 @@ class DedupSettings:
     url_rules: bool = True  # URL rules are learned and requests they show to be copies skipped
     rule_support: int = 5  # pairs of near-duplicates before a URL rule is trusted
     link_budget: int = DEFAULT_BUDGET  # near-duplicates in a row a URL shape leads to before its links are skipped
-    gc_freeze: bool = False  # opt-in: the objects that exist when the spider opens are left out of full collections
+    gc_freeze: bool = True  # the objects that exist when the spider opens are left out of full collections
     scope: Scope = Scope.CRAWL  # which pages a page is compared with: the crawl's, its site's or its host's
     memory_mb: float = 128.0  # "site"/"host" scope: the kept pages' fingerprints a process holds, at most (MiB)
 
