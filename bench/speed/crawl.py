@@ -197,7 +197,8 @@ def children(pid: int) -> list[int]:
 def columns(baseline: str) -> str:
     return (
         f"| variant | pages/s | x {baseline} | CPU ms/page: crawl process + workers (vs {baseline}) "
-        f"| CPU added ÷ {baseline}'s: all (crawl process) | of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
+        f"| CPU added ÷ {baseline}'s: all (crawl process) "
+        "| of which the crawl process's garbage collector: all (full) | workers: ms per fingerprinted page "
         "(x in one process) | start-up CPU s | reactor lag p50 / p99 / max ms "
         f"| PSS MB peak (vs {baseline}) | RSS MB peak | kept / dropped |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -234,7 +235,8 @@ def row(name: str, result: dict[str, Any]) -> str:
         f"{result['cpu_added_vs_own']:.2f} ({result['crawl_added_vs_own']:.2f}) | "
         f"{result['all_gc_ms_per_page']:.2f} ({result['full_gc_ms_per_page']:.2f}) | {workers} | "
         f"{result['startup_cpu_s']:.2f} | {lag['p50']:.1f} / {lag['p99']:.1f} / {lag['max']:.0f} | "
-        f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}: crawl process {result['crawl_pss_mb_added']:+.0f}, "
+        f"{result['pss_mb_max']:.0f} ({result['pss_mb_added']:+.0f}: "
+        f"crawl process {result['crawl_pss_mb_added']:+.0f}, "
         f"workers {result['workers_pss_mb']:.0f}) | "
         f"{result['rss_mb_max']:.0f} | {result['items']:.0f} / {result['dropped']:.0f} |"
     )

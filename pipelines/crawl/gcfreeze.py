@@ -16,9 +16,9 @@ when cycles among those objects are found changes.
 On by default (``SIMHASH_DEDUP_GC_FREEZE = False`` leaves the collector alone), because what it can cost is
 bounded: only objects that exist when the spider opens are frozen (modules, classes, the crawler and its
 components, which mostly live to the end anyway), so what can outlive its time is a cycle among them and
-what it references when it becomes garbage, until the close collects it (``tests/test_gcfreeze.py``).  Everything the crawl makes afterwards (responses,
-requests, items, their cycles) is collected as always.  What it saves is measured in
-``bench/results/speed/crawl.json`` and ``docs/internals/performance.md``.
+what it references when it becomes garbage, until the close collects it (``tests/test_gcfreeze.py``).
+Everything the crawl makes afterwards (responses, requests, items, their cycles) is collected as always.
+What it saves is measured in ``bench/results/speed/crawl.json`` and ``docs/internals/performance.md``.
 """
 
 from __future__ import annotations
