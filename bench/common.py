@@ -370,7 +370,7 @@ ADDON = {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}}
 VARIANTS: dict[str, dict[str, Any]] = {
     "no filter": {},
     "defaults": ADDON,
-    "defaults, GC frozen": {**ADDON, "SIMHASH_DEDUP_GC_FREEZE": True},
+    "defaults, GC not frozen": {**ADDON, "SIMHASH_DEDUP_GC_FREEZE": False},
     "no filter, frozen GC": {"EXTENSIONS": {"bench.common.FrozenStartupObjects": 0}},
     "memory backend": {**ADDON, "SIMHASH_DEDUP_BACKEND": "memory"},
     "no review texts": {**ADDON, "SIMHASH_DEDUP_REVIEW_TEXTS": 0},

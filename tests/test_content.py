@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from bench.quality.sets import wrap_in_form
-from scrapy_simhash_dedup import Fingerprinter, hamming
+from scrapy_simhash_dedup import Fingerprinter, hamming, simhash
 from scrapy_simhash_dedup.fingerprint import content
-from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, words
+from scrapy_simhash_dedup.fingerprint.content import PageText, content_features, content_simhash, words
 from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.sketch import link_share, similarity, visible_similarity
 from scrapy_simhash_dedup.fingerprint.textloops import alnum_runs, ascii_tokens, has_invisible, has_unspaced
@@ -281,6 +281,23 @@ def test_the_compiled_scans_find_what_the_regular_expressions_find() -> None:
         text = f"ab{chr(code)}c"
         assert has_invisible(text) == bool(content._INVISIBLE.search(text)), hex(code)
         assert has_unspaced(text) == bool(unspaced.search(text)), hex(code)
+
+
+def test_the_content_simhash_is_the_simhash_of_the_content_features() -> None:
+    """``content_simhash`` (one compiled pass) gives ``simhash(content_features(blocks))`` and the number of
+    features, on English, Chinese, mixed and repeated words; no word gives what ``simhash`` gives no feature."""
+    samples = [
+        [
+            ["a", "title"],
+            ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "again", "and", "again"],
+        ],
+        [["标题"], ["我们", "在", "这里", "测试", "中文", "分词", "中文"], ["english", "words", "too", "42"]],
+        [[], ["x", "1", "22"]],
+        [[], []],
+    ]
+    for blocks in samples:
+        features = content_features(blocks)
+        assert content_simhash(blocks) == (simhash(features), len(features))
 
 
 def test_chinese_is_segmented_with_jieba() -> None:

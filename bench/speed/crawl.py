@@ -18,8 +18,8 @@ Each crawl runs in a process of its own, the modes and variants interleaved in e
 
 - ``no filter``: no item pipeline;
 - ``defaults``: the add-on at its defaults (SQLite store, a worker process per core but one);
-- ``defaults, GC frozen``: ``SIMHASH_DEDUP_GC_FREEZE = True`` (the objects that exist when the spider opens are
-  left out of Python's full garbage collections while it runs; opt-in since 0.2, the default before);
+- ``defaults, GC not frozen``: ``SIMHASH_DEDUP_GC_FREEZE = False`` (the objects that exist when the spider opens
+  are then walked by Python's full garbage collections; the default from #62 on freezes them);
 - ``no filter, frozen GC``: no filter, but those objects frozen as the filter freezes them
   (``scrapy_simhash_dedup.crawl.gcfreeze``):
   what the filter costs a crawl that freezes them itself;

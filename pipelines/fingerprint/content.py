@@ -41,6 +41,7 @@ import lxml.etree
 
 from . import treewalk
 from .document import tree
+from .simhash import WEIGHT_SCALE
 from .structure import DEFAULT_DECAY
 from .textloops import (
     IdfTable,
@@ -51,6 +52,7 @@ from .textloops import (
     only_words,
     surface_shingle_hashes,
     tf_idf,
+    tf_idf_simhash,
     word_counts,
 )
 from .treewalk import Block, Node
@@ -336,7 +338,19 @@ def content_features(blocks: list[list[str]]) -> dict[str, float]:
     """Word -> count x IDF (jieba's table for words that start with a Han character, the word table
     for the rest; compiled, ``textloops.tf_idf``).  The first block is the page's title (``own_blocks``):
     its words count ``TITLE_WEIGHT`` times."""
-    return tf_idf(word_counts(blocks[:1] * (TITLE_WEIGHT - 1) + blocks), HAN_RANGES, _word_idf, _chinese_idf)
+    return tf_idf(_word_counts(blocks), HAN_RANGES, _word_idf, _chinese_idf)
+
+
+def content_simhash(blocks: list[list[str]]) -> tuple[int, int]:
+    """``simhash(content_features(blocks))`` and how many features there are, in one compiled pass that hashes
+    each word once and makes no mapping of weights (``textloops.tf_idf_simhash``): what a fingerprint needs of
+    the features."""
+    counts = _word_counts(blocks)
+    return tf_idf_simhash(counts, HAN_RANGES, _word_idf, _chinese_idf, WEIGHT_SCALE), len(counts)
+
+
+def _word_counts(blocks: list[list[str]]) -> dict[str, int]:
+    return word_counts(blocks[:1] * (TITLE_WEIGHT - 1) + blocks)
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from .content import SHINGLE_SIZE, PageText, content_features, tokens
+from .content import SHINGLE_SIZE, PageText, content_simhash, tokens
 from .declared import declared_link
 from .document import EMPTY, TOO_MANY_ELEMENTS, TOO_MUCH_TEXT, prepared
 from .languages import language_bits, languages
@@ -93,11 +93,12 @@ class Fingerprinter:
             return Fingerprint(None, None, TOO_MUCH_TEXT, canonical=canonical)
         structure = self._simhash(text.structure)
         blocks = text.own_blocks()
-        if features := content_features(blocks):
+        content, features = content_simhash(blocks)
+        if features:
             sketch = self._sketch(text, shingle_hashes(blocks, SHINGLE_SIZE), language_bits(languages(blocks[1:])))
-            short = len(features) < self.min_features
+            short = features < self.min_features
             return Fingerprint(
-                simhash(features),
+                content,
                 structure,
                 sketch=sketch,
                 short=short,

@@ -172,31 +172,84 @@ cdef inline bint _all_digits(str token):
     return True
 
 
-def tf_idf(dict counts, tuple ranges, words_table, chinese_table):
-    """Word -> count x IDF: the IDF of ``chinese_table()`` for a word whose first character falls
-    in one of ``ranges`` (pairs of first and last code points), of ``words_table()`` for the others.
-    A table is asked for when a word first needs it (jieba's loads with the first Chinese word)."""
-    cdef dict weights = {}
-    cdef IdfTable words = None, chinese = None
-    cdef Py_ssize_t length
-    cdef const char* data
-    cdef uint64_t hash_
+cdef struct Votes:  # SimHash's sums: per bit, the weight of the features whose hash has it set; all weights
+    uint64_t bits[64]
+    uint64_t total
+
+
+cdef inline void _votes_clear(Votes* votes) noexcept nogil:
+    memset(votes, 0, sizeof(Votes))
+
+
+cdef inline void _vote(Votes* votes, uint64_t hash_, uint64_t weight) noexcept nogil:
+    cdef int bit
+    votes.total += weight
+    for bit in range(64):  # no branch: the compiler vectorises it
+        votes.bits[bit] += weight & (0 - ((hash_ >> bit) & 1))
+
+
+cdef inline uint64_t _votes_result(Votes* votes) noexcept nogil:
+    """Bit *i* set where the weights voting for it outweigh, or equal, those against (sums wrapping at 64 bits)."""
+    cdef uint64_t result = 0
+    cdef int bit
+    for bit in range(64):
+        if <int64_t>(2 * votes.bits[bit] - votes.total) >= 0:  # set minus clear
+            result |= (<uint64_t>1) << bit
+    return result
+
+
+cdef class _Weigher:
+    """A word's TF-IDF weight and its XXH3-64 hash (what SimHash hashes it to): the IDF of ``chinese_table()``
+    for a word whose first character falls in one of ``ranges`` (pairs of first and last code points), of
+    ``words_table()`` for the others.  A table is asked for when a word first needs it (jieba's loads with
+    the first Chinese word)."""
+
     cdef vector[long] bounds
-    for low, high in ranges:
-        bounds.push_back(low)
-        bounds.push_back(high)
+    cdef object words_table, chinese_table
+    cdef IdfTable words, chinese
+
+    def __cinit__(self, tuple ranges, words_table, chinese_table):
+        for low, high in ranges:
+            self.bounds.push_back(low)
+            self.bounds.push_back(high)
+        self.words_table, self.chinese_table = words_table, chinese_table
+
+    cdef double weight(self, str word, object count, uint64_t* hash_) except? -1:
+        cdef Py_ssize_t length
+        cdef const char* data = PyUnicode_AsUTF8AndSize(word, &length)
+        hash_[0] = XXH3_64bits(data, length)
+        if _starts_in(word, self.bounds):
+            if self.chinese is None:
+                self.chinese = self.chinese_table()
+            return count * self.chinese.idf(hash_[0])
+        if self.words is None:
+            self.words = self.words_table()
+        return count * self.words.idf(hash_[0])
+
+
+def tf_idf(dict counts, tuple ranges, words_table, chinese_table):
+    """Word -> count x IDF (``_Weigher``)."""
+    cdef dict weights = {}
+    cdef _Weigher weigher = _Weigher(ranges, words_table, chinese_table)
+    cdef uint64_t hash_
     for word, count in counts.items():
-        data = PyUnicode_AsUTF8AndSize(word, &length)
-        hash_ = XXH3_64bits(data, length)
-        if _starts_in(word, bounds):
-            if chinese is None:
-                chinese = chinese_table()
-            weights[word] = count * chinese.idf(hash_)
-        else:
-            if words is None:
-                words = words_table()
-            weights[word] = count * words.idf(hash_)
+        weights[word] = weigher.weight(word, count, &hash_)
     return weights
+
+
+def tf_idf_simhash(dict counts, tuple ranges, words_table, chinese_table, double scale):
+    """``simhash_bits`` of ``tf_idf``'s weights, each word hashed once and no mapping of weights made: the same
+    bits as ``simhash.simhash(tf_idf(counts, ...))`` (the sums are of integers, in any order); 0xFFFF... for no
+    word, as ``simhash`` gives."""
+    cdef _Weigher weigher = _Weigher(ranges, words_table, chinese_table)
+    cdef Votes votes
+    cdef uint64_t hash_
+    cdef double weight
+    _votes_clear(&votes)
+    for word, count in counts.items():
+        weight = weigher.weight(word, count, &hash_)
+        _vote(&votes, hash_, <uint64_t><int64_t>nearbyint(weight * scale))
+    return _votes_result(&votes) if counts else 0xFFFFFFFFFFFFFFFF
 
 
 cdef inline bint _starts_in(str word, vector[long]& bounds):
@@ -537,20 +590,12 @@ def simhash_bits(const uint64_t[::1] hashes, weights, double scale):
         quantised.push_back(<int64_t>nearbyint(<double>value * scale))
     if <Py_ssize_t>quantised.size() != hashes.shape[0]:
         raise ValueError("as many weights as hashes")
-    cdef uint64_t votes[64]
-    cdef uint64_t total = 0, weight, hash_, result = 0
+    cdef Votes votes
     cdef Py_ssize_t n
-    cdef int bit
-    memset(votes, 0, sizeof(votes))
+    _votes_clear(&votes)
     for n in range(hashes.shape[0]):
-        hash_, weight = hashes[n], <uint64_t>quantised[n]
-        total += weight
-        for bit in range(64):  # no branch: the compiler vectorises it
-            votes[bit] += weight & (0 - ((hash_ >> bit) & 1))
-    for bit in range(64):
-        if <int64_t>(2 * votes[bit] - total) >= 0:  # set minus clear
-            result |= (<uint64_t>1) << bit
-    return result
+        _vote(&votes, hashes[n], <uint64_t>quantised[n])
+    return _votes_result(&votes)
 
 
 def text_payload(str text):
