@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import random
 import re
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,7 +25,7 @@ from scrapy_simhash_dedup.fingerprint.content import PageText
 from scrapy_simhash_dedup.fingerprint.document import decode, load
 from scrapy_simhash_dedup.fingerprint.fingerprinter import Fingerprint
 from scrapy_simhash_dedup.fingerprint.sketch import similarity, sketch_size
-from scrapy_simhash_dedup.fingerprint.textloops import utf8_length
+from scrapy_simhash_dedup.fingerprint.textloops import has_visible_ascii, is_utf8, utf8_length
 from scrapy_simhash_dedup.matching.policy import SMALL_TEXT_SHINGLES, THIN_NAMED_SIMILARITY, Policy
 from scrapy_simhash_dedup.workers.pool import RecentPages
 
@@ -434,6 +435,65 @@ def test_the_bounds_on_work_are_settings() -> None:
 def test_a_string_is_measured_in_utf8_bytes_without_encoding() -> None:
     texts = ["", "abc", "é" * 5, "中文" * 3, "\U0001f600", "a\udc80b", ARTICLE.decode(), CHINESE_ARTICLE]
     assert [utf8_length(text) for text in texts] == [len(text.encode("utf-8", "surrogatepass")) for text in texts]
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_utf8_is_checked_as_python_decodes_it() -> None:
+    """``is_utf8`` accepts exactly what ``bytes.decode("utf-8")`` does: every sequence of one and two bytes,
+    every three-byte one after a lead byte, every lead of four bytes with each second byte and continuations at
+    their edges, and random texts cut, spliced and corrupted at every offset around the eight-byte ASCII steps."""
+    edges = [
+        0x00,
+        0x7F,
+        0x80,
+        0x8F,
+        0x90,
+        0x9F,
+        0xA0,
+        0xBF,
+        0xC0,
+        0xC1,
+        0xC2,
+        0xDF,
+        0xE0,
+        0xED,
+        0xEF,
+        0xF0,
+        0xF4,
+        0xF5,
+        0xFF,
+    ]
+    samples = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    samples += [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in range(256) for c in edges]
+    samples += [bytes([a, b, c, d]) for a in range(0xF0, 0xF8) for b in range(256) for c in edges for d in edges]
+    rng = random.Random(5)
+    text = "ASCII words, é, ñ, 中文, 😀, \u0800 \uffff \U0010ffff " * 3
+    for _ in range(3000):
+        data = bytearray(text.encode()[rng.randrange(0, 40) :])
+        for _ in range(rng.randrange(0, 3)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        samples.append(bytes(data[: rng.randrange(len(data) + 1)]))
+    for data in samples:
+        assert is_utf8(data) == _decodes(data), data
+    assert is_utf8(b"") and not is_utf8("\ud800".encode("utf-8", "surrogatepass"))
+
+
+def test_a_page_is_blank_only_when_its_text_is() -> None:
+    """An ASCII character that is not whitespace makes a text that is not blank (``has_visible_ascii``); bytes
+    without one are decoded and asked."""
+    for data in (b"", b" \t\n", b"\x1c\x1f", "\u3000\xa0".encode(), b" <p>", b"x", "中".encode(), b"\x7f"):
+        assert has_visible_ascii(data) == any(0x21 <= byte <= 0x7E for byte in data)
+        if has_visible_ascii(data):
+            assert not data.decode("utf-8").isspace()
+    assert Fingerprinter().fingerprint("\u3000 \xa0".encode()).problem == "empty_html"
+    assert Fingerprinter().fingerprint(b"\x1c\x1d").problem == "empty_html"
 
 
 def test_100000_nested_divs_are_kept() -> None:

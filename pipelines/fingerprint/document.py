@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import lxml.etree
 from w3lib.encoding import html_to_unicode
 
-from .textloops import utf8_length
+from .textloops import has_visible_ascii, is_utf8, utf8_length
 
 #: Outcome names for pages that cannot be fingerprinted (stats ``simhash_dedup/<name>``).
 EMPTY = "empty_html"
@@ -60,6 +60,8 @@ def prepared(html: str | bytes, max_bytes: int, content_type: str | None = None)
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES] and not html.startswith(_WIDE_BOMS):  # UTF-16/32 have NULs
             return Source(None, NOT_HTML)
+        if _is_plain_utf8(html) and has_visible_ascii(html):  # (most pages: parsed as they are, never decoded)
+            return Source(html)
         text, utf8 = _decoded(html, content_type)
     elif "\x00" in html[:_SNIFF_BYTES]:
         return Source(None, NOT_HTML)
@@ -109,13 +111,15 @@ def decode(body: bytes, content_type: str | None = None) -> str:
 def _decoded(body: bytes, content_type: str | None) -> tuple[str, bytes | None]:
     """``body`` as text (see ``decode``), and as UTF-8 when it already is: the bytes to parse, no
     copy made (None: encode the text)."""
-    if not body.startswith((b"\xef\xbb\xbf", *_WIDE_BOMS)):
-        try:
-            return body.decode("utf-8"), body
-        except UnicodeDecodeError:
-            pass
+    if _is_plain_utf8(body):
+        return body.decode("utf-8"), body
     _, text = html_to_unicode(content_type, body, auto_detect_fun=_guess_encoding)
     return text, None
+
+
+def _is_plain_utf8(body: bytes) -> bool:
+    """UTF-8 without a byte order mark: valid UTF-8 is trusted over any charset declared (``decode``)."""
+    return not body.startswith((b"\xef\xbb\xbf", *_WIDE_BOMS)) and is_utf8(body)
 
 
 def _guess_encoding(body: bytes) -> str:

@@ -21,7 +21,7 @@ from cpython.unicode cimport (
 from cpython cimport array
 from libc.math cimport nearbyint
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libcpp.algorithm cimport sort, unique
 from libcpp.string cimport string
 from libcpp.vector cimport vector
@@ -616,6 +616,61 @@ def text_digest(str text):
     cdef int kind = PyUnicode_KIND(text)
     cdef XXH128_hash_t digest = XXH3_128bits(PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text) * kind)
     return bytes([kind]) + digest.high64.to_bytes(8, "big") + digest.low64.to_bytes(8, "big")
+
+
+def is_utf8(const unsigned char[::1] data):
+    """Are ``data`` well-formed UTF-8 (what ``bytes.decode("utf-8")`` accepts: no overlong form, no surrogate,
+    nothing above U+10FFFF, no sequence cut short)?  Checked without making the text: a page's bytes are
+    parsed as they are, and decoding them only to know cost ~2 % of the fingerprint.  ASCII is read eight
+    bytes at a time."""
+    cdef Py_ssize_t n = 0, length = data.shape[0]
+    cdef unsigned char first, second
+    cdef uint64_t word
+    while n < length:
+        if n + 8 <= length:
+            memcpy(&word, &data[n], 8)
+            if not (word & <uint64_t>0x8080808080808080):
+                n += 8
+                continue
+        first = data[n]
+        if first < 0x80:
+            n += 1
+            continue
+        if first < 0xC2 or first > 0xF4:  # a continuation byte, an overlong lead, or beyond U+10FFFF
+            return False
+        if n + 1 >= length:
+            return False
+        second = data[n + 1]
+        if first < 0xE0:  # two bytes
+            if second & 0xC0 != 0x80:
+                return False
+            n += 2
+            continue
+        if first == 0xE0 and second < 0xA0 or first == 0xED and second > 0x9F:  # overlong, a surrogate
+            return False
+        if first == 0xF0 and second < 0x90 or first == 0xF4 and second > 0x8F:  # overlong, beyond U+10FFFF
+            return False
+        if second & 0xC0 != 0x80:
+            return False
+        if first < 0xF0:  # three bytes
+            if n + 2 >= length or data[n + 2] & 0xC0 != 0x80:
+                return False
+            n += 3
+            continue
+        if n + 3 >= length or data[n + 2] & 0xC0 != 0x80 or data[n + 3] & 0xC0 != 0x80:  # four bytes
+            return False
+        n += 4
+    return True
+
+
+def has_visible_ascii(const unsigned char[::1] data):
+    """Does ``data`` hold an ASCII character that is not whitespace (``!`` to ``~``)?  Then its text is not
+    blank, whatever its encoding: an HTML page answers at its first byte."""
+    cdef Py_ssize_t n
+    for n in range(data.shape[0]):
+        if 0x21 <= data[n] <= 0x7E:
+            return True
+    return False
 
 
 def utf8_length(str text):
