@@ -48,6 +48,7 @@ one the other's pages declared as theirs (else the first one met).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -310,6 +311,13 @@ def looks_canonical(url: str, languages: Sequence[str] = ()) -> tuple[int, int, 
     key to sort by (the smallest first): not in another language's folder, in its own language's folder, no
     tracking or session parameter, fewer query parameters, shorter, then the URL itself (the same choice in
     any order)."""
+    return _looks_canonical(url, tuple(languages))
+
+
+@functools.lru_cache(maxsize=4096)
+def _looks_canonical(url: str, languages: tuple[str, ...]) -> tuple[int, int, int, int, int, str]:
+    """``looks_canonical``, remembered for the URLs of the last pages: a kept page is named again at each
+    near-duplicate of it met, from all the URLs it was met under."""
     parts = split(url)
     folders = {
         LANGUAGE_CODES.get(match.group(1).lower())
