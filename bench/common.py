@@ -241,10 +241,15 @@ def news_test_pages(data: Path) -> list[Path]:
     ]
 
 
-def real_pages(data: Path, count: int) -> list[bytes]:
+def real_pages(data: Path, count: int, folder: Path | None = None) -> list[bytes]:
     """``count`` real news pages: the extraction test sets first (English, then Chinese), then the
-    article-extraction benchmark's pages."""
-    paths = [*news_test_pages(data), *sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
+    article-extraction benchmark's pages; or, from ``folder``, its HTML files in name order (a documentation
+    site: pages of another kind, each with its site's navigation, dozens of links a page)."""
+    paths = (
+        sorted(folder.rglob("*.html"))
+        if folder is not None
+        else [*news_test_pages(data), *sorted((data / "article-extraction-benchmark" / "html").glob("*.html.gz"))]
+    )
     pages = []
     for path in paths:
         body = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()

@@ -292,6 +292,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=PROJECT.parent / "shared" / "data")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pages", type=int, default=450, help="distinct real pages (each served under 4 URLs)")
+    parser.add_argument(
+        "--pages-from",
+        type=Path,
+        metavar="FOLDER",
+        help="the real pages from this folder's HTML files instead of the news pages of --data (for instance "
+        "/usr/share/doc/python3.11/html, from Debian's python3.11-doc: link-dense documentation pages)",
+    )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     parser.add_argument("--variants", nargs="+", default=["no filter", "defaults"], choices=list(VARIANTS))
     parser.add_argument("--feed", action="store_true", help="every variant exports its items to JSON Lines")
@@ -348,10 +355,11 @@ def main() -> None:
         work = Path(temp)
         site = work / "site"
         site.mkdir()
-        total_pages = build_site(site, real_pages(args.data, args.pages))
+        total_pages = build_site(site, real_pages(args.data, args.pages, args.pages_from))
         server = Nginx(site, work)
         print(
-            f"site: {args.pages} distinct real pages under {total_pages - 1} URLs and an index, served by nginx at "
+            f"site: {args.pages} distinct real pages{f' from {args.pages_from}' if args.pages_from else ''} "
+            f"under {total_pages - 1} URLs and an index, served by nginx at "
             f"{server.url}; {args.rounds} rounds, modes and variants in a shuffled order each round\n",
             flush=True,
         )
