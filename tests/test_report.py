@@ -17,6 +17,17 @@ from .conftest import PROJECT
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # `make test` installs Debian's package
 
 
+def stated_demo_figures() -> dict[str, tuple[int, ...]]:
+    """The pages crawled, kept and dropped that the README and the development notes say ``make demo`` prints."""
+    stated = {
+        "README.md": r"`make demo`\s+crawls (\d+) pages of the Debian Administrator's Handbook[^:]*: "
+        r"(\d+) kept, (\d+)\s+dropped",
+        "docs/internals/development.md": r"Measured here: (\d+) pages, (\d+) kept, (\d+) dropped",
+    }
+    found = {name: re.search(pattern, (PROJECT / name).read_text()) for name, pattern in stated.items()}
+    return {name: tuple(int(figure) for figure in match.groups()) for name, match in found.items() if match}
+
+
 @pytest.mark.browser
 def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp_path: Path):
     output = tmp_path / "demo-output"
@@ -33,6 +44,10 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
     checked = int(re.search(r"pages checked:\s+(\d+)", done.stdout)[1])
     dropped = int(re.search(r"dropped:\s+(\d+)", done.stdout)[1])
     assert dropped > 0
+    printed = tuple(
+        int(re.search(rf"{name}:\s+(\d+)", done.stdout)[1]) for name in ("pages crawled", "kept", "dropped")
+    )
+    assert stated_demo_figures() == {"README.md": printed, "docs/internals/development.md": printed}
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
