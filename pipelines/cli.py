@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .batch.sources import MISSING
 from .extras import require
 from .fingerprint.fingerprinter import SCHEME_VERSION
 from .output import Output
@@ -94,12 +95,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return arguments.run(arguments)
     except (ValueError, OSError, StoreNotOpened, StoreUnavailable) as error:  # a wrong setting, a store or a file
-        print(f"simhash-dedup: {error}", file=sys.stderr)  # that cannot be used: one line
+        print(f"simhash-dedup: {one_line(error)}", file=sys.stderr)  # that cannot be used: one line
         return 2
 
 
+def one_line(error: Exception) -> str:
+    """An error as the commands say it: a file that is missing or refused is named first, as ``dedup`` names its
+    inputs (``batch.sources.MISSING``), without Python's ``[Errno N]``."""
+    if isinstance(error, FileNotFoundError) and error.filename is not None:
+        return f"{error.filename}: {MISSING}"
+    if isinstance(error, OSError) and error.filename is not None and error.strerror:
+        return f"{error.filename}: {error.strerror[0].lower()}{error.strerror[1:]}"
+    return str(error)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="simhash-dedup", description=__doc__.split("\n\n")[0])
+    top = argparse.ArgumentParser(
+        prog="simhash-dedup", description="The filter over files you already have, and the report of what it dropped."
+    )
     top.add_argument(
         "--version", action="version", version=f"%(prog)s {__version__} (fingerprint scheme {SCHEME_VERSION})"
     )
@@ -139,7 +152,7 @@ def parser() -> argparse.ArgumentParser:
     dedup.set_defaults(run=run_dedup)
     spark = commands.add_parser(
         "spark",
-        help="deduplicate stored pages on Spark, as `dedup` does (pip install scrapy-simhash-dedup[spark])",
+        help="deduplicate stored pages on Spark, as `dedup` does (pip install 'scrapy-simhash-dedup[spark]')",
         description="The same decisions as `dedup`, on Spark: local mode by default "
         "(all cores), a cluster with --master or spark-submit.",
     )
@@ -176,7 +189,13 @@ def parser() -> argparse.ArgumentParser:
     _reading_options(spark)
     _setting_options(spark)
     spark.set_defaults(run=run_spark)
-    report = commands.add_parser("report", help="write the HTML report of a decision log")
+    report = commands.add_parser(
+        "report",
+        help="write the HTML report of a decision log",
+        description="One HTML file, readable offline, of what a crawl, `dedup` or `spark` decided: the counts, "
+        "the histograms of distance and similarity, the clusters of pages dropped as copies of one kept page, and "
+        "the pairs nearest the threshold side by side.",
+    )
     report.add_argument("source", help="a crawl's SQLite store, an --outcomes file of `dedup`, or a Redis URL")
     report.add_argument(
         "-o",
@@ -348,8 +367,20 @@ def run_dedup(arguments: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if not read and outputs:
-        print(f"simhash-dedup: nothing read: {', '.join(str(o.path) for o in outputs)} left as it was", file=sys.stderr)
+        print(f"simhash-dedup: nothing read: {untouched(outputs)}", file=sys.stderr)
     return 0 if read else 1
+
+
+def untouched(outputs: list[Output]) -> str:
+    """What a run that read nothing left of its outputs: a file that was there is as it was; none was made."""
+    there = [str(output.path) for output in outputs if output.path.exists()]
+    never = [str(output.path) for output in outputs if not output.path.exists()]
+    return "; ".join(
+        [
+            *([f"{', '.join(there)} left as it was"] if there else []),
+            *([f"{', '.join(never)} not written"] if never else []),
+        ]
+    )
 
 
 def interrupted(outputs: list[Output], store: str | None) -> str:

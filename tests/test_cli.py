@@ -137,6 +137,47 @@ def test_report_on_something_else_than_a_log_is_one_line_and_exit_status_2(archi
     )
 
 
+def test_a_missing_file_is_named_alike_by_every_command_and_nothing_is_made_of_it(tmp_path: Path) -> None:
+    """``report`` and ``dedup`` say a missing file as one another, without Python's ``[Errno 2]``; an output a run
+    that read nothing never made is "not written", one that was there "left as it was"."""
+    missing, output, there = tmp_path / "nope.sqlite", tmp_path / "kept.jsonl", tmp_path / "there.jsonl"
+    report = simhash_dedup("report", missing, "-o", tmp_path / "report.html")
+    assert report.returncode == 2
+    assert report.stderr.splitlines() == [f"simhash-dedup: {missing}: cannot be read: no such file or folder"]
+    there.write_text("as it was\n")
+    dedup = simhash_dedup("dedup", tmp_path / "nope.jsonl", "-o", output, "--no-progress")
+    assert dedup.returncode == 1 and not output.exists()
+    assert (
+        dedup.stderr.splitlines()[0]
+        == f"simhash-dedup: {tmp_path / 'nope.jsonl'}: cannot be read: no such file or folder"
+    )
+    assert dedup.stderr.splitlines()[-1] == f"simhash-dedup: nothing read: {output} not written"
+    again = simhash_dedup("dedup", tmp_path / "nope.jsonl", "-o", there, "--no-progress")
+    assert again.stderr.splitlines()[-1] == f"simhash-dedup: nothing read: {there} left as it was"
+    assert there.read_text() == "as it was\n"
+
+
+def test_a_file_that_is_not_json_lines_is_one_line_and_a_count(tmp_path: Path) -> None:
+    """A binary file named ``.jsonl`` is one message with how many lines it has, not one per line; a JSON Lines
+    file with a bad line among good ones names that line."""
+    binary = tmp_path / "photo.jsonl"
+    binary.write_bytes(bytes(range(256)) * 64 + b"\n" + os.urandom(4096).replace(b"{", b"(") + b"\n" * 40)
+    lines = [line for line in binary.read_bytes().split(b"\n") if line.strip()]
+    done = simhash_dedup("dedup", binary, "--no-progress")
+    assert done.returncode == 1
+    said = done.stderr.splitlines()
+    assert len(said) == 2, done.stderr
+    assert said[0].startswith(f"simhash-dedup: {binary}: not JSON Lines: none of its first 5 lines is JSON (")
+    assert said[0].endswith(f"none of its {len(lines)} lines is read as a page")
+    assert said[1] == f"simhash-dedup: 0 pages: 0 kept, 0 dropped; {len(lines)} records unreadable"
+    mixed = tmp_path / "mixed.jsonl"
+    page = {"url": "https://a.test/", "html": real_page(NAMES[0]).decode("utf-8", "replace")}
+    mixed.write_text("not json\n" + json.dumps(page) + "\n")
+    done = simhash_dedup("dedup", mixed, "--no-progress")
+    assert done.returncode == 0
+    assert done.stderr.splitlines()[0].startswith(f"simhash-dedup: {mixed}:1: not a JSON line")
+
+
 def test_settings_that_cannot_be_imported_are_one_line_and_exit_status_2(archive: Path) -> None:
     done = simhash_dedup("dedup", archive, "--settings", "nosuch.settings", "--no-progress")
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -157,6 +198,10 @@ def test_help_shows_choices_and_defaults_and_report_takes_only_what_changes_it()
     assert "--outcomes FILE" in dedup and "--log-size INT" in dedup and "--decisions" not in dedup
     report = simhash_dedup("report", "--help").stdout
     assert "--pairs N" in report and "--mode" not in report and "--settings" not in report
+    assert "One HTML file, readable offline" in report  # what it makes, before its options
+    top = simhash_dedup("--help").stdout
+    assert "``" not in top and "The filter over files you already have" in top
+    assert "pip install 'scrapy-simhash-dedup[spark]'" in " ".join(top.split())  # quoted: zsh globs brackets
 
 
 def test_progress_on_a_terminal_has_a_total_and_messages_above_it(archive: Path, tmp_path: Path) -> None:

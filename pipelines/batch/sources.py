@@ -235,6 +235,8 @@ def read_json_lines(
         found_html = False
         statuses: Counter[int] = Counter()
         consumed = 0  # bytes of the file read: a line's end (counted, not told: a feed may come through a pipe)
+        not_json: list[tuple[BadInput, int]] = []  # the first lines, while none was JSON
+        parsed = False  # a line was JSON
         for number, line in enumerate(lines, 1):
             consumed = raw.tell() if zipped else consumed + len(line)
             if not line.strip():
@@ -243,8 +245,27 @@ def read_json_lines(
             try:
                 record = json.loads(line.decode("utf-8", "surrogateescape"))
             except ValueError as error:
-                yield BadInput(source, f"not a JSON line ({error})"), consumed
+                bad = BadInput(source, f"not a JSON line ({error})"), consumed
+                if parsed:
+                    yield bad
+                    continue
+                not_json.append(bad)
+                if len(not_json) == FIELD_PROBE:  # a file of another kind (binary, HTML...): one message
+                    others = sum(1 for rest in lines if rest.strip())
+                    yield (
+                        BadInput(
+                            str(path),
+                            f"not JSON Lines: none of its first {FIELD_PROBE} lines is JSON ({error}); none of "
+                            f"its {plural(FIELD_PROBE + others, 'line')} is read as a page",
+                            records=FIELD_PROBE + others,
+                        ),
+                        raw.tell(),
+                    )
+                    return
                 continue
+            if not parsed:  # a JSON Lines file: its first lines that were not JSON are told one by one
+                parsed = True
+                yield from not_json
             page = json_page(record, source, html_field, url_field)
             if page is not None and not all_statuses and not passed_on(status := record.get("status")):
                 statuses[status] += 1
