@@ -56,7 +56,8 @@ $(LOWEST)/.installed: pyproject.toml $(INSTALLED)
 # pyproject.toml and .github/workflows/wheels.yml). Built from the checkout's tracked files.
 dist: $(INSTALLED)
 	rm -rf dist
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation --wheel-dir dist .
+	LDFLAGS="$$LDFLAGS -Wl,--strip-all" $(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps \
+		--no-build-isolation --wheel-dir dist .
 	$(PYTHON) -m build --sdist --no-isolation --outdir dist . >/dev/null
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.

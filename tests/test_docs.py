@@ -386,3 +386,18 @@ def test_a_command_line_example_is_one_the_command_takes(block: Block) -> None:
             assert name == project["name"], f"{block.where}: {words[2]}"
             for extra in filter(None, extras.rstrip("]").split(",")):
                 assert extra in project["optional-dependencies"], f"{block.where}: no extra [{extra}]"
+
+
+def test_the_docs_host_builds_this_site_with_warnings_as_errors_and_the_same_sphinx() -> None:
+    """Read the Docs (``.readthedocs.yaml``) builds ``docs/conf.py`` failing on a warning, as this test suite does,
+    with the versions of Sphinx and MyST that ``requirements.txt`` pins, and the package installed."""
+    config = (PROJECT / ".readthedocs.yaml").read_text()
+    assert re.search(r"configuration: docs/conf.py\s+fail_on_warning: true", config)
+    assert "requirements: docs/requirements.txt" in config and "method: pip" in config
+    docs_pins, pins_all = pinned(PROJECT / "docs" / "requirements.txt"), pinned(PROJECT / "requirements.txt")
+    assert docs_pins and all(pins_all.get(name) == line for name, line in docs_pins.items()), docs_pins
+
+
+def pinned(requirements: Path) -> dict[str, str]:
+    """A requirements file's pins: name (lower case) -> its ``name==version`` line."""
+    return {line.split("==")[0].lower(): line for line in requirements.read_text().splitlines() if "==" in line}

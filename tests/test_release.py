@@ -75,7 +75,36 @@ def test_the_sdist_and_the_wheel_hold_the_licence_and_the_notices(dist: Path) ->
         .read(next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA")))
         .decode()
     )
-    assert "License-Expression: MIT" in metadata and "License-File: THIRD_PARTY_NOTICES.md" in metadata
+    assert "License-Expression: MIT AND CC-BY-SA-4.0 AND BSD-2-Clause" in metadata  # the code, the IDF data, xxHash
+    assert "License-File: THIRD_PARTY_NOTICES.md" in metadata
+
+
+def test_the_wheel_holds_only_what_runs_and_the_sdist_what_builds_and_tests_it(dist: Path, tmp_path: Path) -> None:
+    """No Cython source, generated C/C++, vendored header or build-time data in the wheel, and its extension
+    modules stripped of their symbols; the sdist has what builds the package and what its tests need."""
+    (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    assert not [name for name in names if name.endswith((".pyx", ".pxi", ".c", ".cpp", ".h", ".gz"))], names
+    modules = [name for name in names if name.endswith(".so")]
+    assert len(modules) == 3
+    for name in modules:
+        unpacked = Path(archive.extract(name, tmp_path))
+        sections = subprocess.run(["readelf", "-S", "-W", str(unpacked)], capture_output=True, text=True, check=True)
+        assert ".symtab" not in sections.stdout and ".debug_info" not in sections.stdout, name  # stripped
+    with tarfile.open(sdist) as tar:
+        inside = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    assert {
+        "CHANGES",
+        "Makefile",
+        "tests/conftest.py",
+        "tests/pages.py",
+        "pipelines/fingerprint/treewalk.pyx",
+        "pipelines/fingerprint/vendor/xxhash.h",
+        "pipelines/fingerprint/data/word_idf.tsv.gz",
+    } <= inside
+    assert not [name for name in inside if name.endswith((".so", ".cpp")) or name.startswith("bench/.cache")]
 
 
 def test_the_wheel_installs_without_a_compiler_and_a_new_project_drops_the_copies(
