@@ -181,7 +181,7 @@ def test_an_item_class_without_the_field_is_kept_counted_and_told_about_once(cap
             assert process(pipeline, item) is item
         frozen = Frozen("https://a.test/2", ARTICLES[2])
         assert run(pipeline.process_item(frozen)) is frozen  # (``process`` would set its HTML field)
-    assert stat(pipeline, "canonical_field_missing") == 3 and stat(pipeline, "kept") == 3
+    assert stat(pipeline, "canonical_field_missing") == 3 and stat(pipeline, "items_kept") == 3
     told = [r for r in caplog.records if "canonical_field_missing" in r.getMessage()]
     assert len(told) == 1 and "SIMHASH_DEDUP_CANONICAL_FIELD" in told[0].getMessage()
 

@@ -54,8 +54,8 @@ def assert_expected_drops(result: dict, paths: list[str], base_url: str) -> None
     assert sorted(short(u, base_url) for u in result["kept"]) == sorted(set(paths) - set(EXPECTED_DROPS))
     stats = result["stats"]
     assert stats["simhash_dedup/checked"] == len(paths)
-    assert stats["simhash_dedup/kept"] == len(paths) - len(EXPECTED_DROPS)
-    assert stats["simhash_dedup/dropped"] == len(EXPECTED_DROPS)
+    assert stats["simhash_dedup/items_kept"] == len(paths) - len(EXPECTED_DROPS)
+    assert stats["simhash_dedup/items_dropped"] == len(EXPECTED_DROPS)
     assert stats["item_dropped_reasons_count/SimhashDuplicate"] == len(EXPECTED_DROPS)
     assert "log_count/ERROR" not in stats, result["log"][-3000:]
 

@@ -37,7 +37,7 @@ from scrapy.utils.misc import load_object
 from scrapy_simhash_dedup import Fingerprint, Fingerprinter
 from scrapy_simhash_dedup.cli import parser
 from scrapy_simhash_dedup.crawl.settings import RENAMED, DedupSettings
-from scrapy_simhash_dedup.crawl.stats import RENAMED_STATS, STATS_PREFIX
+from scrapy_simhash_dedup.crawl.stats import OLD_STAT_NAMES, STATS_PREFIX
 from scrapy_simhash_dedup.fingerprint import document
 from scrapy_simhash_dedup.fingerprint.fingerprinter import outcomes
 from scrapy_simhash_dedup.guards.canonical import CanonicalUrls
@@ -307,7 +307,7 @@ def test_every_stat_of_the_code_has_an_entry_and_every_entry_is_a_stat() -> None
 
 def test_a_renamed_stat_is_named_in_its_new_name_s_entry() -> None:
     stats = entries(DOCS / "reference" / "stats.md", "stat")
-    for new, old in RENAMED_STATS.items():
+    for old, new in OLD_STAT_NAMES.items():
         assert f"{STATS_PREFIX}/{old}" in stats[f"{STATS_PREFIX}/{new}"], f"{new}'s entry does not say it was {old}"
 
 

@@ -98,8 +98,8 @@ def test_exact_copy_is_dropped_naming_the_earlier_page() -> None:
     assert "structure distance 0" in message
     assert dropped.value.match.reason == "content"  # the default mode
     assert dropped.value.log_level == "INFO"
-    assert (stat(pipeline, "checked"), stat(pipeline, "kept"), stat(pipeline, "dropped")) == (2, 1, 1)
-    assert stat(pipeline, "dropped/content") == 1
+    assert (stat(pipeline, "checked"), stat(pipeline, "items_kept"), stat(pipeline, "items_dropped")) == (2, 1, 1)
+    assert stat(pipeline, "items_dropped/content") == 1
 
 
 def test_dropped_item_loses_its_html_so_the_drop_log_line_stays_short() -> None:
@@ -117,7 +117,7 @@ def test_near_duplicate_is_dropped_and_other_article_kept() -> None:
     process(pipeline, {"url": "u2", "html": OTHER_ARTICLE})
     with pytest.raises(SimhashDuplicate):
         process(pipeline, {"url": "u3", "html": with_date_and_counters(ARTICLE, "June 9, 2021", 5321, 77)})
-    assert stat(pipeline, "kept") == 2
+    assert stat(pipeline, "items_kept") == 2
 
 
 def same_text_other_template(html: bytes) -> str:
@@ -142,7 +142,7 @@ def test_mode_both_needs_content_and_structure_of_the_same_page() -> None:
     process(pipeline, {"url": "b", "html": OTHER_ARTICLE})  # same template, other text
     process(pipeline, {"url": "long", "html": LONG_ARTICLE})
     assert process(pipeline, {"url": "c", "html": RELAID})  # same text, other structure
-    assert stat(pipeline, "kept") == 4
+    assert stat(pipeline, "items_kept") == 4
 
 
 def test_mode_content_ignores_structure() -> None:
@@ -151,7 +151,7 @@ def test_mode_content_ignores_structure() -> None:
     with pytest.raises(SimhashDuplicate) as dropped:
         process(pipeline, {"url": "c", "html": RELAID})
     assert dropped.value.match.reason == "content"
-    assert stat(pipeline, "dropped/content") == 1
+    assert stat(pipeline, "items_dropped/content") == 1
 
 
 def test_mode_structure_drops_same_template() -> None:
@@ -304,7 +304,7 @@ def test_fingerprint_fields_on_an_item_that_cannot_take_them_keep_the_item() -> 
     frozen = Frozen("b", OTHER_ARTICLE)
     assert process_as_is(pipeline, frozen) is frozen  # its fields cannot be set: kept as it is, never lost
     assert stat(pipeline, "item_field_errors") == 2
-    assert stat(pipeline, "kept") == 2
+    assert stat(pipeline, "items_kept") == 2
 
 
 def test_custom_html_and_url_fields() -> None:
@@ -414,7 +414,7 @@ def test_bad_input_is_kept_and_counted(html: Any, outcome: str, caplog: pytest.L
             item = {"url": f"https://a.test/{n}", "html": html}
             assert process(pipeline, item) is item
     assert stat(pipeline, outcome) == stat(pipeline, "checked") >= 1  # pages: b"", "" and 12345 are one object
-    assert stat(pipeline, "kept") == 2
+    assert stat(pipeline, "items_kept") == 2
     assert sum(outcome in record.getMessage() for record in caplog.records) == 1  # logged once
 
 
@@ -426,7 +426,11 @@ def test_the_bounds_on_work_are_settings() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_MAX_TEXT_CHARS=100)
     process(pipeline, {"url": "a", "html": ARTICLE})
     process(pipeline, {"url": "b", "html": ARTICLE})
-    assert (stat(pipeline, "too_much_text"), stat(pipeline, "kept"), stat(pipeline, "dropped")) == (2, 2, None)
+    assert (stat(pipeline, "too_much_text"), stat(pipeline, "items_kept"), stat(pipeline, "items_dropped")) == (
+        2,
+        2,
+        None,
+    )
     pipeline = make_pipeline(SIMHASH_DEDUP_MAX_HTML_BYTES=len(ARTICLE) - 1)
     process(pipeline, {"url": "a", "html": ARTICLE})
     assert stat(pipeline, "too_large") == 1
@@ -500,7 +504,7 @@ def test_100000_nested_divs_are_kept() -> None:
     pipeline = make_pipeline()
     item = {"url": "deep", "html": deeply_nested(100_000)}
     assert process(pipeline, item) is item
-    assert stat(pipeline, "kept") == 1
+    assert stat(pipeline, "items_kept") == 1
     assert stat(pipeline, "errors") is None
 
 
@@ -539,7 +543,7 @@ def test_gbk_bytes_without_charset_are_decoded_as_chinese() -> None:
     assert b"charset" not in gbk_article()
     alone = make_pipeline()
     assert process(alone, {"url": "gbk", "html": gbk_article()})
-    assert (stat(alone, "checked"), stat(alone, "kept"), stat(alone, "errors")) == (1, 1, None)
+    assert (stat(alone, "checked"), stat(alone, "items_kept"), stat(alone, "errors")) == (1, 1, None)
     pipeline = make_pipeline()
     process(pipeline, {"url": "utf8", "html": CHINESE_ARTICLE})
     with pytest.raises(SimhashDuplicate, match="content distance 0"):
@@ -554,7 +558,11 @@ def test_short_pages_are_duplicates_only_when_they_show_the_same_words() -> None
         process(pipeline, {"url": "b", "html": page.format("The office is closed on Tuesday.")})
         with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0,"):
             process(pipeline, {"url": "c", "html": page.format("The office is  closed on Monday.").encode()})
-        assert (stat(pipeline, "short_text"), stat(pipeline, "kept"), stat(pipeline, "dropped/exact_text")) == (3, 2, 1)
+        assert (
+            stat(pipeline, "short_text"),
+            stat(pipeline, "items_kept"),
+            stat(pipeline, "items_dropped/exact_text"),
+        ) == (3, 2, 1)
 
 
 #: A stub: a title and two sentences, under the short-page line (30 distinct words) with own text.
@@ -584,7 +592,11 @@ def test_two_short_pages_with_own_text_are_duplicates_only_when_their_words_are(
     assert process(pipeline, {"url": "b", "html": STUB.format(1963, "")})  # one number: another page
     with pytest.raises(SimhashDuplicate, match="matched on exact_text: content distance 0, similarity 1.00"):
         process(pipeline, {"url": "c", "html": STUB.format(1962, "").replace("<article>", "<article class='x'>")})
-    assert (stat(pipeline, "short_text"), stat(pipeline, "kept"), stat(pipeline, "dropped/exact_text")) == (3, 2, 1)
+    assert (stat(pipeline, "short_text"), stat(pipeline, "items_kept"), stat(pipeline, "items_dropped/exact_text")) == (
+        3,
+        2,
+        1,
+    )
 
 
 def test_small_texts_are_compared_a_few_bits_further_at_the_same_similarity() -> None:
@@ -618,7 +630,7 @@ def test_a_short_page_never_matches_a_page_with_own_text() -> None:
     pipeline = make_pipeline(SIMHASH_DEDUP_CONTENT_DISTANCE=64, SIMHASH_DEDUP_MIN_SIMILARITY=-1)
     process(pipeline, {"url": "article", "html": ARTICLE})
     assert process(pipeline, {"url": "short", "html": "<html><body><p>Only a few words here.</p></body></html>"})
-    assert stat(pipeline, "kept") == 2
+    assert stat(pipeline, "items_kept") == 2
 
 
 def test_pages_with_too_few_features_are_never_duplicates_of_each_other() -> None:
@@ -626,8 +638,8 @@ def test_pages_with_too_few_features_are_never_duplicates_of_each_other() -> Non
         pipeline = make_pipeline(SIMHASH_DEDUP_MODE=mode)
         for n, text in enumerate(["Hello there", "Something else entirely", "页面", ""]):
             process(pipeline, {"url": str(n), "html": f"<html><body><p>{text}</p></body></html>"})
-        assert stat(pipeline, "kept") == 4
-        assert stat(pipeline, "dropped") is None
+        assert stat(pipeline, "items_kept") == 4
+        assert stat(pipeline, "items_dropped") is None
 
 
 def test_an_internal_error_keeps_the_item(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -639,7 +651,7 @@ def test_an_internal_error_keeps_the_item(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(pipeline.filter.fingerprinter, "fingerprint", broken)
     item = {"url": "a", "html": ARTICLE}
     assert process(pipeline, item) is item
-    assert (stat(pipeline, "errors"), stat(pipeline, "kept")) == (1, 1)
+    assert (stat(pipeline, "errors"), stat(pipeline, "items_kept")) == (1, 1)
 
 
 def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_decision(
@@ -662,7 +674,7 @@ def test_a_byte_identical_page_is_not_fingerprinted_again_and_gets_the_same_deci
             process(pipeline, {"url": url, "html": html})
     assert process(pipeline, {"url": "d", "html": OTHER_ARTICLE})
     assert fingerprinted == ["a", "b", "c", "d"]
-    assert (stat(pipeline, "same_html"), stat(pipeline, "dropped"), stat(pipeline, "kept")) == (2, 4, 2)
+    assert (stat(pipeline, "same_html"), stat(pipeline, "items_dropped"), stat(pipeline, "items_kept")) == (2, 4, 2)
 
 
 def test_the_counts_reach_the_crawl_s_stats_every_second_and_at_the_end() -> None:
@@ -711,7 +723,7 @@ def test_several_items_of_one_page_follow_its_verdict_whatever_comes_between_the
         process_as_is(pipeline, {"url": "https://a.test/copy", "row": 1, "html": copy})
     assert process_as_is(pipeline, {"url": "https://a.test/2", "row": 1, "html": other})
     assert (stat(pipeline, "checked"), stat(pipeline, "pages_kept"), stat(pipeline, "pages_dropped")) == (3, 2, 1)
-    assert (stat(pipeline, "kept"), stat(pipeline, "dropped")) == (4, 2)
+    assert (stat(pipeline, "items_kept"), stat(pipeline, "items_dropped")) == (4, 2)
 
 
 def process_as_is(pipeline: SimhashDedupPipeline, item: Any) -> Any:

@@ -122,8 +122,8 @@ def test_a_spider_yielding_several_items_per_page_keeps_all_of_a_kept_page_and_n
     assert set(per_page.values()) == {ITEMS_PER_PAGE}, "every item of a kept page"
     assert len(per_page) == stats["simhash_dedup/pages_kept"] > 0
     assert stats["simhash_dedup/pages_dropped"] > 0
-    assert stats["simhash_dedup/kept"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_kept"]
-    assert stats["simhash_dedup/dropped"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_dropped"]
+    assert stats["simhash_dedup/items_kept"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_kept"]
+    assert stats["simhash_dedup/items_dropped"] == ITEMS_PER_PAGE * stats["simhash_dedup/pages_dropped"]
     assert stats["simhash_dedup/checked"] == stats["simhash_dedup/pages_kept"] + stats["simhash_dedup/pages_dropped"]
     assert "simhash_dedup/no_html" not in stats, "the page comes from the response: no item field needed"
     dropped = re.findall(r"near-duplicate of \S+ \(.*?\): (\S+)", result["log"])

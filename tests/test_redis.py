@@ -278,7 +278,7 @@ def test_every_item_of_a_page_follows_its_verdict(site: tuple[Path, str], tmp_pa
     assert sorted(d["url"] for d in result["dropped"]) == sorted(items[5 * ARTICLES :])
     stats = result["stats"]
     assert (stats["simhash_dedup/pages_kept"], stats["simhash_dedup/pages_dropped"]) == (ARTICLES, ARTICLES)
-    assert (stats["simhash_dedup/kept"], stats["simhash_dedup/dropped"]) == (5 * ARTICLES, 5 * ARTICLES)
+    assert (stats["simhash_dedup/items_kept"], stats["simhash_dedup/items_dropped"]) == (5 * ARTICLES, 5 * ARTICLES)
     assert stats["simhash_dedup/checked"] == 2 * ARTICLES
 
 

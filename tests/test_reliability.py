@@ -78,7 +78,11 @@ def test_an_empty_page_is_kept_and_counted_by_every_route_and_any_number_of_work
         assert sorted(result["kept"]) == sorted(urls), name
         assert result["dropped"] == [], name
         stats = result["stats"]
-        assert (stats["simhash_dedup/checked"], stats["simhash_dedup/empty_html"], stats["simhash_dedup/kept"]) == (
+        assert (
+            stats["simhash_dedup/checked"],
+            stats["simhash_dedup/empty_html"],
+            stats["simhash_dedup/items_kept"],
+        ) == (
             2,
             1,
             2,

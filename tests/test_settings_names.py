@@ -40,9 +40,9 @@ def test_a_middleware_under_its_old_name_is_the_new_one_with_a_warning(old: str,
     assert isinstance(middleware, new)
 
 
-def test_items_are_counted_under_their_new_stat_names_and_for_one_release_the_old() -> None:
+def test_items_are_counted_under_their_new_stat_names_only() -> None:
     """``kept`` and ``dropped`` counted items beside ``pages_kept``/``pages_dropped``: now ``items_kept`` and
-    ``items_dropped`` (``items_dropped/<reason>``), the old names counted alike until the next release."""
+    ``items_dropped`` (``items_dropped/<reason>``), and the old names are no longer in the stats."""
     from scrapy_simhash_dedup import SimhashDuplicate
 
     from .pages import real_page
@@ -55,11 +55,11 @@ def test_items_are_counted_under_their_new_stat_names_and_for_one_release_the_ol
         process(pipeline, {"url": "https://a.test/copy", "html": article})
     new = (stat(pipeline, "items_kept"), stat(pipeline, "items_dropped"), stat(pipeline, "items_dropped/content"))
     old = (stat(pipeline, "kept"), stat(pipeline, "dropped"), stat(pipeline, "dropped/content"))
-    assert new == old == (1, 1, 1)
+    assert new == (1, 1, 1) and old == (None, None, None)
 
 
 def test_a_run_recorded_under_the_old_stat_names_reads_under_the_new() -> None:
-    from scrapy_simhash_dedup.crawl.stats import current_names, with_old_names
+    from scrapy_simhash_dedup.crawl.stats import current_names
 
     recorded_before = {"checked": 3, "kept": 2, "dropped": 1, "dropped/content": 1, "pages_kept": 2}
     assert current_names(recorded_before) == {
@@ -69,9 +69,8 @@ def test_a_run_recorded_under_the_old_stat_names_reads_under_the_new() -> None:
         "items_dropped/content": 1,
         "pages_kept": 2,
     }
-    recorded_now = with_old_names({"items_kept": 5, "items_dropped/both": 2})
-    assert recorded_now == {"items_kept": 5, "kept": 5, "items_dropped/both": 2, "dropped/both": 2}
-    assert current_names(recorded_now) == {"items_kept": 5, "items_dropped/both": 2}
+    recorded_now = {"items_kept": 5, "items_dropped/both": 2}
+    assert current_names(recorded_now) == recorded_now
 
 
 def test_a_borderline_keep_on_the_structure_says_structure_apart_not_structure() -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from ..crawl.settings import DedupSettings
-from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
 from ..matching.policy import Match, dropped
@@ -88,7 +87,7 @@ def dedup(
                 progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
         if progress is not None:
             progress.advance(item.read, pages_read(happened))
-    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, with_old_names(stats))
+    summary = run_summary(", ".join(map(str, inputs)), started, settings.policy, dict(stats))
     lines.finish(summary)
     store.save_run(summary)
     return happened

@@ -28,32 +28,19 @@ logger = logging.getLogger(__name__)
 STATS_PREFIX = "simhash_dedup"
 #: Seconds between two hand-overs of the filter's counts to the crawl's stats.
 STATS_EVERY = 1.0
-#: Stats renamed in 0.2 (new name: old name, ``<name>/<reason>`` alike), counted under both until the next
-#: release: ``kept`` and ``dropped`` counted items beside ``pages_kept`` and ``pages_dropped``.
-RENAMED_STATS = {"items_kept": "kept", "items_dropped": "dropped"}
-
-
-def stat_names(outcome: str) -> tuple[str, ...]:
-    """The names a count goes under: its own and, for one release, the one it had before (``RENAMED_STATS``)."""
-    name, slash, reason = outcome.partition("/")
-    old = RENAMED_STATS.get(name)
-    return (outcome,) if old is None else (outcome, old + slash + reason)
-
-
-def with_old_names(counts: Mapping[str, int]) -> dict[str, int]:
-    """``counts`` with each renamed count also under its old name (a run's record, for older readers)."""
-    return {name: count for outcome, count in counts.items() for name in stat_names(outcome)}
+#: Stats renamed in 0.2 (old name: new name, ``<name>/<reason>`` alike): ``kept`` and ``dropped`` counted items, beside
+#: ``pages_kept`` and ``pages_dropped``.  Only the new names are counted; runs recorded before are read under them.
+OLD_STAT_NAMES = {"kept": "items_kept", "dropped": "items_dropped"}
 
 
 def current_names(counts: Mapping[str, int]) -> dict[str, int]:
     """``counts`` under today's names only: an old name's count (a record made before the rename) under its
     new one, unless the new one is there."""
-    new_names = {old: new for new, old in RENAMED_STATS.items()}
-    current = {outcome: count for outcome, count in counts.items() if outcome.partition("/")[0] not in new_names}
+    current = {outcome: count for outcome, count in counts.items() if outcome.partition("/")[0] not in OLD_STAT_NAMES}
     for outcome, count in counts.items():
         name, slash, reason = outcome.partition("/")
-        if name in new_names:
-            current.setdefault(new_names[name] + slash + reason, count)
+        if name in OLD_STAT_NAMES:
+            current.setdefault(OLD_STAT_NAMES[name] + slash + reason, count)
     return current
 
 
@@ -117,8 +104,7 @@ class Counts:
         """Add what was counted since the last time to the crawl's stats."""
         pending, self._pending = self._pending, Counter()
         for outcome, count in pending.items():
-            for name in stat_names(outcome):
-                self.crawler.stats.inc_value(f"{STATS_PREFIX}/{name}", count)
+            self.crawler.stats.inc_value(f"{STATS_PREFIX}/{outcome}", count)
 
     def start(self, clock: Any = None) -> None:
         """Hand the counts over every ``STATS_EVERY`` seconds (of ``clock``: the reactor's by default)."""

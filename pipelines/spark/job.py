@@ -30,7 +30,6 @@ from typing import Any
 from ..batch.dedup import BORDERLINE, DROPPED, FAILED, KEPT, NOT_COMPARED, pages_read
 from ..batch.sources import BadInput, Page, in_arrival_order
 from ..crawl.settings import DedupSettings
-from ..crawl.stats import with_old_names
 from ..fingerprint.fingerprinter import SCHEME_VERSION, Fingerprinter, comparable
 from ..guards.canonical import on_its_host
 from ..guards.traps import url_key
@@ -153,7 +152,7 @@ def _run(
     result.seconds, result.cpu = clock.seconds, clock.cpu_seconds()
     counts = {
         **_stats(result.happened),
-        **with_old_names({f"items_{name}": count for name, count in reasons.items()}),
+        **{f"items_{name}": count for name, count in reasons.items()},
         **{f"spark/{name}": value for name, value in result.work.items()},
     }
     summary = run_summary(", ".join(map(str, inputs)), started, policy, counts)
@@ -512,16 +511,14 @@ def _counted(row: tuple) -> list[tuple[str, int]]:
 def _stats(happened: Counter[str]) -> dict[str, int]:
     """The counts a crawl's stats would show for the same pages (``simhash_dedup/<name>``)."""
     pages = pages_read(happened)
-    return with_old_names(
-        {
-            "checked": pages,
-            "pages_kept": pages - happened[DROPPED],
-            "pages_dropped": happened[DROPPED],
-            "items_kept": pages - happened[DROPPED],
-            "items_dropped": happened[DROPPED],
-            **{name: count for name, count in happened.items() if name not in (KEPT, DROPPED)},
-        }
-    )
+    return {
+        "checked": pages,
+        "pages_kept": pages - happened[DROPPED],
+        "pages_dropped": happened[DROPPED],
+        "items_kept": pages - happened[DROPPED],
+        "items_dropped": happened[DROPPED],
+        **{name: count for name, count in happened.items() if name not in (KEPT, DROPPED)},
+    }
 
 
 def _canonical_urls(kept: Any) -> Any:
