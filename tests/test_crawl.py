@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -361,3 +362,31 @@ def test_a_crawl_says_what_it_kept_and_dropped_and_warns_of_a_site_dropped_as_ne
     assert len(warnings) == 1, warnings
     assert "96 % of the pages of 127.0.0.1 (24 of 25) were dropped as near-duplicates" in warnings[0]
     assert "simhash-dedup report" in warnings[0] and "seen-0.sqlite" in warnings[0]
+
+
+def test_a_page_fetched_again_at_its_url_is_not_called_a_near_duplicate_of_itself(
+    site: tuple[Path, str], crawl: Callable
+) -> None:
+    """A start URL that a page links to is fetched again (Scrapy's start requests skip its duplicate filter; here
+    the spider asks for it twice): its items, passed on the first time, are dropped as fetched again, logged once
+    as Scrapy's duplicate filter logs (the rest counted in ``pages_dropped/refetched``), never as a near-duplicate
+    of itself; its links are not "not followed"; the other drops are as without it."""
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    first = base_url + paths[0]
+    urls = [base_url + p for p in paths] + [first, first]
+    result = crawl(urls, {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, "LOG_LEVEL": "DEBUG"})
+    stats = result["stats"]
+    assert stats["simhash_dedup/pages_dropped/refetched"] == 2
+    assert stats["simhash_dedup/pages_dropped"] == len(EXPECTED_DROPS) + 2
+    others = {
+        short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"] if d["url"] != first
+    }
+    assert others == EXPECTED_DROPS
+    log = result["log"]
+    assert not re.search(rf"near-duplicate of {re.escape(first)} \([^)]*\): {re.escape(first)}", log)
+    said = re.findall(
+        rf"fetched again, its items were passed on at its first fetch in this crawl: {re.escape(first)}.*", log
+    )
+    assert len(said) == 1 and "no more such drops will be shown" in said[0], said
+    assert "link not followed" not in log and "simhash_dedup/links_skipped" not in stats

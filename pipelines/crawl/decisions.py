@@ -168,7 +168,10 @@ class DecisionEffects:
         """The verdict of a page the store checked; a dropped page that an earlier crawl kept is a re-crawl; a kept
         page without content of its own may repeat an earlier one but for a date (``RepeatedPages``)."""
         if dropped(match):
-            return PageVerdict(url, fingerprint, match, row, recrawl=is_recrawl(url, match, self.rules))
+            refetched = url == match.url and not match.remembered  # kept by this crawl, at this URL
+            return PageVerdict(
+                url, fingerprint, match, row, recrawl=is_recrawl(url, match, self.rules), refetched=refetched
+            )
         repeat_of = self.repeats.repeats(url, fingerprint.repeat_key) if self.repeats is not None else None
         return PageVerdict(url, fingerprint, match, row, repeat_of=repeat_of)
 
@@ -201,13 +204,19 @@ class DecisionEffects:
         guard."""
         if self.links is not None:
             self.links.page_decided(
-                page.url, (page.duplicate or page.repeat_of is not None) if page.fingerprint is not None else None
+                page.url,
+                ((page.duplicate and not page.refetched) or page.repeat_of is not None)
+                if page.fingerprint is not None
+                else None,
             )
         if page.unchecked:  # its items are dropped unchecked (counted)
             return
         self.counts.add("pages_dropped" if page.duplicate else "pages_kept")
         if page.recrawl:
             self.counts.add("pages_dropped/rerun")
+        if page.refetched:  # not a near-duplicate: no pair to review, no name nor rule to learn
+            self.counts.add("pages_dropped/refetched")
+            return
         self.summary.add(page.url, page.match, page.fingerprint is not None)
         if page.duplicate:
             match, fingerprint = page.match, page.fingerprint

@@ -47,7 +47,9 @@ class PageVerdict:
     for a page that was not compared; ``match`` says what it duplicates (``dropped``), its borderline
     candidate or the page it updates; ``row``: the SQLite row it was kept at (written once one of its
     items passes); ``unchecked``: the store could not check it (fail mode "closed"); ``recrawl``: it is a
-    page an earlier crawl kept, met again (its links are followed); ``repeat_of``: a kept page without content of
+    page an earlier crawl kept, met again (its links are followed); ``refetched``: a page this crawl kept, fetched
+    again at its URL (a start URL a page links to, a request with ``dont_filter``): its items were passed on the
+    first time, and it is no near-duplicate of another page; ``repeat_of``: a kept page without content of
     its own that shows what an earlier page of its site showed but for a date or a number (an empty calendar
     month): kept, and the same page for the guards."""
 
@@ -57,6 +59,7 @@ class PageVerdict:
     row: int | None = None
     unchecked: bool = False
     recrawl: bool = False
+    refetched: bool = False
     canonical: str | None = None  # a kept page's canonical URL (``SIMHASH_DEDUP_CANONICAL_FIELD``)
     repeat_of: str | None = None
 
@@ -68,7 +71,7 @@ class PageVerdict:
     def same_as(self) -> str | None:
         """The earlier page this one is the same page as, for the link guard and the URL rules: the page it
         duplicates (not as a re-crawl), or the page it repeats."""
-        if self.duplicate and not self.recrawl:
+        if self.duplicate and not self.recrawl and not self.refetched:
             assert self.match is not None  # a duplicate has its match
             return self.match.url
         return self.repeat_of
@@ -161,12 +164,22 @@ RERUN_NOTE = (
 )
 
 
-class SimhashDuplicate(DropItem):
-    """An item of a page that is a near-duplicate of a page kept earlier in the crawl (or an earlier crawl)."""
+#: Said by the first drop of a page this crawl kept, fetched again at its URL.
+REFETCH_NOTE = (
+    " - no more such drops will be shown (counted in simhash_dedup/pages_dropped/refetched; "
+    "SIMHASH_DEDUP_DEBUG = True shows all)"
+)
 
-    def __init__(self, url: str, match: Match, log_level: str, note: str = "") -> None:
+
+class SimhashDuplicate(DropItem):
+    """An item of a page that is a near-duplicate of a page kept earlier in the crawl (or an earlier crawl), or
+    of a page this crawl kept fetched again at its URL (``refetched``)."""
+
+    def __init__(self, url: str, match: Match, log_level: str, note: str = "", refetched: bool = False) -> None:
         super().__init__(
-            f"near-duplicate of {match.url} (matched on {match.reason}: "
+            f"fetched again, its items were passed on at its first fetch in this crawl: {url}{note}"
+            if refetched
+            else f"near-duplicate of {match.url} (matched on {match.reason}: "
             f"content distance {_show(match.content_distance)}, "
             f"similarity {_show(match.similarity)}, "
             f"structure distance {_show(match.structure_distance)}): {url}{note}",
@@ -214,13 +227,15 @@ class ItemVerdicts:
         kept under the same URL, which a re-run makes by the thousand, follows Scrapy's duplicate filter: the
         first logged, saying how to see all, the rest only counted (``pages_dropped/rerun``), at ``NOTSET``,
         a level no Scrapy ``LOG_LEVEL`` writes (``SIMHASH_DEDUP_DEBUG``: each at DEBUG)."""
-        if not page.recrawl:
+        if not page.recrawl and not page.refetched:
             return SimhashDuplicate(page.url, match, self.settings.drop_log_level)
+        refetched = page.refetched
         if self.settings.debug:
-            return SimhashDuplicate(page.url, match, "DEBUG")
-        if self.counts.first("rerun_drop"):
-            return SimhashDuplicate(page.url, match, self.settings.drop_log_level, RERUN_NOTE)
-        return SimhashDuplicate(page.url, match, "NOTSET")
+            return SimhashDuplicate(page.url, match, "DEBUG", refetched=refetched)
+        if self.counts.first("refetch_drop" if refetched else "rerun_drop"):
+            note = REFETCH_NOTE if refetched else RERUN_NOTE
+            return SimhashDuplicate(page.url, match, self.settings.drop_log_level, note, refetched)
+        return SimhashDuplicate(page.url, match, "NOTSET", refetched=refetched)
 
     def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
         """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""
