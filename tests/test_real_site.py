@@ -207,6 +207,10 @@ def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate
     assert "no more such drops will be shown" in line and "SIMHASH_DEDUP_DEBUG" in line
     assert len(drops(rerun)["other"]) == rerun["stats"]["simhash_dedup/pages_dropped"] - reruns > 0
     assert rerun["stats"]["item_dropped_count"] == rerun["stats"]["simhash_dedup/items_dropped"], "all still dropped"
+    (summary,) = re.findall(r"simhash_dedup: [\d,]+ pages kept, .*", rerun["log"])
+    near = rerun["stats"]["simhash_dedup/pages_dropped"] - reruns
+    assert f"{near:,} dropped as near-duplicates" in summary  # the close's line tells the re-run's own pages apart
+    assert summary.endswith(f"; {reruns:,} dropped as pages an earlier run kept, met again"), summary
 
     assert len(links_not_followed(loud)) == loud["stats"]["simhash_dedup/links_skipped"] > 1
     assert len(drops(loud)["rerun"]) == loud["stats"]["simhash_dedup/pages_dropped/rerun"] == reruns

@@ -217,7 +217,7 @@ class DecisionEffects:
         if page.refetched:  # not a near-duplicate: no pair to review, no name nor rule to learn
             self.counts.add("pages_dropped/refetched")
             return
-        self.summary.add(page.url, page.match, page.fingerprint is not None)
+        self.summary.add(page.url, page.match, page.fingerprint is not None, page.recrawl)
         if page.duplicate:
             match, fingerprint = page.match, page.fingerprint
             assert match is not None and fingerprint is not None  # a page dropped was checked and matched

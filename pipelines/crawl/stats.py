@@ -131,15 +131,20 @@ class CrawlSummary:
 
     def __init__(self) -> None:
         self.kept = 0
-        self.dropped: Counter[str] = Counter()  # by the match's reason
+        self.dropped: Counter[str] = Counter()  # near-duplicates, by the match's reason
+        self.met_again = 0  # pages an earlier run kept, met again at their URL (a re-run's drops)
         self._compared: Counter[str] = Counter()  # by host
         self._near: Counter[str] = Counter()
 
-    def add(self, url: str, match: Match | None, compared: bool) -> None:
-        """A page decided: kept (``match`` None or not a duplicate) or dropped; ``compared``: it had a
-        fingerprint (pages that cannot be compared are kept and not counted per site)."""
+    def add(self, url: str, match: Match | None, compared: bool, recrawl: bool = False) -> None:
+        """A page decided: kept (``match`` None or not a duplicate) or dropped, as a near-duplicate or as the page
+        an earlier run kept (``recrawl``); ``compared``: it had a fingerprint (pages that cannot be compared are
+        kept and not counted per site)."""
         if match is None or not match.duplicate:
             self.kept += 1
+        elif recrawl:
+            self.met_again += 1
+            return
         else:
             self.dropped[match.reason] += 1
         if not compared:
@@ -154,10 +159,11 @@ class CrawlSummary:
         near-duplicates (``report_hint``: how to see the pairs)."""
         rules = ", ".join(f"{reason} {count:,}" for reason, count in sorted(self.dropped.items()))
         logger.info(
-            "simhash_dedup: %s pages kept, %s dropped as near-duplicates%s",
+            "simhash_dedup: %s pages kept, %s dropped as near-duplicates%s%s",
             f"{self.kept:,}",
             f"{sum(self.dropped.values()):,}",
             f" ({rules})" if rules else "",
+            f"; {self.met_again:,} dropped as pages an earlier run kept, met again" if self.met_again else "",
         )
         for host, compared in sorted(self._compared.items()):
             near = self._near[host]
