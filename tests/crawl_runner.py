@@ -47,10 +47,12 @@ class InOrderSpider(scrapy.Spider):
         repeat: int = 1,
         all_at_once: bool = False,
         html_as: str = "text",
+        meta: dict[str, dict[str, Any]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.urls = urls
+        self.meta = meta or {}  # URL -> the ``Request.meta`` its request carries
         self.yield_html = yield_html
         self.html_as = html_as  # "text": ``response.text`` (the body of a response that has no text); "bytes"
         self.repeat = repeat  # items per page, yielded together (``url#n``): processed concurrently
@@ -61,7 +63,8 @@ class InOrderSpider(scrapy.Spider):
             yield self._request(index)
 
     def _request(self, index: int) -> scrapy.Request:
-        return scrapy.Request(self.urls[index], cb_kwargs={"index": index}, dont_filter=True)
+        url = self.urls[index]
+        return scrapy.Request(url, cb_kwargs={"index": index}, dont_filter=True, meta=dict(self.meta.get(url, {})))
 
     def parse(self, response: scrapy.http.Response, index: int):
         for n in range(self.repeat):
@@ -236,6 +239,7 @@ def start_crawl(process: CrawlerProcess, config: dict[str, Any], spider: type[In
         repeat=config.get("repeat", 1),
         all_at_once=config.get("all_at_once", False),
         html_as=config.get("html_as", "text"),
+        meta=config.get("meta"),
         **config.get("spider_args", {}),
     )
     return record

@@ -19,6 +19,7 @@ from bench.common import write_warc
 from scrapy_simhash_dedup.batch.sources import Page
 
 from .conftest import PROJECT
+from .pages import real_page
 
 
 def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
@@ -406,3 +407,28 @@ def test_dedup_names_kept_pages_by_their_canonical_url_and_keeps_their_aliases(h
     rows = [dict(row) for row in tables[0]]
     assert drops and {d["url"] for d in drops} <= {row["alias"] for row in rows}
     assert all(row["canonical"] == row["kept_url"].removesuffix("?ref=feed") for row in rows)
+
+
+def test_a_record_that_says_not_to_filter_it_is_passed_on_as_it_is(tmp_path: Path) -> None:
+    """``"simhash_dedup": false`` in a JSON Lines record, as ``Request.meta`` in a crawl: the record goes to the
+    output as it is, neither compared nor remembered, and the copies after it are decided as without it."""
+    html = real_page("newspaper-syracuse.com1").decode("utf-8", "replace")
+    records = [
+        {"url": "https://a.test/1", "html": html},
+        {"url": "https://a.test/2", "html": html, "simhash_dedup": False},
+        {"url": "https://a.test/3", "html": html},
+    ]
+    feed, kept = tmp_path / "feed.jsonl", tmp_path / "kept.jsonl"
+    feed.write_text("".join(json.dumps(record) + "\n" for record in records))
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "simhash-dedup"), "dedup", str(feed), "-o", str(kept), "--no-progress"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["url"] for line in kept.read_text().splitlines()] == [
+        "https://a.test/1",
+        "https://a.test/2",
+    ]
+    assert json.loads(kept.read_text().splitlines()[1]) == records[1]
+    assert "1 not_filtered" in done.stderr

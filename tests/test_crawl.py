@@ -390,3 +390,31 @@ def test_a_page_fetched_again_at_its_url_is_not_called_a_near_duplicate_of_itsel
     )
     assert len(said) == 1 and "no more such drops will be shown" in said[0], said
     assert "link not followed" not in log and "simhash_dedup/links_skipped" not in stats
+
+
+def test_a_request_says_not_to_filter_its_page_or_never_to_drop_it(
+    site: tuple[Path, str], crawl: Callable, tmp_path: Path
+) -> None:
+    """``Request.meta``: ``simhash_dedup = False`` lets a page's items through as they are, neither compared nor
+    remembered; ``simhash_dedup_never_drop = True`` compares the page but keeps it, counted, and logged as a
+    borderline keep with the reason ``never_dropped`` (what the report shows). The other pages are decided as
+    without them."""
+    from scrapy_simhash_dedup.report import load_log
+
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    urls = [base_url + p for p in paths]
+    mirror, zh_copy = base_url + "mirror/kwanzaa.html", base_url + "zh/1-copy.html"
+    result = crawl(
+        urls,
+        {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}},
+        meta={mirror: {"simhash_dedup_never_drop": True}, zh_copy: {"simhash_dedup": False}},
+    )
+    stats = result["stats"]
+    dropped = {short(d["url"], base_url): short(d["duplicate_of"], base_url) for d in result["dropped"]}
+    assert dropped == {"news/kwanzaa-updated.html": "news/kwanzaa.html"}
+    assert {mirror, zh_copy} <= set(result["kept"])
+    assert stats["simhash_dedup/never_dropped"] == 1 and stats["simhash_dedup/not_filtered"] == 1
+    assert stats["simhash_dedup/checked"] == len(paths) - 1  # the page not filtered is not checked
+    never = [d for d in load_log(str(tmp_path / "seen.sqlite")).decisions if d.url == mirror]
+    assert [(d.outcome, d.reason, d.kept_url) for d in never] == [("borderline", "never_dropped", urls[0])]

@@ -12,7 +12,7 @@ from typing import IO, Any, Protocol
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
-from ..matching.policy import Match, dropped
+from ..matching.policy import FILTER_META, Match, dropped
 from ..stores.base import Store
 from ..stores.records import Alias, Decision, DecisionLogEntries, canonical_aliases, run_summary
 from ..stores.sqlite.store import SqliteStore
@@ -22,6 +22,7 @@ from .sources import STATUS, BadInput, Page, in_arrival_order, is_page_count, pl
 #: A page's outcome when it was compared (else why not: ``not_compared/<reason>``, or ``failed``).
 KEPT, BORDERLINE, DROPPED, FAILED = "kept", "borderline", "dropped", "failed"
 NOT_COMPARED = "not_compared/"
+NOT_FILTERED = NOT_COMPARED + "not_filtered"  # its record said so (``FILTER_META``): passed on as it is
 
 
 class ShowsProgress(Protocol):
@@ -100,7 +101,12 @@ def _decide(
     log_entries: DecisionLogEntries,
     stats: Counter[str],
 ) -> tuple[str, Decision | None, Match | None]:
-    """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it."""
+    """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it.  A
+    record that says ``"simhash_dedup": false`` is not filtered: passed on as it is, neither compared nor
+    remembered."""
+    if isinstance(page.record, dict) and page.record.get(FILTER_META, True) is False:
+        stats.update(["not_filtered", "items_kept"])
+        return NOT_FILTERED, None, None
     stats["checked"] += 1
     if not isinstance(result, Fingerprint):
         stats.update(["errors", "pages_kept", "items_kept"])
@@ -177,7 +183,7 @@ class Names:
             assert decision is not None, "a drop has its decision (_decide)"
             self.store.record(Alias(decision.time, page.url, decision.kept_url, decision.reason))
             return None
-        if not self.field:
+        if not self.field or outcome == NOT_FILTERED:
             return None
         declared = result.canonical if isinstance(result, Fingerprint) else None
         canonical = self.canonicals.choose(page.url, declared).url

@@ -21,7 +21,7 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..fingerprint.sketch import written_in
 from ..guards.canonical import CanonicalUrls
 from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_recrawl
-from ..matching.policy import Match, dropped
+from ..matching.policy import NEVER_DROPPED, Match, dropped
 from ..stores.errors import CheckedLocally, StoreUnavailable
 from ..stores.records import CANONICAL, RULE, Alias, DecisionLogEntries, Record, Rule, Skip, canonical_aliases
 from ..workers.pool import FingerprintPool, RecentPages
@@ -103,7 +103,7 @@ class DecisionQueue:
             self._checked(Failure(error), page)
             return
         row = len(self.store) - 1 if self.store.confirms and not dropped(match) else None  # written once confirmed
-        self.effects.settle(page, self.effects.verdict(page.url, page.fingerprint, match, row))
+        self.effects.settle(page, self.effects.verdict(page.url, page.fingerprint, match, row, page.never_drop))
 
     def _checked(self, result: Match | None | Failure, page: PageDecision) -> None:
         """The store's answer for the page (Redis: when it comes back), or why there is none."""
@@ -111,13 +111,13 @@ class DecisionQueue:
         assert fingerprint is not None  # only a fingerprinted page is checked
         if not isinstance(result, Failure):
             self.outage.answered()
-            verdict = self.effects.verdict(url, fingerprint, result)
+            verdict = self.effects.verdict(url, fingerprint, result, never_drop=page.never_drop)
         elif isinstance(error := result.value, CheckedLocally):  # Redis down: checked against this crawler's replica
             self.outage.failed(url, error)
             verdict = (
                 PageVerdict(url, unchecked=True)
                 if self.outage.closed
-                else self.effects.verdict(url, fingerprint, error.matches[0])
+                else self.effects.verdict(url, fingerprint, error.matches[0], never_drop=page.never_drop)
             )
             self.counts.add("checked_locally")
         elif isinstance(
@@ -164,9 +164,16 @@ class DecisionEffects:
         if rules:
             logger.info("simhash_dedup: %d URL rules remembered, %d trusted", len(rules), len(self.rules.trusted()))
 
-    def verdict(self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None) -> PageVerdict:
+    def verdict(
+        self, url: str, fingerprint: Fingerprint, match: Match | None, row: int | None = None, never_drop: bool = False
+    ) -> PageVerdict:
         """The verdict of a page the store checked; a dropped page that an earlier crawl kept is a re-crawl; a kept
-        page without content of its own may repeat an earlier one but for a date (``RepeatedPages``)."""
+        page without content of its own may repeat an earlier one but for a date (``RepeatedPages``).  A page whose
+        request said never to drop it is kept with its match, reason ``NEVER_DROPPED`` (the store did not add it:
+        the page it matched stands for it)."""
+        if dropped(match) and never_drop:
+            kept = replace(match, duplicate=False, reason=NEVER_DROPPED)
+            return PageVerdict(url, fingerprint, kept, None, never_dropped=True)
         if dropped(match):
             refetched = url == match.url and not match.remembered  # kept by this crawl, at this URL
             return PageVerdict(
@@ -228,7 +235,9 @@ class DecisionEffects:
         else:
             if page.repeat_of is not None:
                 self.counts.add("repeated_pages")
-            if page.update:
+            if page.never_dropped:
+                self.counts.add("never_dropped")
+            elif page.update:
                 self.counts.add("updated")
             elif page.match is not None:
                 self.counts.add("borderline")
@@ -236,7 +245,8 @@ class DecisionEffects:
                 taught.append(decision)
         if self.rules is not None and self.fetched is not None:  # (both or neither)
             self.fetched.add(page.url)
-            taught.extend(self._learn(self.rules, page))
+            if not page.never_dropped:  # a near-duplicate the spider kept refutes no rule
+                taught.extend(self._learn(self.rules, page))
 
     def _named(self, page: PageVerdict, declared: str | None, taught: list[Record]) -> PageVerdict:
         """A kept page with its canonical URL (``guards.canonical.CanonicalUrls``): chosen after the rules

@@ -60,6 +60,7 @@ class PageVerdict:
     unchecked: bool = False
     recrawl: bool = False
     refetched: bool = False
+    never_dropped: bool = False  # a near-duplicate kept because its request said so (``NEVER_DROP_META``)
     canonical: str | None = None  # a kept page's canonical URL (``SIMHASH_DEDUP_CANONICAL_FIELD``)
     repeat_of: str | None = None
 
@@ -85,11 +86,12 @@ class PageDecision:
     """A page being decided: fingerprinted (off the reactor thread), then decided in its turn; each of its
     items, and for the link guard its links, await the verdict (at once once it is made)."""
 
-    __slots__ = ("url", "declared", "fingerprint", "fingerprinted", "decided", "_waiting")
+    __slots__ = ("url", "declared", "never_drop", "fingerprint", "fingerprinted", "decided", "_waiting")
 
-    def __init__(self, url: str, declared: str | None = None) -> None:
+    def __init__(self, url: str, declared: str | None = None, never_drop: bool = False) -> None:
         self.url = url
         self.declared = declared  # the canonical URL its response's ``Link`` header gives
+        self.never_drop = never_drop  # its request said so (``NEVER_DROP_META``): compared, kept whatever it matches
         self.fingerprint: Fingerprint | None = None  # None: nothing to compare (kept)
         self.fingerprinted = False  # its fingerprint is ready (or known not to be): its turn may come
         self.decided: PageVerdict | None = None

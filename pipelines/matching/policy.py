@@ -314,6 +314,16 @@ class Match:
     kept_row: int | None = None  # the earlier page's row in the store that answered (batch mode names its record)
 
 
+#: What a page's request (``Request.meta``, the add-on's route) or record (a JSON Lines field, ``dedup``) may say of
+#: it: ``False`` under ``FILTER_META``, the page is not filtered (not compared nor remembered; its items pass as they
+#: are); ``True`` under ``NEVER_DROP_META`` (a crawl), it is compared but never dropped.
+FILTER_META = "simhash_dedup"
+NEVER_DROP_META = "simhash_dedup_never_drop"
+#: The reason of a near-duplicate kept because its request said never to drop it: a borderline keep in the decision
+#: log, shown so in the report.
+NEVER_DROPPED = "never_dropped"
+
+
 def dropped(match: Match | None) -> TypeGuard[Match]:
     """Is this the answer for a duplicate (not a keep, with or without a borderline candidate)?  (Yes tells a
     type checker there is a match.)"""
