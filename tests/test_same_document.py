@@ -61,9 +61,9 @@ def test_a_page_without_own_text_recrawled_at_its_address_with_a_sentence_change
     pipeline = make_pipeline()
     assert process(pipeline, {"url": "https://docs.example/second.html", "html": page})
     assert process(pipeline, {"url": "https://docs.example/other.html", "html": edited(page)})
-    with pytest.raises(SimhashDuplicate, match="near-duplicate of https://docs.example/second.html") as raised:
-        process(pipeline, {"url": "https://docs.example/second.html", "html": edited(page)})
-    assert raised.value.match.reason == ADDRESS
+    with pytest.raises(SimhashDuplicate, match="fetched again, .*: https://docs.example/second.html") as raised:
+        process(pipeline, {"url": "https://docs.example/second.html", "html": edited(page)})  # (in the same crawl)
+    assert raised.value.match.reason == ADDRESS and raised.value.match.url == "https://docs.example/second.html"
     assert stat(pipeline, "items_dropped/address") == 1
 
 
