@@ -53,12 +53,17 @@ $(LOWEST)/.installed: pyproject.toml $(INSTALLED)
 	touch $@
 
 # The sdist and this machine's wheel in dist/ (the release's wheels for every platform: cibuildwheel, see
-# pyproject.toml and .github/workflows/wheels.yml). Built from the checkout's tracked files.
-dist: $(INSTALLED)
+# pyproject.toml and .github/workflows/wheels.yml), built from the checkout's tracked files as a package index
+# builds them: the wheel from the sdist, in an isolated environment holding only the build requirements
+# (pyproject.toml), its extension modules stripped; then twine checks both. Needs no development environment:
+# a small one of its own (.build-venv) holds build and twine.
+BUILD_VENV := .build-venv
+dist:
 	rm -rf dist
-	LDFLAGS="$$LDFLAGS -Wl,--strip-all" $(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps \
-		--no-build-isolation --wheel-dir dist .
-	$(PYTHON) -m build --sdist --no-isolation --outdir dist . >/dev/null
+	test -x $(BUILD_VENV)/bin/python || python3 -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet --disable-pip-version-check build==1.6.1 twine==6.2.0
+	LDFLAGS="$$LDFLAGS -Wl,--strip-all" $(BUILD_VENV)/bin/python -m build --outdir dist . >/dev/null
+	$(BUILD_VENV)/bin/python -m twine check --strict dist/*
 
 # The tests start their own redis-server on a free port; install it from Debian's packages when missing.
 redis-server:
@@ -89,4 +94,4 @@ wget:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wget || command -v wget; }
 
 clean:
-	rm -rf $(VENV) $(LOWEST) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp
+	rm -rf $(VENV) $(BUILD_VENV) $(LOWEST) .pytest_cache demo-output .scrapy build dist pipelines/*/*.so pipelines/*/*.c pipelines/*/*.cpp
