@@ -127,7 +127,8 @@ def parser() -> argparse.ArgumentParser:
         "inputs",
         nargs="+",
         metavar="INPUT",
-        help="a folder of .html files, a .jsonl[.gz] (a Scrapy feed) or a .warc[.gz]",
+        help="a folder of .html files, Scrapy's HTTP cache folder (HTTPCACHE_DIR), a .jsonl[.gz] (a Scrapy feed) "
+        "or a .warc[.gz]",
     )
     dedup.add_argument("-o", "--output", metavar="FILE", help="write the kept pages here (JSON Lines)")
     dedup.add_argument(

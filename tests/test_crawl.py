@@ -418,3 +418,30 @@ def test_a_request_says_not_to_filter_its_page_or_never_to_drop_it(
     assert stats["simhash_dedup/checked"] == len(paths) - 1  # the page not filtered is not checked
     never = [d for d in load_log(str(tmp_path / "seen.sqlite")).decisions if d.url == mirror]
     assert [(d.outcome, d.reason, d.kept_url) for d in never] == [("borderline", "never_dropped", urls[0])]
+
+
+def test_dedup_reads_scrapy_s_http_cache_and_keeps_what_the_crawl_kept(
+    site: tuple[Path, str], crawl: Callable, tmp_path: Path
+) -> None:
+    """A real crawl with Scrapy's HTTP cache on (filesystem storage, gzipped) writes its responses; ``simhash-dedup
+    dedup HTTPCACHE_DIR`` reads them in the order they were fetched (never unpickling the cache's pickles) and keeps
+    the pages the crawl kept."""
+    import subprocess
+    import sys
+
+    root, base_url = site
+    paths = write_known_duplicates(root)
+    cache = tmp_path / "httpcache"
+    settings = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(cache), "HTTPCACHE_GZIP": True}
+    result = crawl([base_url + p for p in paths], {"ADDONS": {"scrapy_simhash_dedup.SimhashDedupAddon": 0}, **settings})
+    assert_expected_drops(result, paths, base_url)
+    assert list(cache.rglob("pickled_meta")), "the crawl wrote its cache"
+    for pickled in cache.rglob("pickled_meta"):  # never read: a pickle can run code
+        pickled.write_bytes(b"not a pickle")
+    kept = tmp_path / "kept.jsonl"
+    command = Path(sys.executable).parent / "simhash-dedup"
+    done = subprocess.run(
+        [str(command), "dedup", str(cache), "-o", str(kept), "--no-progress"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(json.loads(line)["url"] for line in kept.read_text().splitlines()) == sorted(result["kept"])

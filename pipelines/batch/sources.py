@@ -186,6 +186,8 @@ def _read(path: Path, html_field: str, url_field: str, all_statuses: bool) -> It
             yield BadInput(str(path), MISSING), 0
         elif path.is_file() and path.stat().st_size == 0:
             yield BadInput(str(path), EMPTY), 0
+        elif path.is_dir() and is_http_cache(path):
+            yield from read_http_cache(path, all_statuses)
         elif path.is_dir():
             yield from read_folder(path)
         elif path.name.endswith(WARC_SUFFIXES):
@@ -212,6 +214,65 @@ def read_folder(folder: Path) -> Iterator[tuple[Page | BadInput, int]]:
             yield read_html_file(path), read
         except OSError as error:
             yield BadInput(str(path), f"cannot be read: {error.strerror or error}"), read
+
+
+def is_http_cache(folder: Path) -> bool:
+    """Is ``folder`` Scrapy's HTTP cache (``HTTPCACHE_DIR``, the filesystem storage): a folder per response holding
+    its ``meta`` and ``response_body``?"""
+    return next((meta for meta in folder.rglob("meta") if (meta.parent / "response_body").is_file()), None) is not None
+
+
+def read_http_cache(folder: Path, all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
+    """The responses of Scrapy's HTTP cache (filesystem storage, gzipped or not) in the order they were fetched
+    (the ``timestamp`` of their ``meta``), each at its response URL with its body and ``Content-Type``.  Only the
+    text files are read (``meta``, a Python literal, read as one; ``response_headers``; ``response_body``): the
+    cache's ``pickled_meta`` is never unpickled.  Responses a crawl would not have passed on (a status outside
+    2xx) are counted, not compared, unless ``all_statuses``."""
+    import ast
+
+    responses = []
+    for meta_file in folder.rglob("meta"):
+        entry = meta_file.parent
+        if not (entry / "response_body").is_file():
+            continue
+        try:
+            meta = ast.literal_eval(_cached(entry / "meta").decode("utf-8"))
+        except (ValueError, SyntaxError, UnicodeDecodeError):
+            yield BadInput(str(entry), "not a response of Scrapy's HTTP cache (its meta cannot be read)"), 0
+            continue
+        if isinstance(meta, dict):
+            responses.append((float(meta.get("timestamp") or 0.0), str(entry), meta))
+    statuses: Counter[int] = Counter()
+    read = 0
+    for _, source, meta in sorted(responses, key=lambda response: response[:2]):
+        files = Path(source)
+        body = _cached(files / "response_body")
+        read += len(body)
+        status = meta.get("status")
+        if not all_statuses and not passed_on(status) and isinstance(status, int):  # (not passed on: a status)
+            statuses[status] += 1
+            continue
+        headers = _cached(files / "response_headers") if (files / "response_headers").is_file() else b""
+        url = str(meta.get("response_url") or meta.get("url") or "")
+        yield Page(url, body, source, content_type=_content_type(headers)), read
+    yield from not_passed_on(str(folder), statuses, 0, read)
+
+
+def _cached(path: Path) -> bytes:
+    """A file of the HTTP cache, gunzipped when ``HTTPCACHE_GZIP`` wrote it so."""
+    import gzip
+
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def _content_type(raw_headers: bytes) -> str | None:
+    """The ``Content-Type`` of raw header lines (``name: value``, as the cache writes them), or None."""
+    for line in raw_headers.splitlines():
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-type":
+            return value.strip().decode("latin-1")
+    return None
 
 
 def read_html_file(path: Path) -> Page:
