@@ -152,14 +152,10 @@ class PageText:
         (lists, captions, table cells), and ``listing`` says so.
         """
         page_chars = self.text_chars
-        tokens_of: dict[int, list[str]] = {}  # block -> its tokens, its words, whether it is long: plain dicts
-        words_of: dict[int, list[str]] = {}  # (a page asks thousands of times, and ``functools.cache`` costs
-        long_blocks: dict[int, bool] = {}  # more a call)
+        words_of: dict[int, list[str]] = {}  # block -> its words (a plain dict: ``functools.cache`` costs more a call)
 
         def block_tokens(n: int) -> list[str]:
-            if (found := tokens_of.get(n)) is None:
-                found = tokens_of[n] = self._tokens_of(self.blocks[n].own)
-            return found
+            return self._tokens_of(self.blocks[n].own)  # (tokenised once a text: ``_tokens_of``)
 
         def block_words(n: int) -> list[str]:
             if (found := words_of.get(n)) is None:
@@ -167,11 +163,7 @@ class PageText:
             return found
 
         def long(n: int) -> bool:  # a word has two characters or more: shorter texts need no tokenising
-            if (found := long_blocks.get(n)) is None:
-                found = long_blocks[n] = (
-                    len(self.blocks[n].own) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
-                )
-            return found
+            return len(self.blocks[n].own) >= 2 * MIN_BLOCK_WORDS and len(block_words(n)) >= MIN_BLOCK_WORDS
 
         for read_named in (False, True):
             containers = self.main_content(read_named)

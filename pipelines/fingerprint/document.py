@@ -60,9 +60,12 @@ def prepared(html: str | bytes, max_bytes: int, content_type: str | None = None)
     if isinstance(html, bytes):
         if b"\x00" in html[:_SNIFF_BYTES] and not html.startswith(_WIDE_BOMS):  # UTF-16/32 have NULs
             return Source(None, NOT_HTML)
-        if _is_plain_utf8(html) and has_visible_ascii(html):  # (most pages: parsed as they are, never decoded)
+        if not _is_plain_utf8(html):
+            text, utf8 = _legacy_decoded(html, content_type)
+        elif has_visible_ascii(html):  # most pages: parsed as they are, never decoded
             return Source(html)
-        text, utf8 = _decoded(html, content_type)
+        else:
+            text, utf8 = html.decode("utf-8"), html
     elif "\x00" in html[:_SNIFF_BYTES]:
         return Source(None, NOT_HTML)
     else:
@@ -111,8 +114,11 @@ def decode(body: bytes, content_type: str | None = None) -> str:
 def _decoded(body: bytes, content_type: str | None) -> tuple[str, bytes | None]:
     """``body`` as text (see ``decode``), and as UTF-8 when it already is: the bytes to parse, no
     copy made (None: encode the text)."""
-    if _is_plain_utf8(body):
-        return body.decode("utf-8"), body
+    return (body.decode("utf-8"), body) if _is_plain_utf8(body) else _legacy_decoded(body, content_type)
+
+
+def _legacy_decoded(body: bytes, content_type: str | None) -> tuple[str, None]:
+    """``body``, not plain UTF-8, decoded by its byte order mark, its charsets or a guess (``decode``)."""
     _, text = html_to_unicode(content_type, body, auto_detect_fun=_guess_encoding)
     return text, None
 
