@@ -186,8 +186,8 @@ def _read(path: Path, html_field: str, url_field: str, all_statuses: bool) -> It
             yield BadInput(str(path), MISSING), 0
         elif path.is_file() and path.stat().st_size == 0:
             yield BadInput(str(path), EMPTY), 0
-        elif path.is_dir() and is_http_cache(path):
-            yield from read_http_cache(path, all_statuses)
+        elif path.is_dir() and (responses := http_cache_entries(path)):
+            yield from read_http_cache(path, responses, all_statuses)
         elif path.is_dir():
             yield from read_folder(path)
         elif path.name.endswith(WARC_SUFFIXES):
@@ -216,25 +216,26 @@ def read_folder(folder: Path) -> Iterator[tuple[Page | BadInput, int]]:
             yield BadInput(str(path), f"cannot be read: {error.strerror or error}"), read
 
 
-def is_http_cache(folder: Path) -> bool:
-    """Is ``folder`` Scrapy's HTTP cache (``HTTPCACHE_DIR``, the filesystem storage): a folder per response holding
-    its ``meta`` and ``response_body``?"""
-    return next((meta for meta in folder.rglob("meta") if (meta.parent / "response_body").is_file()), None) is not None
+def http_cache_entries(folder: Path) -> list[Path]:
+    """The responses of Scrapy's HTTP cache (``HTTPCACHE_DIR``, the filesystem storage) in ``folder``: a folder per
+    response holding its ``meta`` and ``response_body``, as ``SPIDER/XX/FINGERPRINT/`` (``folder`` the cache) or
+    ``XX/FINGERPRINT/`` (``folder`` a spider's); none for a folder of another kind."""
+    metas = [*folder.glob("*/*/meta"), *folder.glob("*/*/*/meta")]
+    return sorted(meta.parent for meta in metas if (meta.parent / "response_body").is_file())
 
 
-def read_http_cache(folder: Path, all_statuses: bool = False) -> Iterator[tuple[Page | BadInput, int]]:
-    """The responses of Scrapy's HTTP cache (filesystem storage, gzipped or not) in the order they were fetched
-    (the ``timestamp`` of their ``meta``), each at its response URL with its body and ``Content-Type``.  Only the
-    text files are read (``meta``, a Python literal, read as one; ``response_headers``; ``response_body``): the
-    cache's ``pickled_meta`` is never unpickled.  Responses a crawl would not have passed on (a status outside
-    2xx) are counted, not compared, unless ``all_statuses``."""
+def read_http_cache(
+    folder: Path, entries: list[Path], all_statuses: bool = False
+) -> Iterator[tuple[Page | BadInput, int]]:
+    """The responses of Scrapy's HTTP cache in ``folder`` (``http_cache_entries``, gzipped or not) in the order they
+    were fetched (the ``timestamp`` of their ``meta``), each at its response URL with its body and
+    ``Content-Type``.  Only the text files are read (``meta``, a Python literal, read as one; ``response_headers``;
+    ``response_body``): the cache's ``pickled_meta`` is never unpickled.  Responses a crawl would not have passed
+    on (a status outside 2xx) are counted, not compared, unless ``all_statuses``."""
     import ast
 
     responses = []
-    for meta_file in folder.rglob("meta"):
-        entry = meta_file.parent
-        if not (entry / "response_body").is_file():
-            continue
+    for entry in entries:
         try:
             meta = ast.literal_eval(_cached(entry / "meta").decode("utf-8"))
         except (ValueError, SyntaxError, UnicodeDecodeError):
