@@ -3,7 +3,7 @@ VENV := .venv
 PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint dist clean redis-server chromium java wget compiled
+.PHONY: demo test test-fast lint dist clean redis-server chromium java wget compiled screenshots
 
 $(INSTALLED): requirements.txt pyproject.toml
 	python3 -m venv $(VENV)
@@ -18,6 +18,10 @@ compiled: $(INSTALLED)
 
 demo: compiled
 	$(PYTHON) -m crawler.demo
+
+# The docs' pictures of the report (docs/report-*.png), made again from a fresh demo in Chromium.
+screenshots: demo chromium
+	$(PYTHON) -m tools.screenshots
 
 # Then the crawl tests again, shorter, on the lowest Scrapy pyproject.toml declares (and the last Twisted that
 # Scrapy allows), put first on PYTHONPATH over the pinned ones.

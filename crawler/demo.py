@@ -70,7 +70,26 @@ def main() -> None:
         process.crawl(crawler, url=base_url)
         process.start()
     print_summary(crawler.stats.get_stats(), dropped, base_url, output)
+    print_renamed(output / "seen.sqlite", base_url)
     write_demo_report(output)
+
+
+def print_renamed(store: Path, base_url: str) -> None:
+    """The kept pages the crawl named by a URL it met later: an untranslated copy met first (``da-DK/apt.html``,
+    English) is known by its original's address once the original comes (``en-US/apt.html``, in its language's
+    folder).  Its item went out under the first URL; the alias table holds the names."""
+    from scrapy_simhash_dedup.report import load_log
+    from scrapy_simhash_dedup.report.aliases import canonical_names
+
+    renamed = {kept: name for kept, name in canonical_names(load_log(str(store)).aliases).items() if kept != name}
+    if not renamed:
+        return
+    kept, name = next(iter(sorted(renamed.items())))
+    print(
+        f"\nrenamed:        {len(renamed)} kept pages are known by the address of their original, met after them,\n"
+        f"  e.g. {kept.removeprefix(base_url)} by {name.removeprefix(base_url)}; "
+        f"every name: simhash-dedup aliases {store}"
+    )
 
 
 def write_demo_report(output: Path) -> None:

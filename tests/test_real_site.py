@@ -20,6 +20,7 @@ from crawler.local_site import serve_directory
 
 from .conftest import PROJECT
 from .pages import CHINESE_ARTICLE, real_page
+from .reports import ReportFigures, assert_report_agrees, report_figures, write_report
 from .user_project import (
     REDIS_SPIDER,
     REFUSED_EXIT_STATUS,
@@ -333,3 +334,47 @@ def test_items_without_html_and_no_add_on_get_one_warning(languages: tuple[Path,
     warnings = [line for line in done.stderr.splitlines() if "simhash_dedup" in line and " WARNING: " in line]
     assert len(warnings) == 1 and "the first 20 items carry no HTML" in warnings[0]
     assert "ADDONS = {'scrapy_simhash_dedup.SimhashDedupAddon': 0}" in warnings[0]
+
+
+def crawl_twice_and_report(project: Path, base_url: str, source: str, *settings: str) -> tuple[dict, ReportFigures]:
+    """A crawl and its re-run with the same store (``settings``), each followed by ``simhash-dedup report
+    SOURCE``: both reports agree with themselves, and the re-run's with the two runs."""
+    first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True", *settings)
+    after_first = report_figures(write_report(source, project / "first.html", *report_options(source)))
+    assert_report_agrees(after_first)
+    assert after_first.near == first["stats"]["simhash_dedup/pages_dropped"] > 0
+    assert after_first.copies == after_first.near, "one crawl drops each URL once"
+    assert after_first.met_again == 0
+
+    rerun = crawl(project, base_url, "rerun.jsonl", "SIMHASH_DEDUP_PERSIST=True", *settings)
+    after_rerun = report_figures(write_report(source, project / "rerun.html", *report_options(source)))
+    assert_report_agrees(after_rerun)
+    assert after_rerun.met_again == rerun["stats"]["simhash_dedup/pages_dropped/rerun"] > 0
+    assert (
+        after_rerun.dropped
+        == first["stats"]["simhash_dedup/pages_dropped"] + rerun["stats"]["simhash_dedup/pages_dropped"]
+    )
+    assert after_rerun.copies == after_first.copies, "the re-run met the same copies again: listed once"
+    return rerun, after_rerun
+
+
+def report_options(source: str) -> list[str]:
+    return ["--key", "site:simhash_dedup"] if source.startswith("redis://") else []
+
+
+def test_a_report_s_counts_clusters_and_pairs_agree_after_a_crawl_and_its_rerun(
+    languages: tuple[Path, str], project: Path
+) -> None:
+    _, base_url = languages
+    crawl_twice_and_report(project, base_url, str(project / ".scrapy" / "simhash_dedup" / "site.sqlite"))
+
+
+def test_a_redis_store_s_report_agrees_with_itself_and_the_runs(
+    languages: tuple[Path, str], project: Path, redis_url: str
+) -> None:
+    import redis
+
+    _, base_url = languages
+    database = f"{redis_url}/8"
+    redis.Redis.from_url(database).flushdb()
+    crawl_twice_and_report(project, base_url, database, f"SIMHASH_DEDUP_REDIS_URL={database}")

@@ -3,6 +3,7 @@ rendered, with no script error and no network request."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from .conftest import PROJECT
+from .reports import assert_report_agrees, report_figures
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # `make test` installs Debian's package
 
@@ -48,6 +50,25 @@ def test_the_demo_writes_a_report_that_shows_its_counts_histograms_and_diffs(tmp
         int(re.search(rf"{name}:\s+(\d+)", done.stdout)[1]) for name in ("pages crawled", "kept", "dropped")
     )
     assert stated_demo_figures() == {"README.md": printed, "docs/internals/development.md": printed}
+    figures = report_figures(report.read_text())
+    assert_report_agrees(figures)
+    assert figures.copies == figures.near == dropped, "every copy in a cluster, its URL the canonical name or not"
+
+    renamed = re.search(r"renamed:\s+(\d+) kept pages are known by the address of their original", done.stdout)
+    assert renamed and int(renamed[1]) > 0
+    names = subprocess.run(
+        [str(Path(sys.executable).parent / "simhash-dedup"), "aliases", str(output / "seen.sqlite")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [json.loads(line) for line in names.splitlines()]
+    (apt,) = [row for row in rows if row["alias"].endswith("/en-US/apt.html")]
+    assert apt["kept_url"].endswith("/da-DK/apt.html"), "the untranslated copy was met first"
+    assert apt["canonical"] == apt["alias"], "the page kept is known by its original's address"
+    assert sum(row["canonical"] != row["kept_url"] for row in {r["kept_url"]: r for r in rows}.values()) <= int(
+        renamed[1]
+    )
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

@@ -228,8 +228,11 @@ class DecisionEffects:
         if page.duplicate:
             match, fingerprint = page.match, page.fingerprint
             assert match is not None and fingerprint is not None  # a page dropped was checked and matched
-            taught.append(self.log_entries.dropped(page.url, fingerprint, match))
-            taught.append(Alias(time.time(), page.url, match.url, match.reason))
+            if page.recrawl:  # no pair to review nor a new name; its text is the kept side of this run's pairs
+                self.log_entries.remember(match.url, fingerprint)
+            else:
+                taught.append(self.log_entries.dropped(page.url, fingerprint, match))
+                taught.append(Alias(time.time(), page.url, match.url, match.reason))
             if self.canonicals is not None:
                 self.canonicals.kept_page_dropped(page.url, match.url)
         else:

@@ -31,21 +31,23 @@ class AliasRow(NamedTuple):
 
 
 def alias_rows(aliases: list[Alias]) -> list[AliasRow]:
-    """One row per aliased URL, in the order they were met, its first naming (as the stores keep it); a kept
-    page's canonical URL is its last naming, its own when none was recorded (it was its URL).  A rule skip
-    names the URL it was rewritten to, which is followed to the kept page; a drop and a canonical URL name the
-    kept page itself.
+    """One row per aliased URL, in the order they were met, its first naming (as the stores keep it) unless that
+    was only a canonical name: a URL dropped as a copy (or skipped by a rule) that became its kept page's canonical
+    URL is a copy all the same, whichever came first.  A kept page's canonical URL is its last naming, its own when
+    none was recorded (it was its URL).  A rule skip names the URL it was rewritten to, which is followed to the
+    kept page; a drop and a canonical URL name the kept page itself.
     A URL that names itself (a re-crawl's page dropped as the copy kept under its own URL) is no alias."""
     canonical = canonical_names(aliases)
     named = {a.url: a.kept_url for a in aliases}  # a canonical URL too names its page: a rule skip may lead there
-    rows, seen = [], set()
+    rows: dict[str, AliasRow] = {}
     for alias in aliases:
         kept = _kept_page(alias.kept_url, named) if alias.reason == RULE else alias.kept_url
-        if alias.url == kept or alias.url in seen:
+        if alias.url == kept:
             continue
-        seen.add(alias.url)
-        rows.append(AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason))
-    return rows
+        row = rows.get(alias.url)
+        if row is None or (row.reason == CANONICAL and alias.reason != CANONICAL):
+            rows[alias.url] = AliasRow(alias.url, canonical.get(kept, kept), kept, alias.reason)
+    return list(rows.values())
 
 
 def canonical_names(aliases: list[Alias]) -> dict[str, str]:

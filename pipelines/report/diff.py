@@ -19,8 +19,8 @@ def side_by_side(kept: str | None, other: str | None) -> str:
         shown = other if kept is None else kept
         lines = "".join(f"<div class='line'>{escape(line)}</div>" for line in (shown or "").splitlines()[:MAX_LINES])
         return (
-            f"<p class='note'>The {missing}'s text is not in the log (kept too long before, or by another "
-            f"process); one side shown.</p><div class='single'>{lines}</div>"
+            f"<p class='note'>The {missing}'s text is not in the log (kept by an earlier run, by another "
+            f"process, or too long before); one side shown.</p><div class='single'>{lines}</div>"
         )
     left, right = kept.splitlines()[:MAX_LINES], other.splitlines()[:MAX_LINES]
     rows: list[str] = []

@@ -12,7 +12,7 @@ from ..crawl.stats import current_names
 from ..extras import require
 from ..matching.policy import Policy
 from ..stores.errors import StoreUnavailable
-from ..stores.records import BORDERLINE, DROPPED, Alias, Decision, Rule, Skip, canonical_aliases
+from ..stores.records import BORDERLINE, CANONICAL, DROPPED, Alias, Decision, Rule, Skip, canonical_aliases
 from ..stores.sqlite.readers import read_aliases, read_log, read_rules
 
 
@@ -29,14 +29,26 @@ class Log:
     skips: list[Skip] = field(default_factory=list)  # links and requests not followed, oldest first
     aliases: list[Alias] = field(default_factory=list)  # URLs that name the kept pages (a store's log only)
 
+    def pairs(self) -> list[Decision]:
+        """The decisions that pair two pages: all but the drops of a page at its own address (a page an earlier run
+        kept, met again: crawls before 0.3 logged them, a batch run with ``--against`` logs them)."""
+        return [d for d in self.decisions if not (d.outcome == DROPPED and d.url == d.kept_url)]
+
+    def met_again(self) -> int:
+        """Pages an earlier run kept, met again and dropped: the crawls' count (``pages_dropped/rerun``: they log no
+        pair), or the drops at their own address in the log, whichever is more."""
+        logged = sum(d.outcome == DROPPED and d.url == d.kept_url for d in self.decisions)
+        return max(self.counts.get("pages_dropped/rerun", 0), logged)
+
     def names(self) -> list[Alias]:
-        """The URLs that name the kept pages: the aliases kept, and the drops of the log that are not among
-        them (those of runs older than aliases)."""
-        named = {alias.url for alias in self.aliases}
+        """The URLs that name the kept pages: the aliases kept, and the drops of the log that are not among them
+        as drops (those of runs older than aliases, and those whose URL became their kept page's canonical URL: a
+        store keeps one naming a URL, the canonical one last)."""
+        dropped = {alias.url for alias in self.aliases if alias.reason != CANONICAL}
         return self.aliases + [
             Alias(d.time, d.url, d.kept_url, d.reason)
-            for d in self.decisions
-            if d.outcome == DROPPED and d.url not in named
+            for d in self.pairs()
+            if d.outcome == DROPPED and d.url not in dropped
         ]
 
 

@@ -11,10 +11,12 @@ COLORS = {DROPPED: "#c0392b", BORDERLINE: "#2471a3"}
 LABELS = {DROPPED: "dropped", BORDERLINE: "kept, borderline"}
 
 
-def distance_histogram(decisions: list[Decision], threshold: int) -> str:
-    """Content distance of each pair, drops and borderline keeps side by side; the threshold marked."""
+def distance_histogram(decisions: list[Decision], threshold: int, search: int | None = None) -> str:
+    """Content distance of each pair, drops and borderline keeps side by side; the threshold marked, and the
+    search distance (how far small texts and same bodies are compared) when pairs lie beyond the threshold."""
     top = max([threshold, *(d.content_distance or 0 for d in decisions)]) + 1
     bins = [x - 0.5 for x in range(top + 1)]
+    beyond = search if search is not None and top - 1 > threshold else None
     return _histogram(
         decisions,
         lambda d: d.content_distance,
@@ -23,6 +25,7 @@ def distance_histogram(decisions: list[Decision], threshold: int) -> str:
         f"content distance ≤ {threshold}",
         "content SimHash distance (bits)",
         "no content fingerprint",
+        (beyond, f"small texts, same bodies ≤ {beyond}") if beyond is not None else None,
     )
 
 
@@ -41,7 +44,16 @@ def similarity_histogram(decisions: list[Decision], threshold: float) -> str:
     )
 
 
-def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: str, without: str) -> str:
+def _histogram(
+    decisions,
+    value,
+    bins,
+    threshold,
+    threshold_label: str,
+    xlabel: str,
+    without: str,
+    second: tuple[int, str] | None = None,
+) -> str:
     """The pairs of each outcome that have a ``value``; the legend says how many of them have none (``without``
     says why), so that two histograms of one log add up to the same pairs."""
     require("matplotlib", "the report")
@@ -73,6 +85,8 @@ def _histogram(decisions, value, bins, threshold, threshold_label: str, xlabel: 
             log=True,
         )  # one pair stays visible
     axes.axvline(threshold, color="#333333", linestyle="--", linewidth=1.2, label=threshold_label)
+    if second is not None:
+        axes.axvline(second[0], color="#888888", linestyle=":", linewidth=1.2, label=second[1])
     axes.set_xlabel(xlabel)
     axes.set_ylim(bottom=0.5)  # (log scale: a bar of one pair beside one of hundreds)
     axes.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))

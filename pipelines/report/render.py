@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..crawl.settings import DedupSettings
 from ..crawl.stats import current_names
+from ..matching.policy import ADDRESS, BODY, Policy
 from ..output import Output
 from ..stores.records import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
@@ -50,15 +51,20 @@ def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
 
 def render(log: Log, pairs: int = MAX_PAIRS) -> str:
     settings = log.settings
+    decisions = log.pairs()
+    search = _policy(log).search_distance
     sections = [
         _counts(log),
         _runs(log),
         "<h2>Distances of the pairs</h2>"
         "<p>Every drop and every borderline keep (a kept page whose nearest content candidate was within "
         "the search distance but failed the similarity check or the mode). Drops just inside a threshold, "
-        "and borderline keeps just outside it, are the pairs to look at when tuning.</p>"
-        f"<div class='plots'><figure>{distance_histogram(log.decisions, settings['content_distance'])}</figure>"
-        f"<figure>{similarity_histogram(log.decisions, settings['min_similarity'])}</figure></div>",
+        "and borderline keeps just outside it, are the pairs to look at when tuning. "
+        f"Two small texts, and two large ones holding the same body, are compared up to {search} bits; a page met "
+        "again at a kept page's address (<i>address</i>) is judged on its name and what it shows, at any distance."
+        "</p>"
+        f"<div class='plots'><figure>{distance_histogram(decisions, settings['content_distance'], search)}</figure>"
+        f"<figure>{similarity_histogram(decisions, settings['min_similarity'])}</figure></div>",
         _clusters(log),
         _pairs(log, pairs),
         _rules(log),
@@ -155,9 +161,10 @@ def _runs(log: Log) -> str:
 
 
 def _clusters(log: Log) -> str:
-    """Each kept page that has aliases, largest first: its URL, its canonical URL, and the URLs that name it
-    (its dropped copies, with how near each was, and the requests a URL rule skipped as copies)."""
-    drops = {d.url: d for d in log.decisions if d.outcome == DROPPED}
+    """What the drops were, in one line (``_drops_explained``); then each kept page that has aliases, largest
+    first: its URL, its canonical URL, and the URLs that name it (its dropped copies, with how near each was, and
+    the requests a URL rule skipped as copies)."""
+    drops = {d.url: d for d in log.pairs() if d.outcome == DROPPED}
     rows = alias_rows(log.names())
     clusters: dict[str, list[AliasRow]] = defaultdict(list)
     canonical: dict[str, str] = {}
@@ -165,25 +172,47 @@ def _clusters(log: Log) -> str:
         canonical[row.kept_url] = row.canonical
         if row.reason != CANONICAL:
             clusters[row.kept_url].append(row)
+    copies = sum(row.reason != RULE for named in clusters.values() for row in named)
+    policy = _policy(log)
+    explained = f"<p id='drops'>{_drops_explained(log, copies)}</p>"
     if not clusters:
-        return "<h2>Clusters</h2><p>No page was dropped.</p>"
+        return f"<h2>Clusters</h2>{explained}"
     largest = sorted(clusters.items(), key=lambda item: -len(item[1]))[:MAX_CLUSTERS]
     items = "".join(
         f"<li><details><summary>{_link(kept)}"
         + (f" <span class='why'>known as</span> {_link(canonical[kept])}" if canonical[kept] != kept else "")
         + f" <span class='badge'>{_aliases_count(named)}</span></summary><ul>"
         + "".join(
-            f"<li>{_link(row.alias)} <span class='why'>{_named_how(row, drops)}</span></li>" for row in named[:50]
+            f"<li>{_link(row.alias)} <span class='why'>{_named_how(row, drops, policy)}</span></li>"
+            for row in named[:50]
         )
         + "</ul></details></li>"
         for kept, named in largest
     )
     return (
-        f"<h2>Clusters</h2><p>{len(clusters):,} kept pages have dropped copies or requests skipped as copies; "
+        f"<h2>Clusters</h2>{explained}"
+        f"<p>{len(clusters):,} kept pages have dropped copies or requests skipped as copies; "
         f"the largest {len(largest)} first, each with its canonical URL when it is not the URL it was kept at "
         "(<code>simhash-dedup aliases</code> exports them all).</p>"
         f"<ol class='clusters'>{items}</ol>"
     )
+
+
+def _drops_explained(log: Log, copies: int) -> str:
+    """The pages dropped (the counts' ``pages_dropped``), told apart: pages an earlier run kept, met again; pages
+    this crawl kept, fetched again; near-duplicates, whose URLs the clusters list (``copies``; a URL dropped by
+    several runs is one)."""
+    met_again, refetched = log.met_again(), log.counts.get("pages_dropped/refetched", 0)
+    dropped = log.counts.get("pages_dropped", met_again + refetched + copies)
+    near = dropped - met_again - refetched
+    parts = [f"{near:,} near-duplicates of kept pages" + (f", met under the {copies:,} URLs below" if near else "")]
+    if copies < near:
+        parts[0] += " (a URL dropped by several runs is listed once)"
+    if met_again:
+        parts.append(f"{met_again:,} pages an earlier run kept, met again by a re-run (no pair to review)")
+    if refetched:
+        parts.append(f"{refetched:,} pages this crawl kept, fetched again at their URL")
+    return f"{dropped:,} pages dropped: " + "; ".join(parts) + "."
 
 
 def _aliases_count(named: list[AliasRow]) -> str:
@@ -196,29 +225,33 @@ def _aliases_count(named: list[AliasRow]) -> str:
     )
 
 
-def _named_how(row: AliasRow, drops: dict[str, Decision]) -> str:
+def _named_how(row: AliasRow, drops: dict[str, Decision], policy: Policy) -> str:
     if row.reason == RULE:
         return "request skipped: a URL rule makes it a page already fetched"
-    return _nearness(drops[row.alias]) if row.alias in drops else f"dropped (matched on {escape(row.reason)})"
+    return _nearness(drops[row.alias], policy) if row.alias in drops else f"dropped (matched on {escape(row.reason)})"
 
 
 def _pairs(log: Log, limit: int) -> str:
-    content_distance = log.settings["content_distance"]
-    reviewable = [d for d in log.decisions if d.text is not None or d.kept_text is not None]
-    reviewable.sort(key=lambda d: _margin(d, content_distance))
+    policy = _policy(log)
+    decisions = log.pairs()
+    reviewable = [d for d in decisions if d.text is not None or d.kept_text is not None]
+    reviewable.sort(key=lambda d: _margin(d, policy.content_distance))
     shown = reviewable[:limit]
     items = "".join(
         f"<details class='pair {d.outcome}'{' open' if n < OPEN_PAIRS else ''}><summary>"
         f"<span class='outcome'>{'dropped' if d.outcome == DROPPED else 'kept (borderline)'}</span> "
-        f"{_link(d.url)} <span class='vs'>vs kept</span> {_link(d.kept_url)}<br><span class='why'>{_nearness(d)}"
-        f"</span></summary><div class='sides'><div>kept page</div>"
+        f"{_link(d.url)} <span class='vs'>vs kept</span> {_link(d.kept_url)}<br><span class='why'>"
+        f"{_nearness(d, policy)}</span></summary><div class='sides'><div>kept page</div>"
         f"<div>{'dropped page' if d.outcome == DROPPED else 'page kept beside it'}</div></div>"
         f"{side_by_side(d.kept_text, d.text)}</details>"
         for n, d in enumerate(shown)
     )
+    drops = sum(d.outcome == DROPPED for d in decisions)
     return (
-        f"<h2>Pairs, nearest the threshold first</h2><p>{len(shown)} of {len(reviewable):,} pairs whose "
-        "texts are in the log (the words each content fingerprint was built from, one block per line). "
+        f"<h2>Pairs, nearest the threshold first</h2><p id='pairs'>The log holds {drops:,} drops of "
+        f"near-duplicates and {len(decisions) - drops:,} borderline keeps (the newest "
+        f"<code>SIMHASH_DEDUP_LOG_SIZE</code>); {len(reviewable):,} of them with their texts, {len(shown)} shown "
+        "below (the words each content fingerprint was built from, one block per line). "
         "Left: the kept page; right: the page dropped or kept beside it. "
         "<del>Struck</del> words are only on the left, <ins>marked</ins> words only on the right. "
         "A drop whose texts differ in substance means the distances are too wide; a borderline keep "
@@ -236,16 +269,32 @@ def _margin(decision: Decision, content_distance: int) -> float:
     return 1.0
 
 
-def _nearness(decision: Decision) -> str:
+def _nearness(decision: Decision, policy: Policy) -> str:
     parts = [f"matched on {decision.reason}" if decision.outcome == DROPPED else f"failed: {decision.reason}"]
     if decision.content_distance is not None:
         parts.append(f"content distance {decision.content_distance}")
+        if decision.content_distance > policy.content_distance:
+            parts[-1] += f" ({_beyond(decision, policy)})"
     if decision.similarity is not None:
         needed = "" if decision.similarity_needed is None else f" (needed {decision.similarity_needed:.2f})"
         parts.append(f"similarity {decision.similarity:.2f}{needed}")
     if decision.structure_distance is not None:
         parts.append(f"structure distance {decision.structure_distance}")
     return escape(", ".join(parts))
+
+
+def _beyond(decision: Decision, policy: Policy) -> str:
+    """Why a pair beyond the content distance was compared at all."""
+    if decision.reason == ADDRESS:
+        return "met again at the kept page's address: judged on its name and what it shows"
+    if decision.reason == BODY:
+        return f"the same body: two large texts compared up to {policy.search_distance}"
+    return f"two small texts: compared up to {policy.search_distance}"
+
+
+def _policy(log: Log) -> Policy:
+    """The thresholds the log's decisions were made with (the search distance follows from them)."""
+    return Policy(content_distance=int(log.settings["content_distance"]))
 
 
 def _link(url: str) -> str:

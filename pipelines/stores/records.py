@@ -142,12 +142,17 @@ class DecisionLogEntries:
         decision = (
             self.decision(BORDERLINE, url, fingerprint, match) if match is not None and match.reason != UPDATE else None
         )
+        self.remember(url, fingerprint)
+        return decision
+
+    def remember(self, kept_url: str, fingerprint: Fingerprint | None) -> None:
+        """The text of the page kept at ``kept_url``, for the pairs it will be the kept side of: a page kept now,
+        or one an earlier run kept, met again (its drop is no pair, its text the same document's)."""
         if self.keep_texts and fingerprint is not None and fingerprint.text is not None:
-            self._texts[url] = fingerprint.text
-            self._texts.move_to_end(url)
+            self._texts[kept_url] = fingerprint.text
+            self._texts.move_to_end(kept_url)
             if len(self._texts) > self._recent:
                 self._texts.popitem(last=False)
-        return decision
 
     def dropped(self, url: str, fingerprint: Fingerprint, match: Match) -> Decision:
         return self.decision(DROPPED, url, fingerprint, match)
