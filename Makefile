@@ -30,7 +30,8 @@ LOWEST_TWISTED := 25.5.0
 LOWEST := $(CURDIR)/.scrapy-lowest
 LOWEST_TESTS := tests/test_crawl.py tests/test_scrapy_routes.py \
 	tests/test_real_site.py::test_a_spider_yielding_several_items_per_page_keeps_all_of_a_kept_page_and_none_of_a_dropped_one \
-	tests/test_real_site.py::test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests \
+	tests/test_real_site.py::test_links_not_followed_are_logged_as_scrapy_s_duplicate_filter_logs_requests \
+	tests/test_real_site.py::test_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests \
 	tests/test_real_site.py::test_a_second_crawl_at_once_is_refused_and_touches_nothing \
 	tests/test_real_site.py::test_a_wrong_setting_is_one_error_line_and_exit_status_1 \
 	tests/test_persistence.py::test_stopped_crawl_resumed_with_jobdir_keeps_no_near_duplicate

@@ -20,6 +20,16 @@ SHARED_DATA = Path(
 )
 
 
+def shared_data() -> Path:
+    """``SHARED_DATA``, or the calling test skipped, saying why: the data sets are not the project's to ship (an
+    sdist's tests run without them); a checkout's CI has them beside it."""
+    if not SHARED_DATA.is_dir():
+        import pytest
+
+        pytest.skip(f"needs the shared data sets at {SHARED_DATA} (../shared/data beside the project)")
+    return SHARED_DATA
+
+
 def real_page(name: str) -> bytes:
     """A page from ``tests/data`` (see its README), as the bytes a server sends."""
     return gzip.decompress((DATA / f"{name}.html.gz").read_bytes())

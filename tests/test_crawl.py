@@ -13,7 +13,7 @@ import pytest
 
 from bench.quality.sets import extraction_set_pages, site_groups, wrap_in_form
 
-from .pages import SHARED_DATA, real_page, with_date_and_counters
+from .pages import real_page, shared_data, with_date_and_counters
 
 PIPELINE_ONLY = {"ITEM_PIPELINES": {"scrapy_simhash_dedup.SimhashDedupPipeline": 300}}
 
@@ -175,7 +175,7 @@ def same_site_pairs() -> list[Path]:
     """Pages of every same-site pair of different articles in the shared sets."""
     return [
         path
-        for _, _, group in site_groups(SHARED_DATA)
+        for _, _, group in site_groups(shared_data())
         for path in group
         if f"{path.parent.name}/{path.name}" not in SAME_ARTICLE_TWICE
     ]
@@ -189,7 +189,6 @@ SAME_ARTICLE_TWICE = {
 
 
 @pytest.mark.heavy
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_crawl_keeps_every_different_article_of_the_shared_sets(site: tuple[Path, str], crawl: Callable) -> None:
     root, base_url = site
     paths = []
@@ -271,13 +270,12 @@ def serve(root: Path, pages: dict[str, bytes]) -> list[str]:
 
 
 @pytest.mark.heavy
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tuple[Path, str], crawl: Callable) -> None:
     """398 real pages, then a byte-identical copy of each under another URL (short pages too).  Of the fixtures of
     one sample article under many names, those named alike are dropped, the others only where nearly all their text
     agrees (``policy.NAMED_APART_SIMILARITY``), and never as a copy of another page."""
     root, base_url = site
-    originals = {f"{page.parent.name}/{page.name}": page.read_bytes() for page in extraction_set_pages(SHARED_DATA)}
+    originals = {f"{page.parent.name}/{page.name}": page.read_bytes() for page in extraction_set_pages(shared_data())}
     assert len(originals) == 398
     paths = serve(root, originals) + serve(root, {f"copies/{path}": body for path, body in originals.items()})
     result = crawl([base_url + path for path in paths], PIPELINE_ONLY)
@@ -297,13 +295,12 @@ def test_an_exact_copy_of_every_shared_page_is_dropped_and_no_original(site: tup
 
 
 @pytest.mark.heavy
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data beside the project")
 def test_sites_built_inside_one_form_keep_every_article(site: tuple[Path, str], crawl: Callable) -> None:
     """Every page re-templated as ASP.NET does: the body inside one <form>, a 40-word notice outside it."""
     root, base_url = site
     pages = {
         f"{page.parent.name}/{page.name}": wrap_in_form(page.read_bytes(), language)
-        for _, language, group in site_groups(SHARED_DATA)
+        for _, language, group in site_groups(shared_data())
         for page in group
     }
     paths = serve(root, pages) + serve(root, {f"copies/{path}": body for path, body in pages.items()})

@@ -140,7 +140,7 @@ def test_the_link_guard_loses_no_page_that_a_crawl_without_it_would_keep(
     the response, whatever the items hold)."""
     _, base_url = languages
     guarded = crawl(project, base_url, "guarded.jsonl", "SIMHASH_DEDUP_PERSIST=True")
-    assert guarded["stats"]["simhash_dedup/links_skipped"] > 0
+    assert guarded["stats"]["simhash_dedup/pages_dropped"] > 0
     unguarded = crawl(
         project,
         base_url,
@@ -173,21 +173,43 @@ def test_a_rerun_with_the_same_store_finds_every_page_added_since(languages: tup
     assert sorted(item["url"] for item in again["items"]) == sorted(base_url + path for path in added)
 
 
-def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests(
+def links_not_followed(run: dict) -> list[str]:
+    return [line for line in run["log"].splitlines() if "link not followed" in line]
+
+
+def test_links_not_followed_are_logged_as_scrapy_s_duplicate_filter_logs_requests(
     languages: tuple[Path, str], project: Path
 ) -> None:
-    """At Scrapy's default log level (DEBUG): the first link not followed and the first
-    drop of a page an earlier run kept under the same URL are logged, saying which setting shows all; the rest
-    are counted.  With ``SIMHASH_DEDUP_DEBUG`` each is logged.  Other drops keep their line."""
+    """At Scrapy's default log level (DEBUG) the first link not followed is logged, saying which setting shows all;
+    the rest are counted; with ``SIMHASH_DEDUP_DEBUG`` each is logged.  A link to a URL already requested is no link
+    the guard skips (Scrapy's duplicate filter drops it): a budget of one near-duplicate a URL shape makes the
+    guard skip the links of the mirror folder's pages that were not requested yet."""
+    _, base_url = languages
+    budget = "SIMHASH_DEDUP_LINK_BUDGET=1"
+    first = crawl(project, base_url, "first.jsonl", "LOG_LEVEL=DEBUG", budget)
+    assert first["stats"]["simhash_dedup/links_skipped"] > 1
+    (line,) = links_not_followed(first)
+    assert "no more will be shown" in line and "SIMHASH_DEDUP_DEBUG" in line
+    assert "already requested" not in line and "led to 1 near-duplicates in a row" in line
+    loud = crawl(project, base_url, "loud.jsonl", "LOG_LEVEL=DEBUG", budget, "SIMHASH_DEDUP_DEBUG=True")
+    assert len(links_not_followed(loud)) == loud["stats"]["simhash_dedup/links_skipped"] > 1
+    assert not [line for line in links_not_followed(loud) if "no more" in line or "already requested" in line]
+    skipped = {line.rsplit(": ", 1)[1] for line in links_not_followed(loud)}
+    assert len(skipped) == len(links_not_followed(loud)), "each link skipped once: the rest are Scrapy's duplicates"
+
+
+def test_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests(
+    languages: tuple[Path, str], project: Path
+) -> None:
+    """At Scrapy's default log level (DEBUG): the first drop of a page an earlier run kept under the same URL is
+    logged, saying which setting shows all; the rest are counted.  With ``SIMHASH_DEDUP_DEBUG`` each is logged.
+    Other drops keep their line."""
     _, base_url = languages
     first = crawl(project, base_url, "first.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
     rerun = crawl(project, base_url, "rerun.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG")
     loud = crawl(
         project, base_url, "loud.jsonl", "SIMHASH_DEDUP_PERSIST=True", "LOG_LEVEL=DEBUG", "SIMHASH_DEDUP_DEBUG=True"
     )
-
-    def links_not_followed(run: dict) -> list[str]:
-        return [line for line in run["log"].splitlines() if "link not followed" in line]
 
     def drops(run: dict) -> dict[str, list[str]]:
         """The log's drop lines: of a page by its own URL (a re-run's) or by another's."""
@@ -197,9 +219,6 @@ def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate
             "other": [own for kept, own, _ in lines if kept != own],
         }
 
-    assert first["stats"]["simhash_dedup/links_skipped"] > 1
-    (line,) = links_not_followed(first)
-    assert "no more will be shown" in line and "SIMHASH_DEDUP_DEBUG" in line
     assert first["stats"]["simhash_dedup/pages_dropped"] == len(drops(first)["other"]) > 0
 
     reruns = rerun["stats"]["simhash_dedup/pages_dropped/rerun"]
@@ -213,7 +232,6 @@ def test_links_not_followed_and_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate
     assert f"{near:,} dropped as near-duplicates" in summary  # the close's line tells the re-run's own pages apart
     assert summary.endswith(f"; {reruns:,} dropped as pages an earlier run kept, met again"), summary
 
-    assert len(links_not_followed(loud)) == loud["stats"]["simhash_dedup/links_skipped"] > 1
     assert len(drops(loud)["rerun"]) == loud["stats"]["simhash_dedup/pages_dropped/rerun"] == reruns
     assert not [line for line in drops(loud)["rerun"] if "no more" in line]
 

@@ -22,14 +22,14 @@ from scrapy_simhash_dedup.fingerprint.document import load
 from scrapy_simhash_dedup.fingerprint.textloops import IdfTable
 from tools.fingerprint_reference import REFERENCE, digests, shared_pages
 
-from .pages import SHARED_DATA
+from .pages import shared_data
 
 
 @pytest.mark.slow
 def test_every_shared_page_keeps_the_fingerprint_recorded_for_the_scheme() -> None:
     reference = json.loads(gzip.decompress(REFERENCE.read_bytes()))
     assert reference["scheme"] == SCHEME_VERSION
-    found = digests(SHARED_DATA)
+    found = digests(shared_data())
     assert found.keys() == reference["pages"].keys()
     assert [name for name, digest in found.items() if digest != reference["pages"][name]] == []
 
@@ -38,7 +38,7 @@ def test_every_shared_page_keeps_the_fingerprint_recorded_for_the_scheme() -> No
 def test_chinese_is_segmented_as_jieba_segments_it() -> None:
     runs: set[str] = set()
     han_run = re.compile(f"[{_HAN}]+")
-    for _, html in shared_pages(SHARED_DATA):
+    for _, html in shared_pages(shared_data()):
         root = load(html, 1 << 30).root
         if root is not None:
             text = unicodedata.normalize("NFKC", PageText.read(root).visible_text()).casefold()

@@ -117,7 +117,7 @@ def test_warc_files_as_wget_writes_them_are_read_as_dedup_reads_them(spark, hand
 def shared_with_copies(path: Path, every: int = 1) -> Path:
     """Every shared page (or every ``every``-th), then an exact copy of every 9th of them and an edited copy of
     every 11th, as WARC.gz."""
-    pages = [(f"https://shared.example/{name}", html) for name, html in shared_pages()][::every]
+    pages = [(f"https://shared.example/{name}", html) for name, html in shared_pages(shared_data())][::every]
     copies = [(f"{url}?copy", html) for url, html in pages[::9]]
     edited = [
         (f"{url}?edited", html.replace(b"</body>", b"<p>Updated: a sentence added at the end.</p></body>", 1))
@@ -219,7 +219,7 @@ def read_records(archive: Path) -> Iterator[tuple[str, bytes, str]]:
 
 
 def test_bad_inputs_are_named_and_counted_and_the_rest_is_processed(spark, tmp_path):
-    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 40)]
+    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(shared_data()), 40)]
     good = tmp_path / "good.warc.gz"
     write_warc(
         good,
@@ -263,7 +263,7 @@ def test_bad_inputs_are_named_and_counted_and_the_rest_is_processed(spark, tmp_p
 
 
 def test_parquet_with_an_order_column_is_decided_in_that_order(spark, tmp_path):
-    original, copy = next(iter((html, html) for _, html in islice(shared_pages(), 5, 6)))
+    original, copy = next(iter((html, html) for _, html in islice(shared_pages(shared_data()), 5, 6)))
     parquet = tmp_path / "pages.parquet"
     pq.write_table(
         pa.table(
@@ -284,7 +284,7 @@ def test_parquet_with_an_order_column_is_decided_in_that_order(spark, tmp_path):
 def test_the_command_line_runs_the_job_and_report_reads_its_output(tmp_path):
     """The command says its lines and nothing else (the JVM's output goes to ``spark.log``); its first run
     saves Java's classes for the next; an output that is not empty is refused before Java starts."""
-    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 30)]
+    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(shared_data()), 30)]
     archive = tmp_path / "in.warc.gz"
     write_warc(archive, [(url, html, "text/html") for url, html in pages + [(f"{u}?again", h) for u, h in pages[:10]]])
     command = [
@@ -368,7 +368,7 @@ def test_a_run_of_bad_inputs_only_names_them(spark, tmp_path):
 def test_kept_pages_carry_the_canonical_urls_and_aliases_that_dedup_gives_them(spark, tmp_path):
     """Pages under feed URLs declare their real address, or a template's home page (shared by many), or an
     address on another host; some come twice.  Spark's kept table and alias table are batch mode's."""
-    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(), 60)]
+    pages = [(f"https://shared.example/{name}", html) for name, html in islice(shared_pages(shared_data()), 60)]
     lines = tmp_path / "pages.jsonl"
     with lines.open("w") as out:
         for n, (url, html) in enumerate(pages + pages[:10]):
@@ -394,7 +394,7 @@ def test_site_scope_keeps_what_dedup_keeps_per_site_in_shards_and_rounds(spark, 
     in site scope the copies on the other site are kept (one filter per site), in shards and rounds too."""
     pages = [
         (f"https://{('docs.example.com', 'www.example.org')[n % 2]}/{name}", html)
-        for n, (name, html) in enumerate(list(shared_pages())[::4])
+        for n, (name, html) in enumerate(list(shared_pages(shared_data()))[::4])
     ]
     copies = [
         (url.replace("example.com", "example.net").replace("example.org", "example.com"), html)

@@ -10,7 +10,7 @@ from scrapy_simhash_dedup.fingerprint import treewalk
 from scrapy_simhash_dedup.fingerprint.document import load, prepared, tree
 from tools.fingerprint_reference import shared_pages
 
-from .pages import NESTING_TAGS, SHARED_DATA, deeply_nested, real_page, structure_features
+from .pages import NESTING_TAGS, deeply_nested, real_page, shared_data, structure_features
 
 
 def features(html: str, decay: float = 0.45) -> dict[str, float]:
@@ -119,7 +119,7 @@ def test_the_parser_s_events_read_every_shared_page_as_its_tree_reads() -> None:
     elements, structure and canonical link as the walk of the tree, on every shared page."""
     assert treewalk.PARSER_LINKED
     pages = differ = 0
-    for _, html in shared_pages(SHARED_DATA):
+    for _, html in shared_pages(shared_data()):
         if prepared(html, 1 << 30).utf8 is None:
             continue
         pages += 1

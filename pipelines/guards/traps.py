@@ -496,10 +496,12 @@ class LinkGuard:
         self.known.add(url)
 
     def covered(self, url: str) -> str | None:
-        """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it)."""
+        """Why a near-duplicate page's link to ``url`` need not be followed, or None (follow it).  Not a URL this
+        crawl already requested (but for a fragment): Scrapy's duplicate filter drops that request whoever yields
+        it, an offsite one its offsite filter, and the guard counts only the requests it alone saves."""
         known = self.known.find(url)
-        if known is not None and rewritten(known, []) == rewritten(url, []):  # the same URL, but for a fragment
-            return "already requested"
+        if known is not None and rewritten(known, []) == rewritten(url, []):
+            return None
         if known is not None:
             return f"{known} already requested, the same page by the URL rules"
         if (shape := self.shapes.spent(url)) is not None:
