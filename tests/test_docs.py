@@ -401,3 +401,12 @@ def test_the_docs_host_builds_this_site_with_warnings_as_errors_and_the_same_sph
 def pinned(requirements: Path) -> dict[str, str]:
     """A requirements file's pins: name (lower case) -> its ``name==version`` line."""
     return {line.split("==")[0].lower(): line for line in requirements.read_text().splitlines() if "==" in line}
+
+
+def test_the_pages_read_on_the_code_host_as_in_the_built_site() -> None:
+    """A code host renders Markdown, not MyST's roles and targets: the pages link with Markdown links (which the
+    build checks, anchors included, and a code host follows), so no ``{ref}`…``` nor ``(label)=`` shows raw."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        raw = re.findall(r"\{[a-z]+\}`[^`]*`", text) + re.findall(r"^\(.+\)=$", text, re.M)
+        assert not raw, f"{page.relative_to(PROJECT)} shows raw on a code host: {raw[:5]}"

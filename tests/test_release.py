@@ -6,6 +6,7 @@ whose extra is missing says so in one line, and with the extras installed the fe
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -17,7 +18,7 @@ import pytest
 
 from bench.common import write_warc
 
-from .conftest import serve_directory
+from .conftest import PROJECT, serve_directory
 from .pages import real_page
 from .user_project import environment, make_project
 
@@ -77,6 +78,26 @@ def test_the_sdist_and_the_wheel_hold_the_licence_and_the_notices(dist: Path) ->
     )
     assert "License-Expression: MIT AND CC-BY-SA-4.0 AND BSD-2-Clause" in metadata  # the code, the IDF data, xxHash
     assert "License-File: THIRD_PARTY_NOTICES.md" in metadata
+
+
+def test_the_package_index_s_description_links_to_the_published_docs(dist: Path) -> None:
+    """A package index shows the README alone: its links and its image lead to the docs site .readthedocs.yaml
+    publishes, each to a page (or an image) the docs hold; the project's URLs name that site."""
+    (wheel,) = dist.glob("*.whl")
+    archive = zipfile.ZipFile(wheel)
+    metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    headers, description = metadata.split("\n\n", 1)
+    urls = dict(re.findall(r"^Project-URL: (\w+), (\S+)$", headers, re.M))
+    docs = urls["Documentation"]
+    assert docs.startswith("https://") and urls["Changelog"] == docs + "changelog.html"
+    targets = re.findall(r"\]\(([^)\s]+)\)", description)
+    assert len(targets) >= 15 and not [target for target in targets if not target.startswith(("https://", "#"))]
+    for target in (target.split("#")[0] for target in targets if target.startswith(docs)):
+        page = target.removeprefix(docs)
+        if page.startswith("_images/"):
+            assert list((PROJECT / "docs").rglob(page.removeprefix("_images/"))), target
+        else:
+            assert (PROJECT / "docs" / page.replace(".html", ".md")).is_file(), target
 
 
 def test_the_wheel_holds_only_what_runs_and_the_sdist_what_builds_and_tests_it(dist: Path, tmp_path: Path) -> None:

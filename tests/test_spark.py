@@ -40,6 +40,7 @@ from scrapy_simhash_dedup.stores.memory import MemoryStore
 from tools.fingerprint_reference import shared_pages
 
 from .conftest import PROJECT
+from .pages import shared_data
 from .test_batch import wget_warc
 
 pytestmark = pytest.mark.spark  # every test here runs Spark (the fixture, or the command line)
