@@ -20,6 +20,7 @@ from scrapy_simhash_dedup.batch.sources import Page
 
 from .conftest import PROJECT
 from .pages import real_page
+from .reports import assert_report_agrees, report_figures, write_report
 
 
 def dedup(*arguments: str | Path) -> subprocess.CompletedProcess:
@@ -432,3 +433,37 @@ def test_a_record_that_says_not_to_filter_it_is_passed_on_as_it_is(tmp_path: Pat
     ]
     assert json.loads(kept.read_text().splitlines()[1]) == records[1]
     assert "1 not_filtered" in done.stderr
+
+
+def test_a_record_that_says_never_to_drop_it_is_compared_and_kept_and_the_next_copy_names_the_original(
+    tmp_path: Path,
+) -> None:
+    """``"simhash_dedup_never_drop": true``, as ``Request.meta`` in a crawl: the copy is kept, a borderline keep of
+    reason ``never_dropped`` naming the page it matched; the store did not add it, so the next copy is dropped as a
+    copy of the original, whose record the outcome names; the report counts it so."""
+    html = real_page("newspaper-syracuse.com1").decode("utf-8", "replace")
+    other = real_page("newspaper-theatlanticcities.com1").decode("utf-8", "replace")
+    records = [
+        {"url": "https://a.test/1", "html": html},
+        {"url": "https://a.test/2", "html": html, "simhash_dedup_never_drop": True},
+        {"url": "https://a.test/3", "html": html},
+        {"url": "https://a.test/4", "html": other},
+    ]
+    feed, kept, outcomes = tmp_path / "feed.jsonl", tmp_path / "kept.jsonl", tmp_path / "outcomes.jsonl"
+    feed.write_text("".join(json.dumps(record) + "\n" for record in records))
+    command = [str(Path(sys.executable).parent / "simhash-dedup"), "dedup", str(feed), "-o", str(kept)]
+    done = subprocess.run([*command, "--outcomes", str(outcomes), "--no-progress"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["url"] for line in kept.read_text().splitlines()] == [
+        "https://a.test/1",
+        "https://a.test/2",
+        "https://a.test/4",
+    ]
+    lines = {line["url"]: line for line in map(json.loads, outcomes.read_text().splitlines()) if "url" in line}
+    never, copy = lines["https://a.test/2"], lines["https://a.test/3"]
+    assert (never["outcome"], never["reason"], never["kept_url"]) == ("borderline", "never_dropped", "https://a.test/1")
+    assert (copy["outcome"], copy["kept_url"]) == ("dropped", "https://a.test/1")
+    assert copy["kept_source"] == never["kept_source"] == lines["https://a.test/1"]["source"]
+    figures = report_figures(write_report(str(outcomes), tmp_path / "report.html"))
+    assert_report_agrees(figures)
+    assert (figures.counts["never_dropped"], figures.logged_borderline, figures.near) == (1, 1, 1)

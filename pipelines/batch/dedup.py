@@ -12,7 +12,7 @@ from typing import IO, Any, Protocol
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
-from ..matching.policy import FILTER_META, Match, dropped
+from ..matching.policy import FILTER_META, NEVER_DROP_META, Match, dropped, never_dropped
 from ..stores.base import Store
 from ..stores.records import Alias, Decision, DecisionLogEntries, canonical_aliases, run_summary
 from ..stores.sqlite.store import SqliteStore
@@ -81,8 +81,9 @@ def dedup(
             happened[outcome] += 1
             canonical = names.named(item, outcome, decision, result)
             lines.write(item, outcome, decision, match, canonical)
-            _write(item, outcome, store, kept, canonical, settings.canonical_field)
-            if outcome in (KEPT, BORDERLINE):
+            remembered = outcome in (KEPT, BORDERLINE) and not dropped(match)  # the store added it (its last row)
+            _write(item, outcome, store, kept, canonical, settings.canonical_field, remembered)
+            if remembered:
                 lines.kept(len(store) - 1, item)
             if outcome == FAILED and progress is not None:
                 progress.say(f"{item.source}: fingerprinting failed ({result}); kept")
@@ -103,7 +104,8 @@ def _decide(
 ) -> tuple[str, Decision | None, Match | None]:
     """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it.  A
     record that says ``"simhash_dedup": false`` is not filtered: passed on as it is, neither compared nor
-    remembered."""
+    remembered; one that says ``"simhash_dedup_never_drop": true`` is compared and kept whatever it matches, a
+    borderline keep of reason ``never_dropped`` (the store did not add it: the page it matched stands for it)."""
     if isinstance(page.record, dict) and page.record.get(FILTER_META, True) is False:
         stats.update(["not_filtered", "items_kept"])
         return NOT_FILTERED, None, None
@@ -116,6 +118,12 @@ def _decide(
         stats.update(["pages_kept", "items_kept"])
         return NOT_COMPARED + (result.problem or "too_few_features"), None, None
     match = store.check_and_add(page.url, result)
+    if dropped(match) and isinstance(page.record, dict) and page.record.get(NEVER_DROP_META) is True:
+        stats.update(["never_dropped", "pages_kept", "items_kept"])
+        decision = log_entries.kept(page.url, result, never_dropped(match))
+        assert decision is not None  # (a match named: a borderline keep)
+        store.record(decision)
+        return BORDERLINE, decision, match
     if dropped(match):
         stats.update(["pages_dropped", "items_dropped", f"items_dropped/{match.reason}"])
         decision = log_entries.dropped(page.url, result, match)
@@ -191,9 +199,11 @@ class Names:
         return canonical
 
 
-def _write(page: Page, outcome: str, store: Store, kept: IO[str] | None, canonical: str | None, field: str) -> None:
-    """A kept page's record (with its canonical URL in ``field``, unless the record has one); a kept page
-    compared is then confirmed in the store."""
+def _write(
+    page: Page, outcome: str, store: Store, kept: IO[str] | None, canonical: str | None, field: str, remembered: bool
+) -> None:
+    """A kept page's record (with its canonical URL in ``field``, unless the record has one); a kept page the
+    store added (``remembered``) is then confirmed in it."""
     if outcome == DROPPED:
         return
     if kept is not None:
@@ -201,7 +211,7 @@ def _write(page: Page, outcome: str, store: Store, kept: IO[str] | None, canonic
         if canonical is not None and not record.get(field):
             record = {**record, field: canonical}
         kept.write(json.dumps(record, ensure_ascii=False) + "\n")
-    if store.confirms and outcome in (KEPT, BORDERLINE):
+    if store.confirms and remembered:
         store.confirm(len(store) - 1)
 
 

@@ -21,7 +21,7 @@ from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..fingerprint.sketch import written_in
 from ..guards.canonical import CanonicalUrls
 from ..guards.traps import KnownUrls, LinkGuard, RepeatedPages, RuleBook, is_recrawl
-from ..matching.policy import NEVER_DROPPED, Match, dropped
+from ..matching.policy import Match, dropped, never_dropped
 from ..stores.errors import CheckedLocally, StoreUnavailable
 from ..stores.records import CANONICAL, RULE, Alias, DecisionLogEntries, Record, Rule, Skip, canonical_aliases
 from ..workers.pool import FingerprintPool, RecentPages
@@ -172,8 +172,7 @@ class DecisionEffects:
         request said never to drop it is kept with its match, reason ``NEVER_DROPPED`` (the store did not add it:
         the page it matched stands for it)."""
         if dropped(match) and never_drop:
-            kept = replace(match, duplicate=False, reason=NEVER_DROPPED)
-            return PageVerdict(url, fingerprint, kept, None, never_dropped=True)
+            return PageVerdict(url, fingerprint, never_dropped(match), None, never_dropped=True)
         if dropped(match):
             refetched = url == match.url and not match.remembered  # kept by this crawl, at this URL
             return PageVerdict(

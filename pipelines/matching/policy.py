@@ -316,12 +316,18 @@ class Match:
 
 #: What a page's request (``Request.meta``, the add-on's route) or record (a JSON Lines field, ``dedup``) may say of
 #: it: ``False`` under ``FILTER_META``, the page is not filtered (not compared nor remembered; its items pass as they
-#: are); ``True`` under ``NEVER_DROP_META`` (a crawl), it is compared but never dropped.
+#: are); ``True`` under ``NEVER_DROP_META``, it is compared but never dropped (``never_dropped``).
 FILTER_META = "simhash_dedup"
 NEVER_DROP_META = "simhash_dedup_never_drop"
 #: The reason of a near-duplicate kept because its request said never to drop it: a borderline keep in the decision
 #: log, shown so in the report.
 NEVER_DROPPED = "never_dropped"
+
+
+def never_dropped(match: Match) -> Match:
+    """The answer for a near-duplicate whose request or record said never to drop it: kept, its match named, reason
+    ``NEVER_DROPPED`` (the store did not add it: the page it matched stands for it)."""
+    return replace(match, duplicate=False, reason=NEVER_DROPPED)
 
 
 def dropped(match: Match | None) -> TypeGuard[Match]:

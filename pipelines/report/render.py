@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..crawl.settings import DedupSettings
 from ..crawl.stats import current_names
-from ..matching.policy import ADDRESS, BODY, Policy
+from ..matching.policy import ADDRESS, BODY, NEVER_DROPPED, Policy
 from ..output import Output
 from ..stores.records import BORDERLINE, CANONICAL, DROPPED, RULE, Decision
 from .aliases import AliasRow, alias_rows
@@ -247,9 +247,12 @@ def _pairs(log: Log, limit: int) -> str:
         for n, d in enumerate(shown)
     )
     drops = sum(d.outcome == DROPPED for d in decisions)
+    never = sum(d.outcome != DROPPED and d.reason == NEVER_DROPPED for d in decisions)
     return (
         f"<h2>Pairs, nearest the threshold first</h2><p id='pairs'>The log holds {drops:,} drops of "
-        f"near-duplicates and {len(decisions) - drops:,} borderline keeps (the newest "
+        f"near-duplicates and {len(decisions) - drops:,} borderline keeps"
+        + (f" ({never:,} of them near-duplicates never dropped, as their requests or records said)" if never else "")
+        + " (the newest "
         f"<code>SIMHASH_DEDUP_LOG_SIZE</code>); {len(reviewable):,} of them with their texts, {len(shown)} shown "
         "below (the words each content fingerprint was built from, one block per line). "
         "Left: the kept page; right: the page dropped or kept beside it. "
