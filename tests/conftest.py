@@ -132,14 +132,29 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     cluster.stop()
 
 
+#: What a tree's own files are not: what ``make`` and the tests leave in it.
+MADE_HERE = {".venv", ".build-venv", ".scrapy-lowest", ".scrapy", "build", "dist", "demo-output", "__pycache__"}
+
+
 def checkout_files(to: Path) -> Path:
     """The checkout's tracked files (and the C++ that Cython made of its ``.pyx``, to save the wait), copied:
-    what a clean clone builds, without what earlier builds left in ``build/``."""
-    tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True).stdout
+    what a clean clone builds, without what earlier builds left in ``build/``.  In an unpacked sdist (no git), its
+    files but what ``make`` and the tests made there (``MADE_HERE``, compiled modules)."""
+    if (PROJECT / ".git").exists():
+        tracked = subprocess.run(["git", "ls-files"], cwd=PROJECT, capture_output=True, text=True, check=True)
+        names = tracked.stdout.splitlines()
+    else:
+        names = [
+            str(path.relative_to(PROJECT))
+            for path in PROJECT.rglob("*")
+            if path.is_file()
+            and not MADE_HERE & set(path.relative_to(PROJECT).parts)
+            and path.suffix not in (".so", ".pyc")
+        ]
     generated = [
         str(path.relative_to(PROJECT)) for path in (PROJECT / "pipelines").rglob("*") if path.suffix in (".c", ".cpp")
     ]
-    for name in [*tracked.splitlines(), *generated]:
+    for name in [*names, *generated]:
         if (PROJECT / name).is_file():
             (to / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(PROJECT / name, to / name)
