@@ -212,11 +212,17 @@ def test_a_rerun_s_drops_are_logged_as_scrapy_s_duplicate_filter_logs_requests(
     )
 
     def drops(run: dict) -> dict[str, list[str]]:
-        """The log's drop lines: of a page by its own URL (a re-run's) or by another's."""
-        lines = re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)(.*)", run["log"])
+        """The log's drop lines: of a page an earlier run kept, met again at its URL (a re-run's), or of a
+        near-duplicate of another page."""
         return {
-            "rerun": [own + note for kept, own, note in lines if kept == own],
-            "other": [own for kept, own, _ in lines if kept != own],
+            "rerun": re.findall(
+                r"Dropped: kept by an earlier run, met again \(matched on address.*?\): (\S+.*)", run["log"]
+            ),
+            "other": [
+                own
+                for kept, own in re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)", run["log"])
+                if kept != own
+            ],
         }
 
     assert first["stats"]["simhash_dedup/pages_dropped"] == len(drops(first)["other"]) > 0

@@ -61,7 +61,7 @@ def crawl(base_url: str, store: Path, debug: bool) -> dict[str, Any]:
     stats = {
         name: int(value) for name, value in re.findall(r"'(simhash_dedup/[\w/]+|response_received_count)': (\d+)", log)
     }
-    reruns = sum(1 for kept, own in re.findall(r"Dropped: near-duplicate of (\S+) \(.*?\): (\S+)", log) if kept == own)
+    reruns = log.count("Dropped: kept by an earlier run, met again")
     return {
         "responses": stats["response_received_count"],
         "log lines": len(log.splitlines()),

@@ -159,34 +159,32 @@ UPDATE_FIELD = "simhash_dedup_update"
 #: What an item raises when it cannot take a field: undeclared (``scrapy.Item``), frozen (a dataclass, attrs),
 #: a value its validation refuses (a model).  The item is then kept as it is, never lost.
 FIELD_REFUSED = (KeyError, AttributeError, TypeError, ValueError)
-#: Said by the first drop of a page an earlier run kept under the same URL.
-RERUN_NOTE = (
-    " - a page an earlier run kept, met again; no more such drops will be shown (counted in "
-    "simhash_dedup/pages_dropped/rerun; SIMHASH_DEDUP_DEBUG = True shows all)"
-)
-
-
-#: Said by the first drop of a page this crawl kept, fetched again at its URL.
-REFETCH_NOTE = (
-    " - no more such drops will be shown (counted in simhash_dedup/pages_dropped/refetched; "
+#: Said by the first drop of a page an earlier run kept, met again (``rerun``) and of a page this crawl kept, fetched
+#: again at its URL (``refetched``): the rest are only counted, as Scrapy's duplicate filter does.
+NO_MORE_SHOWN = (
+    " - no more such drops will be shown (counted in simhash_dedup/pages_dropped/{kind}; "
     "SIMHASH_DEDUP_DEBUG = True shows all)"
 )
 
 
 class SimhashDuplicate(DropItem):
-    """An item of a page that is a near-duplicate of a page kept earlier in the crawl (or an earlier crawl), or
-    of a page this crawl kept fetched again at its URL (``refetched``)."""
+    """An item of a page that is a near-duplicate of a page kept earlier in the crawl (``kind`` "near"), the page an
+    earlier crawl kept, met again at its URL or one the trusted URL rules make equal to it ("rerun"), or a page this
+    crawl kept, fetched again at its URL ("refetched")."""
 
-    def __init__(self, url: str, match: Match, log_level: str, note: str = "", refetched: bool = False) -> None:
-        super().__init__(
-            f"fetched again, its items were passed on at its first fetch in this crawl: {url}{note}"
-            if refetched
-            else f"near-duplicate of {match.url} (matched on {match.reason}: "
-            f"content distance {_show(match.content_distance)}, "
-            f"similarity {_show(match.similarity)}, "
-            f"structure distance {_show(match.structure_distance)}): {url}{note}",
-            log_level=log_level,
+    def __init__(self, url: str, match: Match, log_level: str, kind: str = "near", note: bool = False) -> None:
+        evidence = (
+            f"matched on {match.reason}: content distance {_show(match.content_distance)}, "
+            f"similarity {_show(match.similarity)}, structure distance {_show(match.structure_distance)}"
         )
+        said = {
+            "refetched": "fetched again, its items were passed on at its first fetch in this crawl",
+            "rerun": "kept by an earlier run, met again"
+            + (f" (kept as {match.url})" if match.url != url else "")
+            + f" ({evidence})",
+            "near": f"near-duplicate of {match.url} ({evidence})",
+        }[kind]
+        super().__init__(f"{said}: {url}{NO_MORE_SHOWN.format(kind=kind) if note else ''}", log_level=log_level)
         self.match = match
 
 
@@ -231,13 +229,12 @@ class ItemVerdicts:
         a level no Scrapy ``LOG_LEVEL`` writes (``SIMHASH_DEDUP_DEBUG``: each at DEBUG)."""
         if not page.recrawl and not page.refetched:
             return SimhashDuplicate(page.url, match, self.settings.drop_log_level)
-        refetched = page.refetched
+        kind = "refetched" if page.refetched else "rerun"
         if self.settings.debug:
-            return SimhashDuplicate(page.url, match, "DEBUG", refetched=refetched)
-        if self.counts.first("refetch_drop" if refetched else "rerun_drop"):
-            note = REFETCH_NOTE if refetched else RERUN_NOTE
-            return SimhashDuplicate(page.url, match, self.settings.drop_log_level, note, refetched)
-        return SimhashDuplicate(page.url, match, "NOTSET", refetched=refetched)
+            return SimhashDuplicate(page.url, match, "DEBUG", kind)
+        if self.counts.first(f"{kind}_drop"):
+            return SimhashDuplicate(page.url, match, self.settings.drop_log_level, kind, note=True)
+        return SimhashDuplicate(page.url, match, "NOTSET", kind)
 
     def _finish_kept(self, adapter: ItemAdapter, page: PageVerdict) -> None:
         """What a kept page's items get: the fingerprints and the update mark if asked, no HTML field if asked."""
