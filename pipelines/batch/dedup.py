@@ -12,7 +12,7 @@ from typing import IO, Any, Protocol
 from ..crawl.settings import DedupSettings
 from ..fingerprint.fingerprinter import Fingerprint, comparable, outcomes
 from ..guards.canonical import CanonicalUrls
-from ..matching.policy import FILTER_META, NEVER_DROP_META, Match, dropped, never_dropped
+from ..matching.policy import Match, dropped, never_dropped, never_to_drop, not_filtered
 from ..stores.base import Store
 from ..stores.records import Alias, Decision, DecisionLogEntries, canonical_aliases, run_summary
 from ..stores.sqlite.store import SqliteStore
@@ -103,10 +103,12 @@ def _decide(
     stats: Counter[str],
 ) -> tuple[str, Decision | None, Match | None]:
     """The page's outcome, its decision (for the log) and match, counted in ``stats`` as a crawl counts it.  A
-    record that says ``"simhash_dedup": false`` is not filtered: passed on as it is, neither compared nor
-    remembered; one that says ``"simhash_dedup_never_drop": true`` is compared and kept whatever it matches, a
-    borderline keep of reason ``never_dropped`` (the store did not add it: the page it matched stands for it)."""
-    if isinstance(page.record, dict) and page.record.get(FILTER_META, True) is False:
+    record read as a request's ``meta`` is (``policy.not_filtered``, ``policy.never_to_drop``): one that says
+    ``"simhash_dedup": false`` is passed on as it is, neither compared nor remembered; one that says
+    ``"simhash_dedup_never_drop": true`` is compared and kept whatever it matches, a borderline keep of reason
+    ``never_dropped`` (the store did not add it: the page it matched stands for it)."""
+    said = page.record if isinstance(page.record, dict) else {}
+    if not_filtered(said):
         stats.update(["not_filtered", "items_kept"])
         return NOT_FILTERED, None, None
     stats["checked"] += 1
@@ -118,7 +120,7 @@ def _decide(
         stats.update(["pages_kept", "items_kept"])
         return NOT_COMPARED + (result.problem or "too_few_features"), None, None
     match = store.check_and_add(page.url, result)
-    if dropped(match) and isinstance(page.record, dict) and page.record.get(NEVER_DROP_META) is True:
+    if dropped(match) and never_to_drop(said):
         stats.update(["never_dropped", "pages_kept", "items_kept"])
         decision = log_entries.kept(page.url, result, never_dropped(match))
         assert decision is not None  # (a match named: a borderline keep)

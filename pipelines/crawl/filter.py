@@ -18,7 +18,7 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import IgnoreRequest
 
 from ..fingerprint.declared import declared_in_header
-from ..matching.policy import FILTER_META, NEVER_DROP_META
+from ..matching.policy import never_to_drop, not_filtered
 from ..stores.records import Skip, run_summary
 from ..workers.pool import FingerprintPool
 from .decisions import DecisionEffects, DecisionQueue
@@ -175,14 +175,14 @@ class PageFilter:
         """Start deciding the page of a response (the spider middleware, at its first item), from its body
         and the ``Content-Type`` it came with; its items and links await the verdict."""
         meta = response.request.meta if response.request is not None else {}
-        if meta.get(FILTER_META, True) is False:  # the spider's word for this page: not filtered
+        if not_filtered(meta):  # the spider's word for this page
             self.counts.add("not_filtered")
             page = PageDecision(response.url)
             page.settle(PageVerdict(response.url))
             return page
         content_type = response.headers.get(b"Content-Type")
         links = response.headers.getlist(b"Link") if self.effects.canonicals is not None else []
-        page = PageDecision(response.url, declared_in_header(links) if links else None, bool(meta.get(NEVER_DROP_META)))
+        page = PageDecision(response.url, declared_in_header(links) if links else None, never_to_drop(meta))
         self.queue.begin(page, response.body, content_type.decode("latin-1") if content_type is not None else None)
         return page
 

@@ -7,9 +7,10 @@ speaks in these terms; none of them is needed to define them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import xxhash
 
@@ -322,6 +323,16 @@ NEVER_DROP_META = "simhash_dedup_never_drop"
 #: The reason of a near-duplicate kept because its request said never to drop it: a borderline keep in the decision
 #: log, shown so in the report.
 NEVER_DROPPED = "never_dropped"
+
+
+def not_filtered(said: Mapping[str, Any]) -> bool:
+    """Did a request's ``meta`` or a record say its page is not filtered (``FILTER_META`` ``False``, exactly)?"""
+    return said.get(FILTER_META, True) is False
+
+
+def never_to_drop(said: Mapping[str, Any]) -> bool:
+    """Did a request's ``meta`` or a record say its page is never dropped (``NEVER_DROP_META`` true)?"""
+    return bool(said.get(NEVER_DROP_META))
 
 
 def never_dropped(match: Match) -> Match:
