@@ -52,7 +52,8 @@ def write_report(log: Log, path: Path, pairs: int = MAX_PAIRS) -> Path:
 def render(log: Log, pairs: int = MAX_PAIRS) -> str:
     settings = log.settings
     decisions = log.pairs()
-    search = _policy(log).search_distance
+    policy = Policy(content_distance=int(settings["content_distance"]))  # the search distance follows from it
+    search = policy.search_distance
     sections = [
         _counts(log),
         _runs(log),
@@ -65,8 +66,8 @@ def render(log: Log, pairs: int = MAX_PAIRS) -> str:
         "</p>"
         f"<div class='plots'><figure>{distance_histogram(decisions, settings['content_distance'], search)}</figure>"
         f"<figure>{similarity_histogram(decisions, settings['min_similarity'])}</figure></div>",
-        _clusters(log),
-        _pairs(log, pairs),
+        _clusters(log, decisions, policy),
+        _pairs(decisions, policy, pairs),
         _rules(log),
         _skips(log),
     ]
@@ -160,11 +161,11 @@ def _runs(log: Log) -> str:
     )
 
 
-def _clusters(log: Log) -> str:
+def _clusters(log: Log, decisions: list[Decision], policy: Policy) -> str:
     """What the drops were, in one line (``_drops_explained``); then each kept page that has aliases, largest
     first: its URL, its canonical URL, and the URLs that name it (its dropped copies, with how near each was, and
     the requests a URL rule skipped as copies)."""
-    drops = {d.url: d for d in log.pairs() if d.outcome == DROPPED}
+    drops = {d.url: d for d in decisions if d.outcome == DROPPED}
     rows = alias_rows(log.names())
     clusters: dict[str, list[AliasRow]] = defaultdict(list)
     canonical: dict[str, str] = {}
@@ -173,7 +174,6 @@ def _clusters(log: Log) -> str:
         if row.reason != CANONICAL:
             clusters[row.kept_url].append(row)
     copies = sum(row.reason != RULE for named in clusters.values() for row in named)
-    policy = _policy(log)
     explained = f"<p id='drops'>{_drops_explained(log, copies)}</p>"
     if not clusters:
         return f"<h2>Clusters</h2>{explained}"
@@ -231,9 +231,8 @@ def _named_how(row: AliasRow, drops: dict[str, Decision], policy: Policy) -> str
     return _nearness(drops[row.alias], policy) if row.alias in drops else f"dropped (matched on {escape(row.reason)})"
 
 
-def _pairs(log: Log, limit: int) -> str:
-    policy = _policy(log)
-    decisions = log.pairs()
+def _pairs(decisions: list[Decision], policy: Policy, limit: int) -> str:
+    """The pairs of the log (``Log.pairs``), nearest the threshold first, each a side-by-side diff."""
     reviewable = [d for d in decisions if d.text is not None or d.kept_text is not None]
     reviewable.sort(key=lambda d: _margin(d, policy.content_distance))
     shown = reviewable[:limit]
@@ -293,11 +292,6 @@ def _beyond(decision: Decision, policy: Policy) -> str:
     if decision.reason == BODY:
         return f"the same body: two large texts compared up to {policy.search_distance}"
     return f"two small texts: compared up to {policy.search_distance}"
-
-
-def _policy(log: Log) -> Policy:
-    """The thresholds the log's decisions were made with (the search distance follows from them)."""
-    return Policy(content_distance=int(log.settings["content_distance"]))
 
 
 def _link(url: str) -> str:
