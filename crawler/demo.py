@@ -18,13 +18,16 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerProcess
 from scrapy.utils.project import get_project_settings
 
 from crawler.local_site import serve_directory
+
+if TYPE_CHECKING:
+    from scrapy_simhash_dedup.report import Log
 
 SITE_ARCHIVE = Path(__file__).parent / "demo_site" / "debian-handbook-en-da-zh.tar.xz"
 LOCAL_CRAWL = {  # a local server needs no politeness
@@ -70,33 +73,35 @@ def main() -> None:
         process.crawl(crawler, url=base_url)
         process.start()
     print_summary(crawler.stats.get_stats(), dropped, base_url, output)
-    print_renamed(output / "seen.sqlite", base_url)
-    write_demo_report(output)
+    from scrapy_simhash_dedup.report import load_log
+
+    log = load_log(str(output / "seen.sqlite"))  # the store's log, read once for the names and the report
+    print_renamed(log, base_url)
+    write_demo_report(log, output)
 
 
-def print_renamed(store: Path, base_url: str) -> None:
+def print_renamed(log: Log, base_url: str) -> None:
     """The kept pages the crawl named by a URL it met later: an untranslated copy met first (``da-DK/apt.html``,
     English) is known by its original's address once the original comes (``en-US/apt.html``, in its language's
     folder).  Its item went out under the first URL; the alias table holds the names."""
-    from scrapy_simhash_dedup.report import load_log
     from scrapy_simhash_dedup.report.aliases import canonical_names
 
-    renamed = {kept: name for kept, name in canonical_names(load_log(str(store)).aliases).items() if kept != name}
+    renamed = {kept: name for kept, name in canonical_names(log.aliases).items() if kept != name}
     if not renamed:
         return
     kept, name = next(iter(sorted(renamed.items())))
     print(
         f"\nrenamed:        {len(renamed)} kept pages are known by the address of their original, met after them,\n"
         f"  e.g. {kept.removeprefix(base_url)} by {name.removeprefix(base_url)}; "
-        f"every name: simhash-dedup aliases {store}"
+        f"every name: simhash-dedup aliases {log.source}"
     )
 
 
-def write_demo_report(output: Path) -> None:
-    """The report of the demo's crawl, and what to look at in it."""
-    from scrapy_simhash_dedup.report import load_log, write_report
+def write_demo_report(log: Log, output: Path) -> None:
+    """The report of the demo's crawl (its store's ``log``), and what to look at in it."""
+    from scrapy_simhash_dedup.report import write_report
 
-    report = write_report(load_log(str(output / "seen.sqlite")), output / "report.html")
+    report = write_report(log, output / "report.html")
     print(f"\nreport: {report.resolve()}")
     print("  open it in a browser: the counts, the histograms of distance and similarity (thresholds dashed),")
     print("  the clusters, and the pairs nearest the threshold first, each a side-by-side diff of the two texts.")
