@@ -173,19 +173,23 @@ class SimhashDuplicate(DropItem):
     crawl kept, fetched again at its URL ("refetched")."""
 
     def __init__(self, url: str, match: Match, log_level: str, kind: str = "near", note: bool = False) -> None:
-        evidence = (
-            f"matched on {match.reason}: content distance {_show(match.content_distance)}, "
-            f"similarity {_show(match.similarity)}, structure distance {_show(match.structure_distance)}"
-        )
-        said = {
-            "refetched": "fetched again, its items were passed on at its first fetch in this crawl",
-            "rerun": "kept by an earlier run, met again"
-            + (f" (kept as {match.url})" if match.url != url else "")
-            + f" ({evidence})",
-            "near": f"near-duplicate of {match.url} ({evidence})",
-        }[kind]
+        if kind == "refetched":
+            said = "fetched again, its items were passed on at its first fetch in this crawl"
+        elif kind == "rerun":
+            kept_as = f" (kept as {match.url})" if match.url != url else ""
+            said = f"kept by an earlier run, met again{kept_as} {_evidence(match)}"
+        else:
+            said = f"near-duplicate of {match.url} {_evidence(match)}"
         super().__init__(f"{said}: {url}{NO_MORE_SHOWN.format(kind=kind) if note else ''}", log_level=log_level)
         self.match = match
+
+
+def _evidence(match: Match) -> str:
+    """What a drop rests on, as its log line says it."""
+    return (
+        f"(matched on {match.reason}: content distance {_show(match.content_distance)}, "
+        f"similarity {_show(match.similarity)}, structure distance {_show(match.structure_distance)})"
+    )
 
 
 class SimhashUnchecked(DropItem):
